@@ -1,0 +1,65 @@
+// Who this process is in the current generation, and its collectives.
+//
+// `from_env()` reads the launcher's torchrun-compatible environment (RANK, LOCAL_RANK,
+// WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TENAX_GENERATION,
+// TENAX_RESTART_COUNT, TENAX_RDZV_ENDPOINT), connects to the rendezvous key-value service and
+// builds the Gloo communicator under the store prefix "gen/<generation>/". Without the launcher
+// (no RANK in the environment) it gives a single-process context of world size 1.
+// Thread-safety: not shareable; owned by the training thread. Destruction never waits on peers:
+// call finalize(timeout) for an orderly collective teardown.
+//
+//   auto ctx = tenax::elastic::WorkerContext::from_env();
+//   ctx.communicator().barrier();
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tenax/elastic/communicator.h"
+#include "tenax/elastic/store.h"
+
+namespace tenax::elastic {
+
+struct WorkerIdentity {
+  int rank = 0;
+  int local_rank = 0;
+  int world_size = 1;
+  int local_world_size = 1;
+  std::int64_t generation = 0;
+  std::int64_t restart_count = 0;
+};
+
+class WorkerContext {
+ public:
+  /// See the file comment. Throws ConfigError naming a missing/invalid variable,
+  /// RendezvousError / TimeoutError when the service or peers cannot be reached.
+  static WorkerContext from_env(std::chrono::milliseconds timeout = kDefaultStoreTimeout);
+
+  /// Assembles a context from parts (tests run N ranks as threads this way).
+  /// `store` may be null when world_size == 1.
+  WorkerContext(WorkerIdentity identity, std::unique_ptr<Store> store,
+                std::unique_ptr<Communicator> communicator);
+  WorkerContext(WorkerContext&&) noexcept;
+  WorkerContext& operator=(WorkerContext&&) noexcept;
+  ~WorkerContext();
+
+  const WorkerIdentity& identity() const { return identity_; }
+  int rank() const { return identity_.rank; }
+  int world_size() const { return identity_.world_size; }
+  std::int64_t generation() const { return identity_.generation; }
+  std::int64_t restart_count() const { return identity_.restart_count; }
+  Communicator& communicator() { return *communicator_; }
+
+  /// Collective: a barrier with a deadline, then releases the communicator. Returns false
+  /// (and logs) if peers did not arrive in time. Safe to call twice.
+  bool finalize(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+ private:
+  WorkerIdentity identity_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Communicator> communicator_;
+};
+
+}  // namespace tenax::elastic

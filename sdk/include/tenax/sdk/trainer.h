@@ -1,0 +1,91 @@
+// The Trainer: Hugging Face Trainer's shape in C++ on libtorch.
+//
+// It coordinates separate pieces — ResumableSampler (data order), GradSync (gradient
+// averaging), LrSchedule, Checkpointer and the callbacks — and owns none of the distributed
+// state: the WorkerContext of this generation is borrowed.
+// train() first restores the newest committed checkpoint under args.output_dir (model,
+// AdamW moments, this rank's RNG, data position), then trains to max_steps, logging every
+// logging_steps and saving every save_steps and at the end.
+// Thread-safety: one training thread. train() is collective (all ranks call it).
+//
+//   tenax::sdk::Trainer trainer(model, args, dataset, ctx);
+//   trainer.add_callback(std::make_shared<MyCallback>());
+//   auto out = trainer.train();
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/optim/adamw.h>
+
+#include "tenax/elastic/worker_context.h"
+#include "tenax/sdk/data.h"
+#include "tenax/sdk/lr_schedule.h"
+#include "tenax/sdk/model.h"
+#include "tenax/sdk/state_capture.h"
+#include "tenax/sdk/trainer_callback.h"
+#include "tenax/sdk/training_arguments.h"
+
+namespace tenax::sdk {
+
+struct TrainOutput {
+  std::int64_t global_step = 0;
+  double training_loss = 0.0;       ///< mean loss over the steps run in this process
+  double train_runtime_s = 0.0;
+  double train_samples_per_second = 0.0;
+  std::int64_t resumed_from_step = -1;
+};
+
+class Trainer {
+ public:
+  /// `model` and `train_dataset` are shared with the caller; `context` is borrowed and must
+  /// outlive the Trainer. Validates `args` (ConfigError naming the field).
+  Trainer(std::shared_ptr<Model> model, TrainingArguments args,
+          std::shared_ptr<const Dataset> train_dataset, elastic::WorkerContext& context,
+          Collator collator = stack_collator);
+  virtual ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  void add_callback(std::shared_ptr<TrainerCallback> callback);
+
+  /// Collective. Restores, trains, saves. Throws on failure (the launcher restarts the job).
+  TrainOutput train();
+
+  const TrainerState& state() const { return state_; }
+  const TrainingArguments& args() const { return args_; }
+  Model& model() { return *model_; }
+
+ protected:
+  /// The loss of one micro-batch (default: the model's own loss).
+  virtual torch::Tensor compute_loss(Model& model, const Batch& batch);
+  /// Forward and backward of one micro-batch; returns the detached loss.
+  virtual torch::Tensor training_step(Model& model, const Batch& batch);
+  /// AdamW over all trainable parameters with args' betas, eps and weight decay.
+  virtual std::unique_ptr<torch::optim::AdamW> create_optimizer();
+  /// The schedule for a run of `num_training_steps` optimizer steps.
+  virtual LrSchedule create_scheduler(std::int64_t num_training_steps);
+
+ private:
+  NamedTensors named_parameters() const;
+  bool restore(torch::optim::AdamW& optimizer);
+  void save(torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch);
+  Batch load_batch(const std::vector<std::int64_t>& indices) const;
+
+  template <typename Fn>
+  void notify(Fn&& fn) {
+    for (auto& cb : callbacks_) fn(*cb);
+  }
+
+  std::shared_ptr<Model> model_;
+  TrainingArguments args_;
+  std::shared_ptr<const Dataset> train_dataset_;
+  elastic::WorkerContext& context_;
+  Collator collator_;
+  std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
+  TrainerState state_;
+  TrainerControl control_;
+};
+
+}  // namespace tenax::sdk

@@ -1,0 +1,73 @@
+// Callback hooks of the Trainer, in the shape of transformers.TrainerCallback.
+//
+// Every hook receives the run's arguments, the mutable TrainerState and the TrainerControl
+// flags a callback may set to steer the loop. Hooks run on the training thread of every rank.
+// Thread-safety: called from the training thread only.
+//
+//   struct StopAt : tenax::sdk::TrainerCallback {
+//     void on_step_end(const TrainingArguments&, TrainerState& s, TrainerControl& c) override {
+//       if (s.global_step == 100) c.should_training_stop = true;
+//     }
+//   };
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tenax/sdk/training_arguments.h"
+
+namespace tenax::sdk {
+
+/// What the loop knows about the run; saved in every checkpoint.
+struct TrainerState {
+  std::int64_t global_step = 0;    ///< optimizer steps done
+  double epoch = 0.0;              ///< fractional epochs done
+  std::int64_t max_steps = 0;
+  std::int64_t num_train_epochs = 0;
+  std::int64_t logging_steps = 0;
+  std::int64_t save_steps = 0;
+  std::int64_t train_batch_size = 0;  ///< global batch (all ranks)
+  int world_size = 1;
+  int rank = 0;
+  std::int64_t generation = 0;
+  std::int64_t resumed_from_step = -1;  ///< -1 when the run started from scratch
+  std::vector<nlohmann::json> log_history;
+  bool is_world_process_zero() const { return rank == 0; }
+  nlohmann::json to_json() const;
+};
+
+/// Flags a callback sets to change what the loop does next. Reset by the loop after use.
+struct TrainerControl {
+  bool should_training_stop = false;
+  bool should_epoch_stop = false;
+  bool should_save = false;
+  bool should_evaluate = false;
+  bool should_log = false;
+};
+
+using Logs = std::map<std::string, double>;
+
+class TrainerCallback {
+ public:
+  virtual ~TrainerCallback() = default;
+  virtual void on_init_end(const TrainingArguments&, TrainerState&, TrainerControl&) {}
+  virtual void on_train_begin(const TrainingArguments&, TrainerState&, TrainerControl&) {}
+  virtual void on_train_end(const TrainingArguments&, TrainerState&, TrainerControl&) {}
+  virtual void on_epoch_begin(const TrainingArguments&, TrainerState&, TrainerControl&) {}
+  virtual void on_epoch_end(const TrainingArguments&, TrainerState&, TrainerControl&) {}
+  virtual void on_step_begin(const TrainingArguments&, TrainerState&, TrainerControl&) {}
+  virtual void on_step_end(const TrainingArguments&, TrainerState&, TrainerControl&) {}
+  virtual void on_log(const TrainingArguments&, TrainerState&, TrainerControl&, const Logs&) {}
+  /// After a checkpoint committed; `checkpoint_dir` is the committed directory.
+  virtual void on_save(const TrainingArguments&, TrainerState&, TrainerControl&,
+                       const std::string& /*checkpoint_dir*/) {}
+  /// After state was restored from a checkpoint at the start of train().
+  virtual void on_load(const TrainingArguments&, TrainerState&, TrainerControl&,
+                       const std::string& /*checkpoint_dir*/) {}
+};
+
+}  // namespace tenax::sdk

@@ -1,0 +1,278 @@
+#include "tenax/sdk/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "tenax/core/error.h"
+#include "tenax/core/logging.h"
+#include "tenax/sdk/checkpointer.h"
+#include "tenax/sdk/grad_sync.h"
+#include "tenax/sdk/sampler.h"
+
+namespace tenax::sdk {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<long long>(std::max(0.0, seconds));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", s / 3600, (s / 60) % 60, s % 60);
+  return buf;
+}
+
+std::string rng_name(int rank) { return "rng/rank" + std::to_string(rank) + "/cpu"; }
+
+// The per-rank seed of a fresh run; also how a rank with no saved RNG state derives one:
+// a fixed function of (seed, rank, step), documented in README ("Resume").
+std::uint64_t derived_seed(std::uint64_t seed, int rank, std::int64_t step) {
+  return seed + 1000003ull * static_cast<std::uint64_t>(rank) + 7919ull * static_cast<std::uint64_t>(step);
+}
+
+}  // namespace
+
+Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
+                 std::shared_ptr<const Dataset> train_dataset, elastic::WorkerContext& context,
+                 Collator collator)
+    : model_(std::move(model)),
+      args_(std::move(args)),
+      train_dataset_(std::move(train_dataset)),
+      context_(context),
+      collator_(std::move(collator)) {
+  if (!model_) throw ConfigError("Trainer: model is null");
+  if (!train_dataset_) throw ConfigError("Trainer: train_dataset is null");
+  args_.validate();
+  state_.rank = context_.rank();
+  state_.world_size = context_.world_size();
+  state_.generation = context_.generation();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::add_callback(std::shared_ptr<TrainerCallback> callback) {
+  callbacks_.push_back(std::move(callback));
+}
+
+torch::Tensor Trainer::compute_loss(Model& model, const Batch& batch) {
+  ModelOutput out = model.forward(batch);
+  if (!out.loss.defined()) throw Error("the model returned no loss; does the batch carry labels?");
+  return out.loss;
+}
+
+torch::Tensor Trainer::training_step(Model& model, const Batch& batch) {
+  model.train();
+  torch::Tensor loss = compute_loss(model, batch);
+  loss.backward();
+  return loss.detach();
+}
+
+std::unique_ptr<torch::optim::AdamW> Trainer::create_optimizer() {
+  torch::optim::AdamWOptions options(args_.learning_rate);
+  options.betas({args_.adam_beta1, args_.adam_beta2}).eps(args_.adam_epsilon).weight_decay(args_.weight_decay);
+  return std::make_unique<torch::optim::AdamW>(model_->parameters(), options);
+}
+
+LrSchedule Trainer::create_scheduler(std::int64_t num_training_steps) {
+  return LrSchedule(parse_lr_scheduler_type(args_.lr_scheduler_type),
+                    args_.resolved_warmup_steps(num_training_steps), num_training_steps);
+}
+
+NamedTensors Trainer::named_parameters() const {
+  NamedTensors out;
+  for (const auto& item : model_->named_parameters(/*recurse=*/true)) {
+    out.emplace_back(item.key(), item.value());
+  }
+  return out;
+}
+
+Batch Trainer::load_batch(const std::vector<std::int64_t>& indices) const {
+  std::vector<Example> examples;
+  examples.reserve(indices.size());
+  for (std::int64_t i : indices) examples.push_back(train_dataset_->get(i));
+  return collator_(examples);
+}
+
+bool Trainer::restore(torch::optim::AdamW& optimizer) {
+  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
+  Checkpointer checkpointer(args_.output_dir, context_.communicator(), context_.generation());
+  const std::string my_rng = rng_name(context_.rank());
+  auto loaded = checkpointer.load_latest([&](const std::string& name) {
+    return starts_with(name, "model/") || starts_with(name, "optim/") || name == my_rng ||
+           name == "sampler";
+  });
+  if (!loaded) return false;
+
+  torch::NoGradGuard no_grad;
+  const NamedTensors params = named_parameters();
+  for (const auto& [name, param] : params) {
+    torch::Tensor saved = loaded->get("model/" + name);
+    if (!saved.defined()) {
+      throw StorageError(loaded->dir.string() + ": parameter '" + name +
+                         "' is missing from the checkpoint; was it written by another model?");
+    }
+    if (!saved.sizes().equals(param.sizes())) {
+      throw StorageError(loaded->dir.string() + ": parameter '" + name + "' has shape " +
+                         c10::str(saved.sizes()) + " in the checkpoint but " + c10::str(param.sizes()) +
+                         " in the model");
+    }
+    param.copy_(saved);
+  }
+  restore_adamw_state(optimizer, params, [&](const std::string& n) { return loaded->get(n); });
+
+  torch::Tensor rng = loaded->get(my_rng);
+  if (rng.defined()) {
+    restore_cpu_rng_state(rng);
+  } else {
+    torch::manual_seed(derived_seed(args_.seed, context_.rank(), loaded->step));
+    logger("tenax.trainer")->warn("checkpoint has no RNG state for rank {} (it was written by {} ranks); "
+                                  "derived one from (seed, rank, step)", context_.rank(), loaded->world_size);
+  }
+  torch::Tensor sampler = loaded->get("sampler");
+  if (sampler.defined() && sampler.numel() >= 1 &&
+      static_cast<std::uint64_t>(sampler[0].item<std::int64_t>()) != args_.seed) {
+    throw ConfigError("TrainingArguments.seed: the checkpoint in " + loaded->dir.string() +
+                      " was trained with seed " + std::to_string(sampler[0].item<std::int64_t>()) +
+                      ", this run has " + std::to_string(args_.seed) +
+                      "; resuming would change the data order. Use the same seed or another output_dir");
+  }
+  state_.global_step = loaded->step;
+  state_.resumed_from_step = loaded->step;
+  if (loaded->trainer_state.contains("log_history") && loaded->trainer_state["log_history"].is_array()) {
+    state_.log_history = loaded->trainer_state["log_history"].get<std::vector<nlohmann::json>>();
+  }
+  log->info("resumed from {} at step {} (generation {}, restart {})", loaded->dir.string(), loaded->step,
+            context_.generation(), context_.restart_count());
+  notify([&](TrainerCallback& cb) { cb.on_load(args_, state_, control_, loaded->dir.string()); });
+  return true;
+}
+
+void Trainer::save(torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch) {
+  const NamedTensors params = named_parameters();
+  NamedTensors replicated;
+  for (const auto& [name, p] : params) replicated.emplace_back("model/" + name, p.detach());
+  for (auto& entry : capture_adamw_state(optimizer, params)) replicated.push_back(std::move(entry));
+  const std::int64_t epoch = state_.global_step / steps_per_epoch;
+  const std::int64_t cursor = (state_.global_step % steps_per_epoch) * state_.train_batch_size;
+  replicated.emplace_back("sampler", torch::tensor({static_cast<std::int64_t>(args_.seed), epoch, cursor,
+                                                    state_.train_batch_size}, torch::kInt64));
+  NamedTensors per_rank{{rng_name(context_.rank()), capture_cpu_rng_state()}};
+
+  Checkpointer checkpointer(args_.output_dir, context_.communicator(), context_.generation());
+  const auto dir = checkpointer.save(state_.global_step, epoch, replicated, per_rank, state_.to_json(),
+                                     args_.to_json());
+  logger("tenax.trainer", LogPolicy::kRankZeroOnly)->info("saved checkpoint {}", dir.string());
+  notify([&](TrainerCallback& cb) { cb.on_save(args_, state_, control_, dir.string()); });
+}
+
+TrainOutput Trainer::train() {
+  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
+  const int rank = context_.rank();
+  const int world = context_.world_size();
+  const std::int64_t global_batch = args_.per_device_train_batch_size * world;
+  ResumableSampler sampler(train_dataset_->size(), global_batch, args_.seed);
+  const std::int64_t steps_per_epoch = sampler.steps_per_epoch();
+  const std::int64_t max_steps =
+      args_.max_steps > 0 ? args_.max_steps
+                          : static_cast<std::int64_t>(std::ceil(args_.num_train_epochs * steps_per_epoch));
+  state_.max_steps = max_steps;
+  state_.num_train_epochs = (max_steps + steps_per_epoch - 1) / steps_per_epoch;
+  state_.logging_steps = args_.logging_steps;
+  state_.save_steps = args_.save_steps;
+  state_.train_batch_size = global_batch;
+
+  std::unique_ptr<torch::optim::AdamW> optimizer = create_optimizer();
+  const LrSchedule schedule = create_scheduler(max_steps);
+  std::vector<torch::Tensor> params = model_->parameters();
+  GradSync grad_sync(context_.communicator(), params);
+  notify([&](TrainerCallback& cb) { cb.on_init_end(args_, state_, control_); });
+
+  // Identical replicas first, then a per-rank random stream (dropout differs across ranks).
+  grad_sync.broadcast_parameters(0);
+  torch::manual_seed(derived_seed(args_.seed, rank, 0));
+  const bool resumed = restore(*optimizer);
+  if (!resumed) {
+    log->info("no committed checkpoint under {}; starting from scratch", args_.output_dir);
+  }
+
+  log->info("training {} steps: {} ranks x {} per device = global batch {}, {} steps per epoch", max_steps,
+            world, args_.per_device_train_batch_size, global_batch, steps_per_epoch);
+  notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
+
+  const auto start = Clock::now();
+  auto window_start = start;
+  double window_loss = 0.0, total_loss = 0.0;
+  std::int64_t window_steps = 0, steps_run = 0;
+  std::int64_t last_saved = resumed ? state_.global_step : -1;
+
+  while (state_.global_step < max_steps && !control_.should_training_stop) {
+    const std::int64_t step = state_.global_step;
+    if (step % steps_per_epoch == 0) notify([&](TrainerCallback& cb) { cb.on_epoch_begin(args_, state_, control_); });
+    notify([&](TrainerCallback& cb) { cb.on_step_begin(args_, state_, control_); });
+
+    Batch batch = load_batch(sampler.rank_indices(step, rank, world));
+    optimizer->zero_grad();
+    torch::Tensor loss = training_step(*model_, batch);
+    grad_sync.synchronize();
+    if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, args_.max_grad_norm);
+    const double lr = args_.learning_rate * schedule.multiplier(step);
+    for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
+    optimizer->step();
+
+    const double loss_value = loss.item<double>();
+    window_loss += loss_value;
+    total_loss += loss_value;
+    ++window_steps;
+    ++steps_run;
+    state_.global_step = step + 1;
+    state_.epoch = static_cast<double>(state_.global_step) / static_cast<double>(steps_per_epoch);
+    notify([&](TrainerCallback& cb) { cb.on_step_end(args_, state_, control_); });
+
+    if (state_.global_step % args_.logging_steps == 0 || control_.should_log || state_.global_step == max_steps) {
+      double sums[2] = {window_loss, static_cast<double>(window_steps)};
+      context_.communicator().allreduce(sums, 2, elastic::ElementType::kFloat64, elastic::ReduceOp::kSum);
+      const double elapsed = std::chrono::duration<double>(Clock::now() - window_start).count();
+      Logs logs{{"loss", sums[0] / std::max(1.0, sums[1])},
+                {"learning_rate", lr},
+                {"epoch", state_.epoch},
+                {"step", static_cast<double>(state_.global_step)},
+                {"samples_per_second", elapsed > 0 ? window_steps * global_batch / elapsed : 0.0}};
+      nlohmann::json entry(logs);
+      state_.log_history.push_back(entry);
+      const double per_step = std::chrono::duration<double>(Clock::now() - start).count() / steps_run;
+      log->info("step {}/{} | loss {:.6f} | lr {:.3e} | {:.1f} samples/s | epoch {:.2f} | ETA {}",
+                state_.global_step, max_steps, logs["loss"], lr, logs["samples_per_second"], state_.epoch,
+                format_duration(per_step * (max_steps - state_.global_step)));
+      notify([&](TrainerCallback& cb) { cb.on_log(args_, state_, control_, logs); });
+      window_loss = 0.0;
+      window_steps = 0;
+      window_start = Clock::now();
+      control_.should_log = false;
+    }
+    if ((args_.save_steps > 0 && state_.global_step % args_.save_steps == 0) || control_.should_save) {
+      save(*optimizer, steps_per_epoch);
+      last_saved = state_.global_step;
+      control_.should_save = false;
+    }
+    if (state_.global_step % steps_per_epoch == 0) notify([&](TrainerCallback& cb) { cb.on_epoch_end(args_, state_, control_); });
+  }
+  if (last_saved != state_.global_step) {
+    save(*optimizer, steps_per_epoch);
+  }
+  notify([&](TrainerCallback& cb) { cb.on_train_end(args_, state_, control_); });
+
+  TrainOutput out;
+  out.global_step = state_.global_step;
+  out.training_loss = steps_run > 0 ? total_loss / static_cast<double>(steps_run) : 0.0;
+  out.train_runtime_s = std::chrono::duration<double>(Clock::now() - start).count();
+  out.train_samples_per_second = out.train_runtime_s > 0 ? steps_run * global_batch / out.train_runtime_s : 0.0;
+  out.resumed_from_step = state_.resumed_from_step;
+  log->info("training finished at step {} ({:.1f} s, {:.1f} samples/s)", out.global_step, out.train_runtime_s,
+            out.train_samples_per_second);
+  return out;
+}
+
+}  // namespace tenax::sdk

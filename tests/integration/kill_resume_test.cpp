@@ -1,0 +1,150 @@
+// The foundation slice end to end, with real processes: `tenax run` starts 2 workers of the
+// example over Gloo; one SIGKILLs itself; the agent restarts the generation; the workers
+// resume from the newest committed checkpoint; the final parameters equal, bit for bit,
+// those of an uninterrupted run.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tenax/storage/checkpoint_directory.h"
+#include "tenax/storage/checkpoint_reader.h"
+#include "tenax/storage/layout.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kMaxSteps = 60;
+
+fs::path base_dir() {
+  static const fs::path dir = [] {
+    auto d = fs::path(::testing::TempDir()) / ("tenax-integration-" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string log;
+  nlohmann::json agent;
+};
+
+RunResult run_job(const std::string& name, const std::string& extra_args) {
+  const fs::path out = base_dir() / name;
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const fs::path log = out / "job.log";
+  const std::string cmd = std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts 3 --run-dir " +
+                          (out / "run").string() + " -- " + EXAMPLE_BINARY + " --output-dir " +
+                          (out / "train").string() + " --max-steps " + std::to_string(kMaxSteps) +
+                          " --save-steps 20 --logging-steps 10 " + extra_args + " > " + log.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.log = ss.str();
+  std::ifstream agent(out / "run" / "agent.json");
+  if (agent) r.agent = nlohmann::json::parse(agent, nullptr, false);
+  return r;
+}
+
+fs::path final_checkpoint(const std::string& name) {
+  return base_dir() / name / "train" / "checkpoints" / tenax::storage::step_dir_name(kMaxSteps);
+}
+
+// Every model tensor of the two final checkpoints, byte for byte.
+void expect_bit_identical_models(const fs::path& a, const fs::path& b) {
+  auto ra = tenax::storage::CheckpointReader::open(a);
+  auto rb = tenax::storage::CheckpointReader::open(b);
+  ASSERT_TRUE(ra.is_ok()) << ra.status().to_string();
+  ASSERT_TRUE(rb.is_ok()) << rb.status().to_string();
+  int compared = 0;
+  for (const auto& [name, entry] : ra.value().manifest().tensors) {
+    if (name.rfind("model/", 0) != 0) continue;
+    auto ta = ra.value().read(name);
+    auto tb = rb.value().read(name);
+    ASSERT_TRUE(ta.is_ok()) << ta.status().to_string();
+    ASSERT_TRUE(tb.is_ok()) << name << ": " << tb.status().to_string();
+    EXPECT_EQ(ta.value().shape, tb.value().shape) << name;
+    EXPECT_TRUE(ta.value().bytes == tb.value().bytes) << name << " differs";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 6) << "3 linear layers = 6 parameters";
+}
+
+// (d): whatever a crash left behind, nothing without a manifest may count as a checkpoint,
+// and everything that counts must verify.
+void expect_only_valid_checkpoints(const std::string& name) {
+  tenax::storage::CheckpointDirectory dir(base_dir() / name / "train" / "checkpoints");
+  for (auto step : dir.committed_steps()) {
+    auto reader = tenax::storage::CheckpointReader::open(dir.step_dir(step));
+    ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+    EXPECT_TRUE(reader.value().verify_all().is_ok()) << "step " << step;
+  }
+  for (const auto& p : dir.uncommitted_dirs()) {
+    EXPECT_FALSE(fs::exists(p / tenax::storage::kManifestFile)) << p;
+  }
+}
+
+class IntegrationKillResume : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    reference_ = new RunResult(run_job("reference", ""));
+  }
+  static void TearDownTestSuite() {
+    delete reference_;
+    reference_ = nullptr;
+  }
+  static RunResult* reference_;
+};
+RunResult* IntegrationKillResume::reference_ = nullptr;
+
+TEST_F(IntegrationKillResume, UninterruptedRunFinishesWithoutRestart) {
+  ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
+  EXPECT_EQ(reference_->agent["restarts"], 0) << reference_->agent.dump();
+  EXPECT_TRUE(fs::exists(final_checkpoint("reference") / "manifest.json"));
+}
+
+TEST_F(IntegrationKillResume, KillBetweenCheckpointsResumesBitIdentically) {
+  ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
+  RunResult r = run_job("kill-mid", "--fail-at-step 30 --fail-rank 1");
+  ASSERT_EQ(r.exit_code, 0) << r.log;                                      // (a) finishes
+  EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();                     // (c) exactly once
+  EXPECT_NE(r.log.find("SIGKILL"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("at step 20"), std::string::npos) << "resumed from the step-20 checkpoint\n" << r.log;
+  expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill-mid"));  // (b)
+  expect_only_valid_checkpoints("kill-mid");                                                 // (d)
+}
+
+TEST_F(IntegrationKillResume, KillBeforeFirstCheckpointRestartsFromScratch) {
+  ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
+  RunResult r = run_job("kill-early", "--fail-at-step 7 --fail-rank 0");
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();
+  EXPECT_NE(r.log.find("starting from scratch"), std::string::npos) << r.log;
+  expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill-early"));
+  expect_only_valid_checkpoints("kill-early");
+}
+
+TEST_F(IntegrationKillResume, BadWorkerArgumentIsAConfigErrorNotARestartLoop) {
+  RunResult r = run_job("bad-flag", "--fail-rank 5 --fail-at-step 3");
+  // Exit 2 from the workers means configuration: restarting cannot fix it, so the agent
+  // stops at once with 2 instead of burning its restart budget.
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_EQ(r.agent["restarts"], 0) << r.agent.dump();
+  EXPECT_NE(r.log.find("--fail-rank 5"), std::string::npos) << r.log;
+}
+
+}  // namespace

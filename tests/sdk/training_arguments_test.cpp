@@ -1,0 +1,50 @@
+#include "tenax/sdk/training_arguments.h"
+
+#include <gtest/gtest.h>
+
+#include "tenax/core/error.h"
+
+namespace tenax::sdk {
+namespace {
+
+std::string error_of(const TrainingArguments& a) {
+  try {
+    a.validate();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SdkTrainingArguments, ValidArgumentsPassAndBadOnesNameTheField) {
+  TrainingArguments a;
+  a.output_dir = "/tmp/x";
+  EXPECT_EQ(error_of(a), "");
+  auto b = a;
+  b.output_dir.clear();
+  EXPECT_NE(error_of(b).find("output_dir"), std::string::npos);
+  b = a;
+  b.per_device_train_batch_size = 0;
+  EXPECT_NE(error_of(b).find("per_device_train_batch_size"), std::string::npos);
+  b = a;
+  b.warmup_ratio = 1.5;
+  EXPECT_NE(error_of(b).find("warmup_ratio"), std::string::npos);
+  b = a;
+  b.lr_scheduler_type = "nope";
+  EXPECT_NE(error_of(b).find("lr_scheduler_type"), std::string::npos);
+  b = a;
+  b.logging_steps = 0;
+  EXPECT_NE(error_of(b).find("logging_steps"), std::string::npos);
+}
+
+TEST(SdkTrainingArguments, WarmupStepsOverrideRatio) {
+  TrainingArguments a;
+  a.warmup_ratio = 0.1;
+  EXPECT_EQ(a.resolved_warmup_steps(95), 10);
+  a.warmup_steps = 3;
+  EXPECT_EQ(a.resolved_warmup_steps(95), 3);
+  EXPECT_EQ(a.to_json()["warmup_steps"], 3);
+}
+
+}  // namespace
+}  // namespace tenax::sdk

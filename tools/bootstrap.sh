@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Tenax builds against, only those missing.
+# Idempotent and quiet: a second run with everything present does nothing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libtorch-dev libgloo-dev
+  libhdf5-dev hdf5-tools
+  libzmq3-dev cppzmq-dev
+  libspdlog-dev libfmt-dev
+  nlohmann-json3-dev libtomlplusplus-dev
+  libxxhash-dev
+  libgtest-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "tenax bootstrap: installing ${#missing[@]} Debian package(s): ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "tenax bootstrap: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+log=$(mktemp /tmp/tenax-bootstrap.XXXXXX.log)
+export DEBIAN_FRONTEND=noninteractive
+if ! { "${sudo_cmd[@]}" apt-get update -q && \
+       "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  echo "tenax bootstrap: apt-get failed installing: ${missing[*]}" >&2
+  tail -n 30 "$log" >&2
+  echo "tenax bootstrap: full log in $log" >&2
+  exit 1
+fi
+rm -f "$log"
+echo "tenax bootstrap: done"
