@@ -1,8 +1,8 @@
 // The foundation example: a small MLP with dropout, trained data-parallel on a synthetic
 // regression task through tenax::sdk::Trainer, with optional failure injection.
 //
-//   tenax run --nproc-per-node 2 -- ./synthetic_regression --output-dir runs/demo \
-//       --max-steps 60 --save-steps 20 --fail-at-step 30 --fail-rank 1
+//   tenax run --nproc-per-node 2 -- ./synthetic_regression --output-dir runs/demo
+//       --max-steps 60 --save-steps 20 --fail-at-step 30 --fail-rank 1   (one command line)
 //
 // --fail-at-step S --fail-rank R: rank R SIGKILLs itself right after step S, in the first
 // generation only (TENAX_RESTART_COUNT=0), so the restarted job runs through.
@@ -93,11 +93,13 @@ struct Options {
   std::int64_t features = 16;
 };
 
+constexpr const char* kUsage =
+    "usage: synthetic_regression --output-dir DIR [--max-steps N] [--save-steps N]\n"
+    "       [--logging-steps N] [--per-device-batch N] [--learning-rate X] [--seed N]\n"
+    "       [--dataset-size N] [--fail-at-step S --fail-rank R]\n";
+
 [[noreturn]] void usage_error(const std::string& message) {
-  std::cerr << "synthetic_regression: " << message << "\n"
-            << "usage: synthetic_regression --output-dir DIR [--max-steps N] [--save-steps N]\n"
-               "       [--logging-steps N] [--per-device-batch N] [--learning-rate X] [--seed N]\n"
-               "       [--dataset-size N] [--fail-at-step S --fail-rank R]\n";
+  std::cerr << "synthetic_regression: " << message << "\n" << kUsage;
   std::exit(2);
 }
 
@@ -112,16 +114,25 @@ Options parse(int argc, char** argv) {
   o.args.warmup_steps = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") usage_error("help");
+    if (flag == "--help" || flag == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    }
     if (i + 1 >= argc) usage_error(flag + " needs a value");
     const std::string value = argv[++i];
     auto as_int = [&] { return tenax::env::parse_int(value, flag); };
+    auto as_double = [&] {
+      char* end = nullptr;
+      const double x = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0') usage_error(flag + " '" + value + "' is not a number");
+      return x;
+    };
     if (flag == "--output-dir") o.args.output_dir = value;
     else if (flag == "--max-steps") o.args.max_steps = as_int();
     else if (flag == "--save-steps") o.args.save_steps = as_int();
     else if (flag == "--logging-steps") o.args.logging_steps = as_int();
     else if (flag == "--per-device-batch") o.args.per_device_train_batch_size = as_int();
-    else if (flag == "--learning-rate") o.args.learning_rate = std::stod(value);
+    else if (flag == "--learning-rate") o.args.learning_rate = as_double();
     else if (flag == "--seed") o.args.seed = static_cast<std::uint64_t>(as_int());
     else if (flag == "--dataset-size") o.dataset_size = as_int();
     else if (flag == "--fail-at-step") o.fail_at_step = as_int();

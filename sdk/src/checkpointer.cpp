@@ -13,6 +13,20 @@
 #include "tenax/storage/write_plan.h"
 
 namespace tenax::sdk {
+namespace {
+
+// null (what `{}` gives at a call site) becomes an empty object; anything else but an object
+// is a caller error.
+nlohmann::json as_object(const nlohmann::json& value, const char* what) {
+  if (value.is_null()) return nlohmann::json::object();
+  if (!value.is_object()) {
+    throw ConfigError(std::string("Checkpointer::save: ") + what + " must be a JSON object, got " +
+                      value.type_name());
+  }
+  return value;
+}
+
+}  // namespace
 
 torch::Tensor LoadedCheckpoint::get(const std::string& name) const {
   auto it = tensors.find(name);
@@ -27,6 +41,10 @@ std::filesystem::path Checkpointer::save(std::int64_t step, std::int64_t epoch,
                                          const NamedTensors& replicated, const NamedTensors& per_rank,
                                          const nlohmann::json& trainer_state,
                                          const nlohmann::json& arguments) {
+  // The manifest stores both as JSON objects and the reader refuses anything else, so refuse
+  // it here too, before any I/O: a checkpoint we write must be one we can load.
+  const nlohmann::json state_object = as_object(trainer_state, "trainer_state");
+  const nlohmann::json arguments_object = as_object(arguments, "arguments");
   const int rank = comm_.rank();
   const int world = comm_.size();
   storage::CheckpointDirectory directory(root_);
@@ -102,8 +120,8 @@ std::filesystem::path Checkpointer::save(std::int64_t step, std::int64_t epoch,
   if (rank == 0) {
     try {
       storage::Manifest manifest = storage::make_manifest(step, epoch, generation_, shards);
-      manifest.trainer_state = trainer_state;
-      manifest.arguments = arguments;
+      manifest.trainer_state = state_object;
+      manifest.arguments = arguments_object;
       Status st = directory.commit(tmp, manifest);
       if (!st.is_ok()) commit_error = st.to_string();
     } catch (const std::exception& e) {

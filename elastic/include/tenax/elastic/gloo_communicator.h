@@ -1,7 +1,8 @@
 // The CPU Communicator, built on the Gloo library (DESIGN.md decision 1).
 //
 // `make_gloo_communicator` publishes this rank's TCP address in the store, waits for every
-// peer's, and connects a full mesh, all within `options.timeout`. Collectives then run over
+// peer's, connects a full mesh and ends with a barrier (so when it returns, every rank is
+// connected), all within `options.timeout`. Collectives then run over
 // Gloo's TCP transport: allreduce is Gloo's ring algorithm, so the same inputs on the same
 // world size give bit-identical outputs on every rank and in every run.
 // World size 1 needs no network: a local communicator is returned (the store is not touched).
@@ -36,8 +37,8 @@ struct GlooOptions {
 
 /// Collective over `size` ranks: connects a Gloo full mesh through `store` (borrowed only for
 /// the duration of the call). Throws TimeoutError when peers do not arrive within
-/// options.timeout, RendezvousError when the TCP device cannot be created, ConfigError for a
-/// rank or size out of range.
+/// options.timeout, PeerLostError when a peer goes away during the connect, RendezvousError
+/// when the TCP device cannot be created, ConfigError for a rank or size out of range.
 std::unique_ptr<Communicator> make_gloo_communicator(Store& store, int rank, int size,
                                                      const GlooOptions& options);
 

@@ -40,7 +40,10 @@ class KvService {
   std::unique_ptr<Impl> impl_;
 };
 
-/// A Store backed by a remote KvService (ZeroMQ DEALER). Blocking calls honour their timeout.
+/// A Store backed by a remote KvService (ZeroMQ DEALER). Throws RendezvousError when the
+/// service does not answer within `connect_timeout`, which also bounds every later set()/add()
+/// round trip (TimeoutError). get()/wait() are bounded by their own timeout (plus at most
+/// 100 ms for the service's answer in transit) and throw TimeoutError naming the missing keys.
 /// Thread-safety: one thread at a time (it owns a ZeroMQ socket).
 std::unique_ptr<class Store> connect_store(const std::string& endpoint,
                                            std::chrono::milliseconds connect_timeout);

@@ -5,6 +5,11 @@
 // TENAX_RESTART_COUNT, TENAX_RDZV_ENDPOINT), connects to the rendezvous key-value service and
 // builds the Gloo communicator under the store prefix "gen/<generation>/". Without the launcher
 // (no RANK in the environment) it gives a single-process context of world size 1.
+// Defaults when RANK is set: LOCAL_RANK = RANK, LOCAL_WORLD_SIZE = WORLD_SIZE, TENAX_GENERATION
+// and TENAX_RESTART_COUNT = 0; TENAX_RDZV_ENDPOINT is required when WORLD_SIZE > 1.
+// The Gloo device binds TENAX_GLOO_HOSTNAME if set, else MASTER_ADDR on a single-node world,
+// else this host's name on a multi-node world (MASTER_ADDR is another node's address there);
+// 127.0.0.1 when none applies.
 // Thread-safety: not shareable; owned by the training thread. Destruction never waits on peers:
 // call finalize(timeout) for an orderly collective teardown.
 //
@@ -50,14 +55,23 @@ class WorkerContext {
   int world_size() const { return identity_.world_size; }
   std::int64_t generation() const { return identity_.generation; }
   std::int64_t restart_count() const { return identity_.restart_count; }
-  Communicator& communicator() { return *communicator_; }
+  /// The communicator of this generation. Throws RendezvousError after finalize().
+  Communicator& communicator();
+  /// This generation's store (keys under "gen/<n>/"), or null when there is none (world 1
+  /// without TENAX_RDZV_ENDPOINT, or after finalize()).
+  Store* store() { return store_.get(); }
 
   /// Collective: a barrier with a deadline, then releases the communicator. Returns false
   /// (and logs) if peers did not arrive in time. Safe to call twice.
   bool finalize(std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
  private:
+  void release() noexcept;
+
   WorkerIdentity identity_;
+  // Destroyed in reverse order: the communicator, then the prefix view, then the connection
+  // it borrows (base_store_ is set only by from_env()).
+  std::unique_ptr<Store> base_store_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Communicator> communicator_;
 };

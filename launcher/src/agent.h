@@ -1,0 +1,71 @@
+// The `tenax run` agent: starts N workers as one generation, watches them, and on any failure
+// stops them all and starts the next generation, until they finish, the restart budget is spent,
+// they are preempted, or the agent itself is told to stop.
+//
+// One generation:
+//   spawn N workers (own process groups, torchrun-compatible env)
+//   poll every kPollInterval: waitid(WNOWAIT) on each worker, and the agent's SIGINT/SIGTERM
+//   a worker killed by a signal or exiting non-zero (other than 3) → the generation failed:
+//     SIGTERM every group, wait up to the grace period, SIGKILL, reap
+//   a worker exiting 2 (usage/configuration error) → stop the others, no restart, exit 2
+//   all exited 0 → finished (exit 0); all exited 0 or 3, at least one 3 → preempted (exit 3)
+// Between generations the old generation's keys ("gen/<n>/") are dropped from the service.
+// At the end the run's story is written to <run dir>/agent.json.
+//
+// Thread-safety: run() is called once, from the main thread (it installs signal handlers).
+//
+//   tenax::elastic::KvService service;
+//   service.start("tcp://127.0.0.1:0");
+//   return tenax::launcher::Agent(options, service).run();
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "run_options.h"
+
+namespace tenax::elastic {
+class KvService;
+}
+
+namespace tenax::launcher {
+
+/// How often the agent looks at its workers when nothing wakes it earlier.
+inline constexpr std::chrono::milliseconds kPollInterval{20};
+
+/// The environment variable names the agent sets for each worker (torchrun's plus Tenax's).
+const std::vector<std::string>& worker_env_names();
+
+/// The environment of worker `rank`: `inherited` ("KEY=VALUE", e.g. from environ) without any
+/// of worker_env_names(), followed by this worker's values for them.
+struct WorkerEnvironment {
+  int rank = 0;
+  int world_size = 1;
+  int generation = 0;
+  int restart_count = 0;
+  int max_restarts = 0;
+  std::string rdzv_endpoint;  ///< "tcp://127.0.0.1:PORT"
+  std::string run_dir;        ///< absolute
+};
+std::vector<std::string> worker_environment(const std::vector<std::string>& inherited,
+                                            const WorkerEnvironment& values);
+
+/// The port of "tcp://host:PORT"; throws tenax::Error when there is none.
+int endpoint_port(const std::string& endpoint);
+
+class Agent {
+ public:
+  /// `service` is borrowed: already started, and it must outlive the agent.
+  Agent(RunOptions options, elastic::KvService& service);
+
+  /// Runs generations until done and returns the exit code for the process (0, 1, 3 or
+  /// 128 + signal). Throws ConfigError when the run directory cannot be created.
+  int run();
+
+ private:
+  RunOptions options_;
+  elastic::KvService& service_;
+};
+
+}  // namespace tenax::launcher

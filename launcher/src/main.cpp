@@ -1,0 +1,80 @@
+// The `tenax` command line: dispatches subcommands. Exit codes follow DESIGN.md §3:
+// 0 done, 1 failure, 2 usage or configuration error, 3 preempted.
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "agent.h"
+#include "ckpt_command.h"
+#include "run_options.h"
+#include "tenax/core/error.h"
+#include "tenax/core/logging.h"
+#include "tenax/elastic/kv_service.h"
+
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+const char* const kUsage =
+    "Usage: tenax <command> [options]\n"
+    "\n"
+    "Commands:\n"
+    "  run    start and supervise the workers of a training job on this node\n"
+    "         (tenax run --nproc-per-node N -- PROGRAM ARGS...)\n"
+    "  ckpt   list, verify and compare checkpoints (tenax ckpt ls|verify|diff ...)\n"
+    "\n"
+    "Run `tenax <command> --help` for the options of a command.\n";
+
+int run_command(const std::vector<std::string>& args) {
+  using namespace tenax;
+  if (launcher::run_help_requested(args)) {
+    std::cout << launcher::run_usage();
+    return 0;
+  }
+  try {
+    launcher::RunOptions options = launcher::parse_run_options(args);
+    launcher::find_program(options.command.front());
+
+    LogIdentity identity;
+    identity.rank = -1;
+    identity.generation = 0;
+    identity.role = "agent";
+    set_log_identity(identity);
+    auto log = logger("tenax.launcher");
+
+    elastic::KvService service;
+    const std::string endpoint = service.start("tcp://127.0.0.1:0");
+    log->debug("rendezvous service listening on {}", endpoint);  // the service says it too
+    const int code = launcher::Agent(std::move(options), service).run();
+    service.stop();
+    return code;
+  } catch (const ConfigError& e) {
+    std::cerr << e.what() << "\nRun `tenax run --help` for usage.\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    logger("tenax.launcher")->error("{}", e.what());
+    return kExitFailure;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << "tenax: missing command\n\n" << kUsage;
+    return kExitUsage;
+  }
+  const std::string command = args.front();
+  args.erase(args.begin());
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (command == "run") return run_command(args);
+  if (command == "ckpt") return tenax::launcher::run_ckpt_command(argc - 1, argv + 1);
+  std::cerr << "tenax: unknown command '" << command << "'; see `tenax --help`\n";
+  return kExitUsage;
+}

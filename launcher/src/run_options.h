@@ -1,0 +1,54 @@
+// The options of `tenax run`, and the pure parser from the command line into them.
+//
+//   tenax run --nproc-per-node N [--max-restarts K] [--run-dir DIR] [--grace-period SECONDS]
+//             -- PROGRAM ARGS...
+//
+// parse_run_options() touches nothing outside its arguments, so every usage error can be
+// unit-tested; it throws tenax::ConfigError (exit code 2) with a message that names the flag and
+// says what to write instead. find_program() is the one check that looks at the file system.
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace tenax::launcher {
+
+inline constexpr int kDefaultMaxRestarts = 3;
+inline constexpr std::chrono::seconds kDefaultGracePeriod{5};
+inline constexpr const char* kDefaultRunDir = "tenax-run";
+
+struct RunOptions {
+  int nproc_per_node = 0;                                   ///< workers on this node (>= 1)
+  int max_restarts = kDefaultMaxRestarts;                   ///< restarts before giving up (>= 0)
+  std::filesystem::path run_dir = kDefaultRunDir;           ///< agent.json and TENAX_RUN_DIR
+  std::chrono::seconds grace_period = kDefaultGracePeriod;  ///< SIGTERM → SIGKILL wait
+  std::vector<std::string> command;                         ///< PROGRAM ARGS... (non-empty)
+
+  bool operator==(const RunOptions& other) const {
+    return nproc_per_node == other.nproc_per_node && max_restarts == other.max_restarts &&
+           run_dir == other.run_dir && grace_period == other.grace_period &&
+           command == other.command;
+  }
+};
+
+/// Parses the arguments that follow `tenax run` (args[0] is the first flag, not "run").
+/// Accepts `--flag value` and `--flag=value`. Throws ConfigError naming the offending flag.
+RunOptions parse_run_options(const std::vector<std::string>& args);
+
+/// The same over a C argument vector where argv[0] is the subcommand ("run") and is skipped.
+RunOptions parse_run_options(int argc, const char* const* argv);
+
+/// True when `--help`/`-h` appears before `--` (after it, the flags belong to the program).
+bool run_help_requested(const std::vector<std::string>& args);
+
+/// Resolves the program the way posix_spawnp() will (PATH search unless it contains '/').
+/// Returns the path found; throws ConfigError when it is missing or not executable.
+std::filesystem::path find_program(const std::string& program);
+
+/// The text of `tenax run --help`.
+std::string run_usage();
+
+}  // namespace tenax::launcher

@@ -1,0 +1,220 @@
+#include "tenax/storage/checkpoint_reader.h"
+
+#include <mutex>
+#include <system_error>
+#include <vector>
+
+#include "file_digest.h"
+#include "hdf5_handle.h"
+#include "tenax/core/checksum.h"
+#include "tenax/core/error.h"
+#include "tenax/core/files.h"
+#include "tenax/storage/layout.h"
+
+namespace tenax::storage {
+namespace fs = std::filesystem;
+using detail::H5Handle;
+
+namespace {
+
+Status data_loss(const fs::path& file, const std::string& tensor, const std::string& what) {
+  std::string message = file.string() + ": ";
+  if (!tensor.empty()) message += "tensor '" + tensor + "': ";
+  return Status(StatusCode::kDataLoss, message + what);
+}
+
+Status hdf5_loss(const fs::path& file, const std::string& tensor, const std::string& call) {
+  const std::string cause = detail::error_text();
+  return data_loss(file, tensor, call + " failed" + (cause.empty() ? "" : " (" + cause + ")"));
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+struct CheckpointReader::State {
+  struct Shard {
+    bool verified = false;  ///< whole-file size and checksum matched the manifest
+    H5Handle file;          ///< open read-only once verified and first needed
+  };
+  std::mutex mutex;
+  std::map<std::string, Shard> shards;  ///< by file name
+
+  // Checks the whole file once, so HDF5 never parses bytes that differ from what was written.
+  Status verify_shard(const fs::path& path, const ShardSummary& summary, Shard& shard) {
+    if (shard.verified) return Status::ok();
+    detail::FileDigest digest;
+    try {
+      digest = detail::digest_file(path);
+    } catch (const StorageError& e) {
+      return data_loss(path, "", e.what());
+    }
+    if (digest.bytes != summary.bytes) {
+      return data_loss(path, "",
+                       "has " + std::to_string(digest.bytes) + " bytes, manifest says " +
+                           std::to_string(summary.bytes) + " (truncated or replaced)");
+    }
+    if (digest.checksum != summary.checksum) {
+      return data_loss(path, "",
+                       "file checksum " + checksum_hex(digest.checksum) +
+                           " does not match manifest " + checksum_hex(summary.checksum));
+    }
+    shard.verified = true;
+    return Status::ok();
+  }
+};
+
+CheckpointReader::CheckpointReader(fs::path step_dir, Manifest manifest)
+    : step_dir_(std::move(step_dir)),
+      manifest_(std::move(manifest)),
+      state_(std::make_unique<State>()) {
+  for (const ShardSummary& s : manifest_.shards) state_->shards[s.file];
+}
+
+CheckpointReader::CheckpointReader(CheckpointReader&&) noexcept = default;
+CheckpointReader& CheckpointReader::operator=(CheckpointReader&&) noexcept = default;
+CheckpointReader::~CheckpointReader() {
+  // The cached shards are closed by State's destructor, possibly on a thread that never
+  // called read(): keep HDF5 from printing to stderr there as well.
+  detail::silence_errors();
+}
+
+StatusOr<CheckpointReader> CheckpointReader::open(const fs::path& step_dir) {
+  const fs::path manifest_path = step_dir / kManifestFile;
+  std::error_code ec;
+  if (!fs::is_regular_file(manifest_path, ec)) {
+    return Status(StatusCode::kNotFound,
+                  manifest_path.string() + ": no manifest (not a committed checkpoint)");
+  }
+  std::string text;
+  try {
+    text = files::read_all(manifest_path);
+  } catch (const StorageError& e) {
+    return Status(StatusCode::kDataLoss, e.what());
+  }
+  StatusOr<Manifest> parsed = parse_manifest(text, manifest_path.string());
+  if (!parsed.is_ok()) return parsed.status();
+  for (const ShardSummary& shard : parsed.value().shards) {
+    const fs::path file = step_dir / shard.file;
+    const auto size = fs::file_size(file, ec);
+    if (ec) return data_loss(file, "", "shard missing or unreadable: " + ec.message());
+    if (size != shard.bytes) {
+      return data_loss(file, "",
+                       "has " + std::to_string(size) + " bytes, manifest says " +
+                           std::to_string(shard.bytes) + " (truncated or replaced)");
+    }
+  }
+  return CheckpointReader(step_dir, std::move(parsed).value());
+}
+
+bool CheckpointReader::contains(const std::string& name) const {
+  return manifest_.tensors.count(name) != 0;
+}
+
+StatusOr<TensorData> CheckpointReader::read(const std::string& name) const {
+  const auto found = manifest_.tensors.find(name);
+  if (found == manifest_.tensors.end()) {
+    return Status(StatusCode::kNotFound,
+                  step_dir_.string() + ": checkpoint has no tensor '" + name + "'");
+  }
+  const IndexEntry& entry = found->second;
+  const fs::path path = step_dir_ / entry.shard;
+  const ShardSummary* summary = nullptr;
+  for (const ShardSummary& s : manifest_.shards) {
+    if (s.file == entry.shard) summary = &s;
+  }
+  if (summary == nullptr)
+    return data_loss(path, name, "shard not in the manifest");  // parse_manifest prevents this
+
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  detail::silence_errors();
+  State::Shard& shard = state_->shards[entry.shard];
+  if (Status s = state_->verify_shard(path, *summary, shard); !s.is_ok()) return s;
+  if (!shard.file.valid()) {
+    H5Handle fapl = detail::make_strong_fapl();
+    if (!fapl.valid()) return hdf5_loss(path, "", "file access properties");
+    shard.file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
+    if (!shard.file.valid()) return hdf5_loss(path, "", "H5Fopen");
+  }
+
+  H5Handle dset = detail::dataset_handle(H5Dopen2(shard.file.get(), name.c_str(), H5P_DEFAULT));
+  if (!dset.valid()) return hdf5_loss(path, name, "H5Dopen2");
+
+  // dtype: the stored HDF5 type must be exactly the one this dtype is written as.
+  H5Handle expected_type = detail::make_datatype(entry.dtype);
+  H5Handle file_type = detail::datatype_handle(H5Dget_type(dset.get()));
+  if (!expected_type.valid() || !file_type.valid()) return hdf5_loss(path, name, "H5Dget_type");
+  const htri_t same = H5Tequal(file_type.get(), expected_type.get());
+  if (same < 0) return hdf5_loss(path, name, "H5Tequal");
+  if (same == 0) {
+    return data_loss(path, name,
+                     std::string("stored element type is not ") + dtype_name(entry.dtype) +
+                         " as the manifest says");
+  }
+
+  // shape
+  H5Handle space = detail::dataspace_handle(H5Dget_space(dset.get()));
+  if (!space.valid()) return hdf5_loss(path, name, "H5Dget_space");
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0) return hdf5_loss(path, name, "H5Sget_simple_extent_ndims");
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0 && H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) {
+    return hdf5_loss(path, name, "H5Sget_simple_extent_dims");
+  }
+  const std::vector<std::int64_t> shape(dims.begin(), dims.end());
+  if (shape != entry.shape) {
+    return data_loss(
+        path, name,
+        "stored shape " + shape_text(shape) + " differs from manifest " + shape_text(entry.shape));
+  }
+
+  // bytes: the stored extent must hold exactly nbytes (contiguous, no filters).
+  if (entry.nbytes > 0) {
+    const hsize_t stored = H5Dget_storage_size(dset.get());
+    if (stored != entry.nbytes) {
+      return data_loss(path, name,
+                       "stores " + std::to_string(stored) + " bytes, manifest says " +
+                           std::to_string(entry.nbytes));
+    }
+  }
+
+  TensorData out;
+  out.dtype = entry.dtype;
+  out.shape = entry.shape;
+  out.bytes.resize(entry.nbytes);
+  if (entry.nbytes > 0 && H5Dread(dset.get(), expected_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                  out.bytes.data()) < 0) {
+    return hdf5_loss(path, name, "H5Dread");
+  }
+  const std::uint64_t checksum = xxh3_64(out.bytes.data(), out.bytes.size());
+  if (checksum != entry.checksum) {
+    return data_loss(path, name,
+                     "checksum " + checksum_hex(checksum) + " does not match manifest " +
+                         checksum_hex(entry.checksum));
+  }
+  return out;
+}
+
+Status CheckpointReader::verify_all() const {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    for (const ShardSummary& summary : manifest_.shards) {
+      if (Status s =
+              state_->verify_shard(step_dir_ / summary.file, summary, state_->shards[summary.file]);
+          !s.is_ok()) {
+        return s;
+      }
+    }
+  }
+  for (const auto& [name, entry] : manifest_.tensors) {
+    StatusOr<TensorData> data = read(name);
+    if (!data.is_ok()) return data.status();
+  }
+  return Status::ok();
+}
+
+}  // namespace tenax::storage

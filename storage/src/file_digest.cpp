@@ -1,0 +1,41 @@
+#include "file_digest.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "tenax/core/checksum.h"
+#include "tenax/core/error.h"
+
+namespace tenax::storage::detail {
+
+FileDigest digest_file(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw StorageError("cannot open " + path.string() + ": " + std::strerror(errno));
+  }
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  const std::unique_ptr<char[]> buffer(new char[kChunk]);  // not zeroed: read() fills it
+  Xxh3 hash;
+  FileDigest digest;
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.get(), kChunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw StorageError("cannot read " + path.string() + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    hash.update(buffer.get(), static_cast<std::size_t>(n));
+    digest.bytes += static_cast<std::uint64_t>(n);
+  }
+  ::close(fd);
+  digest.checksum = hash.digest();
+  return digest;
+}
+
+}  // namespace tenax::storage::detail

@@ -1,0 +1,61 @@
+#include "hdf5_handle.h"
+
+namespace tenax::storage::detail {
+namespace {
+
+herr_t collect(unsigned /*n*/, const H5E_error2_t* err, void* client) {
+  auto* out = static_cast<std::string*>(client);
+  if (err == nullptr || err->desc == nullptr) return 0;
+  if (!out->empty()) *out += "; ";
+  if (err->func_name != nullptr) *out += std::string(err->func_name) + ": ";
+  *out += err->desc;
+  return 0;
+}
+
+// A custom little-endian IEEE-style float of 16 bits: sign at 15, exponent at `epos`.
+H5Handle make_half(std::size_t epos, std::size_t esize, std::size_t msize, std::size_t ebias) {
+  H5Handle t = datatype_handle(H5Tcopy(H5T_IEEE_F32LE));
+  if (!t.valid()) return t;
+  // Fields first (they fit the 32-bit precision), then shrink precision and size around them.
+  if (H5Tset_fields(t.get(), 15, epos, esize, 0, msize) < 0 || H5Tset_offset(t.get(), 0) < 0 ||
+      H5Tset_precision(t.get(), 16) < 0 || H5Tset_size(t.get(), 2) < 0 ||
+      H5Tset_ebias(t.get(), ebias) < 0) {
+    return H5Handle();
+  }
+  return t;
+}
+
+}  // namespace
+
+void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+std::string error_text() {
+  std::string text;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, &collect, &text);
+  H5Eclear2(H5E_DEFAULT);
+  return text;
+}
+
+H5Handle make_datatype(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return datatype_handle(H5Tcopy(H5T_IEEE_F32LE));
+    case DType::kBFloat16:
+      return make_half(7, 8, 7, 127);
+    case DType::kFloat16:
+      return make_half(10, 5, 10, 15);
+    case DType::kInt64:
+      return datatype_handle(H5Tcopy(H5T_STD_I64LE));
+    case DType::kUInt8:
+      return datatype_handle(H5Tcopy(H5T_STD_U8LE));
+  }
+  return H5Handle();
+}
+
+H5Handle make_strong_fapl() {
+  H5Handle fapl = plist_handle(H5Pcreate(H5P_FILE_ACCESS));
+  if (!fapl.valid() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0) return H5Handle();
+  return fapl;
+}
+
+}  // namespace tenax::storage::detail

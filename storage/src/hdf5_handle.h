@@ -1,0 +1,82 @@
+// Private: RAII ownership of HDF5 identifiers, the HDF5 datatype of each DType, and error
+// stack helpers. Thread-safety: handles are single-owner values; the helpers act on the
+// calling thread's HDF5 error stack (thread-local in the thread-safe build).
+#pragma once
+
+#include <hdf5.h>
+
+#include <string>
+#include <utility>
+
+#include "tenax/storage/tensor_bytes.h"
+
+namespace tenax::storage::detail {
+
+/// Move-only owner of one hid_t. The destructor closes and ignores failure; call close() where
+/// the result matters (H5Fclose flushes, so it can fail with ENOSPC).
+class H5Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+
+  H5Handle() = default;
+  /// Takes ownership of `id` (a negative id means "none": HDF5's failure value).
+  H5Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  ~H5Handle() { reset(); }
+  H5Handle(H5Handle&& other) noexcept
+      : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_) {}
+  H5Handle& operator=(H5Handle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, H5I_INVALID_HID);
+      closer_ = other.closer_;
+    }
+    return *this;
+  }
+  H5Handle(const H5Handle&) = delete;
+  H5Handle& operator=(const H5Handle&) = delete;
+
+  /// Whether an identifier is held.
+  bool valid() const { return id_ >= 0; }
+  /// The identifier, still owned.
+  hid_t get() const { return id_; }
+  /// Closes now and returns HDF5's verdict (0 or more on success); no-op when empty.
+  herr_t close() {
+    if (!valid()) return 0;
+    const herr_t result = closer_(id_);
+    id_ = H5I_INVALID_HID;
+    return result;
+  }
+
+ private:
+  void reset() noexcept {
+    if (valid()) static_cast<void>(closer_(id_));
+    id_ = H5I_INVALID_HID;
+  }
+
+  hid_t id_ = H5I_INVALID_HID;
+  Closer closer_ = nullptr;
+};
+
+inline H5Handle file_handle(hid_t id) { return H5Handle(id, &H5Fclose); }
+inline H5Handle dataset_handle(hid_t id) { return H5Handle(id, &H5Dclose); }
+inline H5Handle dataspace_handle(hid_t id) { return H5Handle(id, &H5Sclose); }
+inline H5Handle datatype_handle(hid_t id) { return H5Handle(id, &H5Tclose); }
+inline H5Handle attribute_handle(hid_t id) { return H5Handle(id, &H5Aclose); }
+inline H5Handle plist_handle(hid_t id) { return H5Handle(id, &H5Pclose); }
+
+/// Turns off HDF5's automatic printing of the error stack for the calling thread (the setting
+/// is per thread in the thread-safe build, so every entry point calls this).
+void silence_errors();
+
+/// The calling thread's HDF5 error stack as one line (innermost cause last), or "" if empty.
+/// Clears the stack.
+std::string error_text();
+
+/// A new datatype handle for `dtype` (bf16/fp16 are custom little-endian float types).
+/// Invalid handle on failure.
+H5Handle make_datatype(DType dtype);
+
+/// A file-access property list with the strong close degree (H5Fclose closes every object).
+H5Handle make_strong_fapl();
+
+}  // namespace tenax::storage::detail

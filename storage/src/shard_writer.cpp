@@ -1,0 +1,255 @@
+#include "tenax/storage/shard_writer.h"
+
+#include <filesystem>
+#include <set>
+#include <system_error>
+
+#include "file_digest.h"
+#include "hdf5_handle.h"
+#include "json_fields.h"
+#include "shape_bytes.h"
+#include "tenax/core/checksum.h"
+#include "tenax/core/error.h"
+#include "tenax/core/files.h"
+#include "tenax/core/logging.h"
+
+namespace tenax::storage {
+namespace {
+
+using detail::H5Handle;
+
+// Thrown inside write_shard only; becomes the returned Status.
+struct WriteFailure {
+  Status status;
+};
+
+[[noreturn]] void fail(StatusCode code, const std::filesystem::path& file,
+                       const std::string& tensor, const std::string& what) {
+  std::string message = file.string() + ": ";
+  if (!tensor.empty()) message += "tensor '" + tensor + "': ";
+  message += what;
+  throw WriteFailure{Status(code, message)};
+}
+
+// An HDF5 call failed: report with HDF5's own explanation (which carries errno text such as
+// "No space left on device"). Failures of file-level I/O are the environment's fault.
+[[noreturn]] void fail_hdf5(StatusCode code, const std::filesystem::path& file,
+                            const std::string& tensor, const std::string& call) {
+  const std::string cause = detail::error_text();
+  fail(code, file, tensor, call + " failed" + (cause.empty() ? "" : " (" + cause + ")"));
+}
+
+// Names become HDF5 paths relative to the root group: no leading or trailing '/', no empty,
+// "." or ".." components.
+bool is_valid_name(const std::string& name) {
+  if (name.empty() || name.front() == '/' || name.back() == '/') return false;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('/', start);
+    if (end == std::string::npos) end = name.size();
+    const std::string part = name.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return name.find('\0') == std::string::npos;
+}
+
+H5Handle make_string_type(std::size_t length) {
+  H5Handle t = detail::datatype_handle(H5Tcopy(H5T_C_S1));
+  if (!t.valid() || H5Tset_size(t.get(), length == 0 ? 1 : length) < 0 ||
+      H5Tset_strpad(t.get(), H5T_STR_NULLPAD) < 0) {
+    return H5Handle();
+  }
+  return t;
+}
+
+void write_string_attribute(hid_t object, const char* attr_name, const std::string& value,
+                            const std::filesystem::path& file, const std::string& tensor) {
+  H5Handle type = make_string_type(value.size());
+  if (!type.valid()) fail_hdf5(StatusCode::kInternal, file, tensor, "string type");
+  H5Handle space = detail::dataspace_handle(H5Screate(H5S_SCALAR));
+  if (!space.valid()) fail_hdf5(StatusCode::kInternal, file, tensor, "H5Screate");
+  H5Handle attr = detail::attribute_handle(
+      H5Acreate2(object, attr_name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
+  if (!attr.valid())
+    fail_hdf5(StatusCode::kFailedPrecondition, file, tensor,
+              std::string("H5Acreate2 ") + attr_name);
+  const std::string padded = value.empty() ? std::string(1, '\0') : value;
+  if (H5Awrite(attr.get(), type.get(), padded.data()) < 0) {
+    fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, std::string("H5Awrite ") + attr_name);
+  }
+  if (attr.close() < 0) fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, "H5Aclose");
+}
+
+void write_shape_attribute(hid_t object, const std::vector<std::int64_t>& shape,
+                           const std::filesystem::path& file, const std::string& tensor) {
+  // A scalar's shape is []: a null dataspace (h5py reads it as an empty value).
+  const hsize_t rank = shape.size();
+  H5Handle space = detail::dataspace_handle(shape.empty() ? H5Screate(H5S_NULL)
+                                                          : H5Screate_simple(1, &rank, nullptr));
+  if (!space.valid()) fail_hdf5(StatusCode::kInternal, file, tensor, "H5Screate (shape)");
+  H5Handle attr = detail::attribute_handle(
+      H5Acreate2(object, "shape", H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT));
+  if (!attr.valid()) fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, "H5Acreate2 shape");
+  if (!shape.empty() && H5Awrite(attr.get(), H5T_NATIVE_INT64, shape.data()) < 0) {
+    fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, "H5Awrite shape");
+  }
+  if (attr.close() < 0) fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, "H5Aclose");
+}
+
+IndexEntry write_tensor(hid_t h5file, hid_t lcpl, const TensorRef& t, const std::string& shard,
+                        const std::filesystem::path& file) {
+  H5Handle type = detail::make_datatype(t.dtype);
+  if (!type.valid()) fail_hdf5(StatusCode::kInternal, file, t.name, "datatype");
+
+  std::vector<hsize_t> dims(t.shape.begin(), t.shape.end());
+  H5Handle space = detail::dataspace_handle(
+      dims.empty() ? H5Screate(H5S_SCALAR)
+                   : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  if (!space.valid()) fail_hdf5(StatusCode::kInternal, file, t.name, "H5Screate");
+
+  // Default creation properties: contiguous layout, no filters — the bytes on disk are the
+  // tensor's bytes, so our own checksum covers them end to end.
+  H5Handle dset = detail::dataset_handle(
+      H5Dcreate2(h5file, t.name.c_str(), type.get(), space.get(), lcpl, H5P_DEFAULT, H5P_DEFAULT));
+  if (!dset.valid()) fail_hdf5(StatusCode::kFailedPrecondition, file, t.name, "H5Dcreate2");
+  if (t.nbytes > 0 && H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data) < 0) {
+    fail_hdf5(StatusCode::kFailedPrecondition, file, t.name, "H5Dwrite");
+  }
+
+  IndexEntry entry;
+  entry.name = t.name;
+  entry.shard = shard;
+  entry.dtype = t.dtype;
+  entry.shape = t.shape;
+  entry.nbytes = t.nbytes;
+  entry.checksum = xxh3_64(t.nbytes > 0 ? t.data : "", t.nbytes);
+
+  write_string_attribute(dset.get(), "dtype", dtype_name(t.dtype), file, t.name);
+  write_shape_attribute(dset.get(), t.shape, file, t.name);
+  write_string_attribute(dset.get(), "xxh3", checksum_hex(entry.checksum), file, t.name);
+  if (dset.close() < 0) fail_hdf5(StatusCode::kFailedPrecondition, file, t.name, "H5Dclose");
+  return entry;
+}
+
+void validate(const std::vector<TensorRef>& tensors, const std::filesystem::path& file) {
+  std::set<std::string> seen;
+  for (const TensorRef& t : tensors) {
+    if (!is_valid_name(t.name)) {
+      fail(StatusCode::kFailedPrecondition, file, t.name,
+           "invalid name (empty, leading/trailing '/', or an empty, '.' or '..' component)");
+    }
+    if (!seen.insert(t.name).second) {
+      fail(StatusCode::kFailedPrecondition, file, t.name, "name appears twice in this shard");
+    }
+    if (t.shape.size() > 32)
+      fail(StatusCode::kFailedPrecondition, file, t.name, "more than 32 dimensions");
+    const auto expected = detail::shape_nbytes(t.dtype, t.shape);
+    if (!expected) {
+      fail(StatusCode::kFailedPrecondition, file, t.name, "negative dimension or size overflow");
+    }
+    if (*expected != t.nbytes) {
+      fail(StatusCode::kFailedPrecondition, file, t.name,
+           "nbytes " + std::to_string(t.nbytes) + " does not match shape and dtype " +
+               dtype_name(t.dtype) + " (" + std::to_string(*expected) + " bytes)");
+    }
+    if (t.nbytes > 0 && t.data == nullptr) {
+      fail(StatusCode::kFailedPrecondition, file, t.name, "data is null");
+    }
+  }
+}
+
+ShardInfo write_shard_or_throw(const std::filesystem::path& file,
+                               const std::vector<TensorRef>& tensors) {
+  validate(tensors, file);
+  detail::silence_errors();
+
+  ShardInfo info;
+  info.file = file.filename().string();
+  {
+    H5Handle fapl = detail::make_strong_fapl();
+    if (!fapl.valid()) fail_hdf5(StatusCode::kInternal, file, "", "file access properties");
+    H5Handle h5file =
+        detail::file_handle(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+    if (!h5file.valid()) fail_hdf5(StatusCode::kFailedPrecondition, file, "", "H5Fcreate");
+
+    H5Handle lcpl = detail::plist_handle(H5Pcreate(H5P_LINK_CREATE));
+    if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0) {
+      fail_hdf5(StatusCode::kInternal, file, "", "link creation properties");
+    }
+    info.tensors.reserve(tensors.size());
+    for (const TensorRef& t : tensors) {
+      info.tensors.push_back(write_tensor(h5file.get(), lcpl.get(), t, info.file, file));
+    }
+    // H5Fclose flushes metadata and the last raw data: this is where ENOSPC often shows up.
+    if (h5file.close() < 0) fail_hdf5(StatusCode::kFailedPrecondition, file, "", "H5Fclose");
+  }
+
+  try {
+    files::fsync_file(file);
+    const detail::FileDigest digest = detail::digest_file(file);
+    info.bytes = digest.bytes;
+    info.checksum = digest.checksum;
+  } catch (const StorageError& e) {
+    fail(StatusCode::kFailedPrecondition, file, "", e.what());
+  }
+  return info;
+}
+
+}  // namespace
+
+StatusOr<ShardInfo> write_shard(const std::filesystem::path& file,
+                                const std::vector<TensorRef>& tensors) {
+  try {
+    return write_shard_or_throw(file, tensors);
+  } catch (const WriteFailure& failure) {
+    // A partial shard is useless and may be what filled the disk.
+    std::error_code ignored;
+    std::filesystem::remove(file, ignored);
+    logger("tenax.storage")->warn("shard write failed: {}", failure.status.message());
+    return failure.status;
+  }
+}
+
+nlohmann::json to_json(const ShardInfo& info) {
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const IndexEntry& entry : info.tensors) {
+    nlohmann::json e = detail::entry_to_json(entry);
+    e["name"] = entry.name;
+    tensors.push_back(std::move(e));
+  }
+  return nlohmann::json{{"file", info.file},
+                        {"bytes", info.bytes},
+                        {"checksum", checksum_hex(info.checksum)},
+                        {"tensors", std::move(tensors)}};
+}
+
+StatusOr<ShardInfo> shard_info_from_json(const nlohmann::json& json) {
+  try {
+    ShardInfo info;
+    info.file = detail::get_string(json, "file", "");
+    if (!detail::is_plain_file_name(info.file)) {
+      throw detail::FieldError("file: not a plain file name");
+    }
+    info.bytes = detail::get_uint64(json, "bytes", "");
+    info.checksum = detail::get_checksum(json, "checksum", "");
+    const nlohmann::json& tensors = detail::field(json, "tensors", "");
+    if (!tensors.is_array()) throw detail::FieldError("tensors: expected an array");
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const std::string path = "tensors[" + std::to_string(i) + "]";
+      IndexEntry entry =
+          detail::entry_from_json(tensors[i], detail::get_string(tensors[i], "name", path), path);
+      if (entry.shard != info.file) {
+        throw detail::FieldError(path + ".shard: \"" + entry.shard + "\" is not this shard's file");
+      }
+      info.tensors.push_back(std::move(entry));
+    }
+    return info;
+  } catch (const detail::FieldError& e) {
+    return Status(StatusCode::kDataLoss, std::string("shard info: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    return Status(StatusCode::kDataLoss, std::string("shard info: ") + e.what());
+  }
+}
+
+}  // namespace tenax::storage

@@ -1,0 +1,57 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent.h"
+#include "tenax/core/error.h"
+
+namespace tenax::launcher {
+namespace {
+
+std::map<std::string, std::string> as_map(const std::vector<std::string>& env) {
+  std::map<std::string, std::string> out;
+  for (const std::string& e : env) {
+    const auto eq = e.find('=');
+    EXPECT_TRUE(out.emplace(e.substr(0, eq), e.substr(eq + 1)).second) << "duplicate " << e;
+  }
+  return out;
+}
+
+TEST(LauncherWorkerEnvironment, SetsTorchrunAndTenaxVariables) {
+  WorkerEnvironment v;
+  v.rank = 1;
+  v.world_size = 4;
+  v.generation = 2;
+  v.restart_count = 2;
+  v.max_restarts = 3;
+  v.rdzv_endpoint = "tcp://127.0.0.1:45123";
+  v.run_dir = "/runs/a";
+  auto env = as_map(worker_environment({"PATH=/bin", "RANK=99", "TENAX_GENERATION=7"}, v));
+  EXPECT_EQ(env["PATH"], "/bin");
+  EXPECT_EQ(env["RANK"], "1");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["WORLD_SIZE"], "4");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "4");
+  EXPECT_EQ(env["GROUP_RANK"], "0");
+  EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
+  EXPECT_EQ(env["MASTER_PORT"], "45123");
+  EXPECT_EQ(env["TENAX_GENERATION"], "2");
+  EXPECT_EQ(env["TENAX_RESTART_COUNT"], "2");
+  EXPECT_EQ(env["TENAX_RDZV_ENDPOINT"], "tcp://127.0.0.1:45123");
+  EXPECT_EQ(env["TENAX_RUN_DIR"], "/runs/a");
+  for (const std::string& name : worker_env_names()) EXPECT_EQ(env.count(name), 1u) << name;
+}
+
+TEST(LauncherWorkerEnvironment, EndpointPort) {
+  EXPECT_EQ(endpoint_port("tcp://127.0.0.1:5555"), 5555);
+  EXPECT_THROW(endpoint_port("tcp://127.0.0.1"), Error);
+  EXPECT_THROW(endpoint_port("tcp://127.0.0.1:"), Error);
+  EXPECT_THROW(endpoint_port("tcp://127.0.0.1:0"), Error);
+  EXPECT_THROW(endpoint_port("tcp://127.0.0.1:99999"), Error);
+}
+
+}  // namespace
+}  // namespace tenax::launcher
