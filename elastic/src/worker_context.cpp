@@ -10,6 +10,7 @@
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/gloo_communicator.h"
+#include "tenax/elastic/in_memory_store.h"
 #include "tenax/elastic/kv_service.h"
 
 namespace tenax::elastic {
@@ -90,7 +91,13 @@ WorkerContext WorkerContext::from_env(std::chrono::milliseconds timeout) {
   std::unique_ptr<Communicator> communicator =
       id.world_size == 1 ? make_local_communicator() : make_gloo_communicator(*store, id.rank, id.world_size, options);
 
-  WorkerContext context(id, std::move(store), std::move(communicator));
+  StoreFactory open_store;
+  if (endpoint) {
+    open_store = [endpoint = *endpoint, generation = id.generation, timeout]() -> std::unique_ptr<Store> {
+      return std::make_unique<OwningPrefixStore>(generation_prefix(generation), connect_store(endpoint, timeout));
+    };
+  }
+  WorkerContext context(id, std::move(store), std::move(communicator), std::move(open_store));
   context.base_store_ = std::move(base);
   logger("tenax.elastic")
       ->info("rank {} of {} (local {} of {}), generation {}, restart {}", id.rank, id.world_size, id.local_rank,
@@ -99,8 +106,11 @@ WorkerContext WorkerContext::from_env(std::chrono::milliseconds timeout) {
 }
 
 WorkerContext::WorkerContext(WorkerIdentity identity, std::unique_ptr<Store> store,
-                             std::unique_ptr<Communicator> communicator)
-    : identity_(identity), store_(std::move(store)), communicator_(std::move(communicator)) {
+                             std::unique_ptr<Communicator> communicator, StoreFactory open_store)
+    : identity_(identity),
+      store_(std::move(store)),
+      communicator_(std::move(communicator)),
+      open_store_(std::move(open_store)) {
   if (!communicator_) throw std::invalid_argument("WorkerContext needs a communicator");
   if (communicator_->rank() != identity_.rank || communicator_->size() != identity_.world_size) {
     throw ConfigError("WorkerContext: the communicator is rank " + std::to_string(communicator_->rank()) + " of " +
@@ -118,8 +128,17 @@ WorkerContext& WorkerContext::operator=(WorkerContext&& other) noexcept {
     base_store_ = std::move(other.base_store_);
     store_ = std::move(other.store_);
     communicator_ = std::move(other.communicator_);
+    open_store_ = std::move(other.open_store_);
   }
   return *this;
+}
+
+std::unique_ptr<Store> WorkerContext::open_store() const {
+  if (open_store_) return open_store_();
+  if (identity_.world_size == 1) return std::make_unique<InMemoryStore>();
+  throw RendezvousError("rank " + std::to_string(identity_.rank) + " of " + std::to_string(identity_.world_size) +
+                        ": this WorkerContext has no rendezvous store to open a connection to; build it with "
+                        "from_env() under `tenax run`, or pass a StoreFactory");
 }
 
 WorkerContext::~WorkerContext() { release(); }

@@ -1,19 +1,22 @@
 #include "tenax/sdk/checkpointer.h"
 
+#include <atomic>
+#include <future>
+
 #include <torch/torch.h>
 
+#include "commit_protocol.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 #include "tenax/sdk/tensor_conversion.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
-#include "tenax/storage/layout.h"
-#include "tenax/storage/manifest.h"
-#include "tenax/storage/shard_writer.h"
 #include "tenax/storage/write_plan.h"
 
 namespace tenax::sdk {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // null (what `{}` gives at a call site) becomes an empty object; anything else but an object
 // is a caller error.
@@ -26,116 +29,153 @@ nlohmann::json as_object(const nlohmann::json& value, const char* what) {
   return value;
 }
 
+// A host copy that the training thread may not touch any more: the writer reads it while
+// training goes on. CPU tensors are cloned (the optimizer updates them in place); device
+// tensors are copied to the host, which is already a new tensor.
+torch::Tensor snapshot(const torch::Tensor& t) {
+  torch::Tensor d = t.detach();
+  return d.is_cpu() ? d.clone(at::MemoryFormat::Contiguous) : d.to(torch::kCPU).contiguous();
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 }  // namespace
+
+// One save in flight: the snapshot it owns, the plan for the writer, and how it ended.
+struct Checkpointer::Job {
+  std::vector<torch::Tensor> keep_alive;  // backs plan.tensors
+  detail::CommitPlan plan;
+  std::atomic<bool> cancelled{false};
+  double snapshot_seconds = 0.0;
+  std::promise<SaveResult> result;
+  std::future<SaveResult> future = result.get_future();
+};
 
 torch::Tensor LoadedCheckpoint::get(const std::string& name) const {
   auto it = tensors.find(name);
   return it == tensors.end() ? torch::Tensor() : it->second;
 }
 
-Checkpointer::Checkpointer(const std::filesystem::path& output_dir, elastic::Communicator& comm,
-                           std::int64_t generation)
-    : root_(output_dir / "checkpoints"), comm_(comm), generation_(generation) {}
+Checkpointer::Checkpointer(const std::filesystem::path& output_dir, const elastic::WorkerContext& context,
+                           CheckpointerOptions options)
+    : Checkpointer(output_dir, context.rank(), context.world_size(), context.generation(), context.open_store(),
+                   std::move(options)) {}
 
-std::filesystem::path Checkpointer::save(std::int64_t step, std::int64_t epoch,
-                                         const NamedTensors& replicated, const NamedTensors& per_rank,
-                                         const nlohmann::json& trainer_state,
-                                         const nlohmann::json& arguments) {
-  // The manifest stores both as JSON objects and the reader refuses anything else, so refuse
-  // it here too, before any I/O: a checkpoint we write must be one we can load.
-  const nlohmann::json state_object = as_object(trainer_state, "trainer_state");
-  const nlohmann::json arguments_object = as_object(arguments, "arguments");
-  const int rank = comm_.rank();
-  const int world = comm_.size();
-  storage::CheckpointDirectory directory(root_);
-  std::filesystem::path tmp = root_ / storage::tmp_dir_name(step, generation_);
-
-  // Rank 0 alone (re)creates the temporary directory: another rank's prepare would delete
-  // shards already written into it.
-  std::string prepare_error;
-  if (rank == 0) {
+Checkpointer::Checkpointer(const std::filesystem::path& output_dir, int rank, int world_size,
+                           std::int64_t generation, std::unique_ptr<elastic::Store> store,
+                           CheckpointerOptions options)
+    : root_(output_dir / "checkpoints"),
+      rank_(rank),
+      world_size_(world_size),
+      generation_(generation),
+      store_(std::move(store)),
+      options_(std::move(options)) {
+  if (!store_) throw ConfigError("Checkpointer: a store is needed to coordinate the commit");
+  if (world_size_ < 1 || rank_ < 0 || rank_ >= world_size_) {
+    throw ConfigError("Checkpointer: rank " + std::to_string(rank_) + " is not in a world of " +
+                      std::to_string(world_size_));
+  }
+  if (options_.save_total_limit < 0) {
+    throw ConfigError("save_total_limit must be >= 0 (0 keeps every checkpoint), got " +
+                      std::to_string(options_.save_total_limit));
+  }
+  // Leftovers of a crashed save are garbage (DESIGN.md 5). Only rank 0 removes them, before
+  // it can publish its first "prepared" key, so no rank is writing into them.
+  if (rank_ == 0) {
     try {
-      tmp = directory.prepare_tmp(step, generation_);
+      storage::CheckpointDirectory(root_).remove_uncommitted();
     } catch (const std::exception& e) {
-      prepare_error = e.what();
+      logger("tenax.checkpoint")->warn("could not remove uncommitted checkpoint directories: {}", e.what());
     }
   }
-  std::int32_t prepared = prepare_error.empty() ? 1 : 0;
-  comm_.broadcast(&prepared, sizeof prepared, 0);
-  if (!prepared) {
-    throw StorageError("checkpoint at step " + std::to_string(step) +
-                       " not saved: rank 0 could not prepare " + tmp.string() +
-                       (prepare_error.empty() ? "" : ": " + prepare_error));
-  }
+}
 
-  // Plan: replicated tensors split by bytes; per-rank tensors written by their own rank.
-  // Every local failure is caught and reported through the allgather below, so that no rank
-  // is left waiting in a collective that a failed peer never enters.
-  std::string report;
-  try {
-    std::vector<torch::Tensor> keep_alive;
-    std::vector<std::size_t> sizes;
-    for (const auto& [name, t] : replicated) sizes.push_back(static_cast<std::size_t>(t.numel()) * t.element_size());
-    const std::vector<int> owner = storage::plan_writes(sizes, world);
-    std::vector<storage::TensorRef> mine;
-    for (std::size_t i = 0; i < replicated.size(); ++i) {
-      if (owner[i] != rank) continue;
-      keep_alive.push_back(contiguous_cpu(replicated[i].second));
-      mine.push_back(make_ref(replicated[i].first, keep_alive.back()));
-    }
-    for (const auto& [name, t] : per_rank) {
-      keep_alive.push_back(contiguous_cpu(t));
-      mine.push_back(make_ref(name, keep_alive.back()));
-    }
-    const std::filesystem::path shard = tmp / storage::shard_file_name(rank, world);
-    auto written = storage::write_shard(shard, mine);
-    // "ok:<shard json>" or "error:<message>".
-    report = written.is_ok() ? "ok:" + storage::to_json(written.value()).dump()
-                             : "error:" + written.status().to_string();
-  } catch (const std::exception& e) {
-    report = std::string("error:") + e.what();
-  }
-  const std::vector<std::string> reports = elastic::allgather_strings(comm_, report);
-  std::vector<storage::ShardInfo> shards;
-  std::string failures;
-  for (int r = 0; r < world; ++r) {
-    const std::string& rep = reports[static_cast<std::size_t>(r)];
-    if (rep.rfind("ok:", 0) == 0) {
-      auto info = storage::shard_info_from_json(nlohmann::json::parse(rep.substr(3), nullptr, false));
-      if (info.is_ok()) {
-        shards.push_back(info.value());
-        continue;
-      }
-      failures += " rank " + std::to_string(r) + ": " + info.status().to_string() + ";";
-    } else {
-      failures += " rank " + std::to_string(r) + ": " + rep.substr(6) + ";";
-    }
-  }
-  if (!failures.empty()) {
-    throw StorageError("checkpoint at step " + std::to_string(step) +
-                       " not committed; the previous checkpoint is intact. Failed writes:" + failures);
-  }
+Checkpointer::~Checkpointer() {
+  if (in_flight_) in_flight_->cancelled = true;
+  if (writer_.joinable()) writer_.join();
+}
 
-  std::string commit_error;
-  if (rank == 0) {
-    try {
-      storage::Manifest manifest = storage::make_manifest(step, epoch, generation_, shards);
-      manifest.trainer_state = state_object;
-      manifest.arguments = arguments_object;
-      Status st = directory.commit(tmp, manifest);
-      if (!st.is_ok()) commit_error = st.to_string();
-    } catch (const std::exception& e) {
-      commit_error = e.what();
-    }
+std::optional<SaveResult> Checkpointer::save_async(SaveRequest request) {
+  const auto start = Clock::now();
+  // Validate everything on every rank before any rank writes, so that a bad request fails
+  // the same way everywhere.
+  nlohmann::json state = as_object(request.trainer_state, "trainer_state");
+  const nlohmann::json arguments = as_object(request.arguments, "arguments");
+  std::vector<std::size_t> sizes;
+  sizes.reserve(request.replicated.size());
+  for (const auto& [name, t] : request.replicated) {
+    (void)to_storage_dtype(t.scalar_type());
+    sizes.push_back(static_cast<std::size_t>(t.numel()) * t.element_size());
   }
-  std::int32_t committed = commit_error.empty() ? 1 : 0;
-  comm_.broadcast(&committed, sizeof committed, 0);
-  if (!committed) {
-    throw StorageError("checkpoint at step " + std::to_string(step) + " not committed by rank 0" +
-                       (commit_error.empty() ? "" : ": " + commit_error) +
-                       "; the previous checkpoint is intact");
+  for (const auto& [name, t] : request.per_rank) (void)to_storage_dtype(t.scalar_type());
+  if (!request.metrics.empty()) state["metrics"] = request.metrics;
+
+  std::optional<SaveResult> previous = wait();
+
+  auto job = std::make_shared<Job>();
+  const std::vector<int> owner = storage::plan_writes(sizes, world_size_);
+  for (std::size_t i = 0; i < request.replicated.size(); ++i) {
+    if (owner[i] != rank_) continue;
+    job->keep_alive.push_back(snapshot(request.replicated[i].second));
+    job->plan.tensors.push_back(make_ref(request.replicated[i].first, job->keep_alive.back()));
   }
-  return directory.step_dir(step);
+  for (const auto& [name, t] : request.per_rank) {
+    job->keep_alive.push_back(snapshot(t));
+    job->plan.tensors.push_back(make_ref(name, job->keep_alive.back()));
+  }
+  detail::CommitPlan& plan = job->plan;
+  plan.root = root_;
+  plan.rank = rank_;
+  plan.world_size = world_size_;
+  plan.generation = generation_;
+  plan.step = request.step;
+  plan.epoch = request.epoch;
+  plan.key_prefix = "ckpt/" + std::to_string(request.step) + "/" + std::to_string(saves_started_++) + "/";
+  plan.trainer_state = std::move(state);
+  plan.arguments = arguments;
+  plan.save_total_limit = options_.save_total_limit;
+  plan.metric_for_best_model = options_.metric_for_best_model;
+  plan.greater_is_better = options_.greater_is_better;
+  plan.timeout = options_.commit_timeout;
+  job->snapshot_seconds = seconds_since(start);
+  start_writer(std::move(job));
+  return previous;
+}
+
+void Checkpointer::start_writer(std::shared_ptr<Job> job) {
+  in_flight_ = job;
+  writer_ = std::thread([job, store = store_.get()] {
+    const auto start = Clock::now();
+    const detail::CommitOutcome outcome = detail::run_commit(job->plan, *store, job->cancelled, kCancelLatency);
+    SaveResult result;
+    result.step = job->plan.step;
+    result.committed = outcome.committed;
+    result.dir = outcome.dir;
+    result.error = outcome.error;
+    result.snapshot_seconds = job->snapshot_seconds;
+    result.write_seconds = seconds_since(start);
+    job->keep_alive.clear();  // the snapshot's memory goes back as soon as it is written
+    job->result.set_value(std::move(result));
+  });
+}
+
+std::optional<SaveResult> Checkpointer::wait() {
+  if (!in_flight_) return std::nullopt;
+  SaveResult result = in_flight_->future.get();
+  writer_.join();
+  in_flight_.reset();
+  return result;
+}
+
+std::filesystem::path Checkpointer::save(SaveRequest request) {
+  if (auto previous = save_async(std::move(request)); previous && !previous->committed) {
+    logger("tenax.checkpoint")->error("an earlier checkpoint failed: {}", previous->error);
+  }
+  SaveResult result = *wait();
+  if (!result.committed) throw StorageError(result.error);
+  return result.dir;
 }
 
 std::optional<LoadedCheckpoint> Checkpointer::load_latest(

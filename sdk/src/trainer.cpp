@@ -25,8 +25,6 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-std::string rng_name(int rank) { return "rng/rank" + std::to_string(rank) + "/cpu"; }
-
 // The per-rank seed of a fresh run; also how a rank with no saved RNG state derives one:
 // a fixed function of (seed, rank, step), documented in README ("Resume").
 std::uint64_t derived_seed(std::uint64_t seed, int rank, std::int64_t step) {
@@ -96,15 +94,39 @@ Batch Trainer::load_batch(const std::vector<std::int64_t>& indices) const {
   return collator_(examples);
 }
 
-bool Trainer::restore(torch::optim::AdamW& optimizer) {
+bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer) {
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
-  Checkpointer checkpointer(args_.output_dir, context_.communicator(), context_.generation());
-  const std::string my_rng = rng_name(context_.rank());
+  const int rank = context_.rank();
+  const std::string my_rng_prefix = "rng/rank" + std::to_string(rank) + "/";
   auto loaded = checkpointer.load_latest([&](const std::string& name) {
-    return starts_with(name, "model/") || starts_with(name, "optim/") || name == my_rng ||
-           name == "sampler";
+    return starts_with(name, "model/") || starts_with(name, "optim/") || starts_with(name, my_rng_prefix) ||
+           name == "sampler" || (user_state_ != nullptr && user_state_->wants(name, rank));
   });
   if (!loaded) return false;
+
+  // The data position first: a changed seed or global batch would silently change which
+  // samples come next, so both are refused before anything is modified.
+  torch::Tensor sampler = loaded->get("sampler");
+  if (!sampler.defined() || sampler.scalar_type() != torch::kInt64 || sampler.numel() != 4) {
+    throw StorageError(loaded->dir.string() + ": the sampler position is missing or malformed");
+  }
+  const auto saved_seed = static_cast<std::uint64_t>(sampler[0].item<std::int64_t>());
+  const std::int64_t saved_global_batch = sampler[3].item<std::int64_t>();
+  if (saved_seed != args_.seed) {
+    throw ConfigError("TrainingArguments.seed: the checkpoint in " + loaded->dir.string() +
+                      " was trained with seed " + std::to_string(saved_seed) + ", this run has " +
+                      std::to_string(args_.seed) +
+                      "; resuming would change the data order. Use the same seed or another output_dir");
+  }
+  if (saved_global_batch != state_.train_batch_size) {
+    throw ConfigError(
+        "TrainingArguments.per_device_train_batch_size: the checkpoint in " + loaded->dir.string() +
+        " was trained with a global batch of " + std::to_string(saved_global_batch) + " samples (" +
+        std::to_string(loaded->world_size) + " ranks wrote it); this run has " + std::to_string(context_.world_size()) +
+        " ranks x " + std::to_string(args_.per_device_train_batch_size) + " = " +
+        std::to_string(state_.train_batch_size) + ". Keep world size x per_device_train_batch_size equal to " +
+        std::to_string(saved_global_batch) + " so that the data order and the optimisation carry on unchanged");
+  }
 
   torch::NoGradGuard no_grad;
   const NamedTensors params = named_parameters();
@@ -121,51 +143,69 @@ bool Trainer::restore(torch::optim::AdamW& optimizer) {
     }
     param.copy_(saved);
   }
-  restore_adamw_state(optimizer, params, [&](const std::string& n) { return loaded->get(n); });
+  auto lookup = [&](const std::string& n) { return loaded->get(n); };
+  restore_adamw_state(optimizer, params, lookup);
+  if (user_state_ != nullptr) user_state_->restore(rank, lookup);
 
-  torch::Tensor rng = loaded->get(my_rng);
-  if (rng.defined()) {
-    restore_cpu_rng_state(rng);
-  } else {
-    torch::manual_seed(derived_seed(args_.seed, context_.rank(), loaded->step));
+  if (!restore_rng_states(rank, lookup)) {
+    // A rank the writing world did not have: a deterministic stream of its own (README, "Resume").
+    torch::manual_seed(derived_seed(args_.seed, rank, loaded->step));
     logger("tenax.trainer")->warn("checkpoint has no RNG state for rank {} (it was written by {} ranks); "
-                                  "derived one from (seed, rank, step)", context_.rank(), loaded->world_size);
-  }
-  torch::Tensor sampler = loaded->get("sampler");
-  if (sampler.defined() && sampler.numel() >= 1 &&
-      static_cast<std::uint64_t>(sampler[0].item<std::int64_t>()) != args_.seed) {
-    throw ConfigError("TrainingArguments.seed: the checkpoint in " + loaded->dir.string() +
-                      " was trained with seed " + std::to_string(sampler[0].item<std::int64_t>()) +
-                      ", this run has " + std::to_string(args_.seed) +
-                      "; resuming would change the data order. Use the same seed or another output_dir");
+                                  "derived one from (seed, rank, step)", rank, loaded->world_size);
   }
   state_.global_step = loaded->step;
   state_.resumed_from_step = loaded->step;
   if (loaded->trainer_state.contains("log_history") && loaded->trainer_state["log_history"].is_array()) {
     state_.log_history = loaded->trainer_state["log_history"].get<std::vector<nlohmann::json>>();
   }
-  log->info("resumed from {} at step {} (generation {}, restart {})", loaded->dir.string(), loaded->step,
-            context_.generation(), context_.restart_count());
+  log->info("resumed from {} at step {} (generation {}, restart {}{})", loaded->dir.string(), loaded->step,
+            context_.generation(), context_.restart_count(),
+            loaded->world_size != context_.world_size()
+                ? ", resharded from " + std::to_string(loaded->world_size) + " to " +
+                      std::to_string(context_.world_size()) + " ranks"
+                : std::string());
   notify([&](TrainerCallback& cb) { cb.on_load(args_, state_, control_, loaded->dir.string()); });
   return true;
 }
 
-void Trainer::save(torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch) {
+void Trainer::save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch) {
+  const int rank = context_.rank();
+  SaveRequest request;
+  request.step = state_.global_step;
+  request.epoch = state_.global_step / steps_per_epoch;
   const NamedTensors params = named_parameters();
-  NamedTensors replicated;
-  for (const auto& [name, p] : params) replicated.emplace_back("model/" + name, p.detach());
-  for (auto& entry : capture_adamw_state(optimizer, params)) replicated.push_back(std::move(entry));
-  const std::int64_t epoch = state_.global_step / steps_per_epoch;
+  for (const auto& [name, p] : params) request.replicated.emplace_back("model/" + name, p.detach());
+  for (auto& entry : capture_adamw_state(optimizer, params, Capture::kView)) {
+    request.replicated.push_back(std::move(entry));
+  }
   const std::int64_t cursor = (state_.global_step % steps_per_epoch) * state_.train_batch_size;
-  replicated.emplace_back("sampler", torch::tensor({static_cast<std::int64_t>(args_.seed), epoch, cursor,
-                                                    state_.train_batch_size}, torch::kInt64));
-  NamedTensors per_rank{{rng_name(context_.rank()), capture_cpu_rng_state()}};
+  request.replicated.emplace_back(
+      "sampler", torch::tensor({static_cast<std::int64_t>(args_.seed), request.epoch, cursor, state_.train_batch_size},
+                               torch::kInt64));
+  request.per_rank = capture_rng_states(rank);
+  if (user_state_ != nullptr) user_state_->capture(rank, request.replicated, request.per_rank);
+  request.trainer_state = state_.to_json();
+  request.arguments = args_.to_json();
 
-  Checkpointer checkpointer(args_.output_dir, context_.communicator(), context_.generation());
-  const auto dir = checkpointer.save(state_.global_step, epoch, replicated, per_rank, state_.to_json(),
-                                     args_.to_json());
-  logger("tenax.trainer", LogPolicy::kRankZeroOnly)->info("saved checkpoint {}", dir.string());
-  notify([&](TrainerCallback& cb) { cb.on_save(args_, state_, control_, dir.string()); });
+  std::optional<SaveResult> previous = checkpointer.save_async(std::move(request));
+  if (previous) report_save(*previous, /*must_succeed=*/args_.on_save_error == "stop");
+  if (!args_.save_async) {
+    if (auto done = checkpointer.wait()) report_save(*done, args_.on_save_error == "stop");
+  }
+}
+
+void Trainer::report_save(const SaveResult& result, bool must_succeed) {
+  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
+  if (result.committed) {
+    log->info("saved checkpoint {} (step stalled {:.3f} s for the snapshot; write + commit {:.3f} s)",
+              result.dir.string(), result.snapshot_seconds, result.write_seconds);
+    notify([&](TrainerCallback& cb) { cb.on_save(args_, state_, control_, result.dir.string()); });
+    return;
+  }
+  logger("tenax.trainer")->error("checkpoint of step {} failed: {}", result.step, result.error);
+  notify([&](TrainerCallback& cb) { cb.on_save_error(args_, state_, control_, result.error); });
+  if (must_succeed) throw StorageError(result.error);
+  log->warn("training goes on (on_save_error = continue); the previous checkpoint is intact");
 }
 
 TrainOutput Trainer::train() {
@@ -184,6 +224,11 @@ TrainOutput Trainer::train() {
   state_.save_steps = args_.save_steps;
   state_.train_batch_size = global_batch;
 
+  CheckpointerOptions checkpoint_options;
+  checkpoint_options.save_total_limit = static_cast<int>(args_.save_total_limit);
+  checkpoint_options.metric_for_best_model = args_.metric_for_best_model;
+  checkpoint_options.greater_is_better = args_.greater_is_better;
+  Checkpointer checkpointer(args_.output_dir, context_, checkpoint_options);
   std::unique_ptr<torch::optim::AdamW> optimizer = create_optimizer();
   const LrSchedule schedule = create_scheduler(max_steps);
   std::vector<torch::Tensor> params = model_->parameters();
@@ -193,7 +238,7 @@ TrainOutput Trainer::train() {
   // Identical replicas first, then a per-rank random stream (dropout differs across ranks).
   grad_sync.broadcast_parameters(0);
   torch::manual_seed(derived_seed(args_.seed, rank, 0));
-  const bool resumed = restore(*optimizer);
+  const bool resumed = restore(checkpointer, *optimizer);
   if (!resumed) {
     log->info("no committed checkpoint under {}; starting from scratch", args_.output_dir);
   }
@@ -253,15 +298,17 @@ TrainOutput Trainer::train() {
       control_.should_log = false;
     }
     if ((args_.save_steps > 0 && state_.global_step % args_.save_steps == 0) || control_.should_save) {
-      save(*optimizer, steps_per_epoch);
+      save(checkpointer, *optimizer, steps_per_epoch);
       last_saved = state_.global_step;
       control_.should_save = false;
     }
     if (state_.global_step % steps_per_epoch == 0) notify([&](TrainerCallback& cb) { cb.on_epoch_end(args_, state_, control_); });
   }
   if (last_saved != state_.global_step) {
-    save(*optimizer, steps_per_epoch);
+    save(checkpointer, *optimizer, steps_per_epoch);
   }
+  // The last save must be known to be committed before train() returns: nothing is lost.
+  if (auto last = checkpointer.wait()) report_save(*last, /*must_succeed=*/true);
   notify([&](TrainerCallback& cb) { cb.on_train_end(args_, state_, control_); });
 
   TrainOutput out;

@@ -28,6 +28,9 @@ void TrainingArguments::validate() const {
   require(warmup_steps >= 0, "warmup_steps", "must be >= 0");
   require(logging_steps > 0, "logging_steps", "must be >= 1");
   require(save_steps >= 0, "save_steps", "must be >= 0 (0 disables periodic saves)");
+  require(save_total_limit >= 0, "save_total_limit", "must be >= 0 (0 keeps every checkpoint)");
+  require(on_save_error == "continue" || on_save_error == "stop", "on_save_error",
+          "'" + on_save_error + "' is not one of: continue, stop");
   parse_lr_scheduler_type(lr_scheduler_type);  // throws ConfigError naming the field
 }
 
@@ -52,6 +55,11 @@ nlohmann::json TrainingArguments::to_json() const {
           {"warmup_steps", warmup_steps},
           {"logging_steps", logging_steps},
           {"save_steps", save_steps},
+          {"save_total_limit", save_total_limit},
+          {"metric_for_best_model", metric_for_best_model},
+          {"greater_is_better", greater_is_better},
+          {"save_async", save_async},
+          {"on_save_error", on_save_error},
           {"seed", seed}};
 }
 

@@ -160,6 +160,29 @@ std::vector<fs::path> CheckpointDirectory::uncommitted_dirs() const {
   return out;
 }
 
+std::vector<std::int64_t> CheckpointDirectory::prune(const RetentionPolicy& policy) const {
+  std::vector<std::int64_t> removed;
+  if (policy.save_total_limit <= 0) return removed;
+  const std::vector<std::int64_t> steps = committed_steps();
+  const std::optional<std::int64_t> latest = latest_step();
+  const std::size_t keep_newest = static_cast<std::size_t>(policy.save_total_limit);
+  if (steps.size() <= keep_newest) return removed;
+  for (std::size_t i = 0; i + keep_newest < steps.size(); ++i) {
+    const std::int64_t step = steps[i];
+    if (step == steps.back() || step == latest || step == policy.best_step) continue;
+    const fs::path aside = root_ / (".old-" + step_dir_name(step) + "-pruned");
+    remove_tree(aside);
+    files::durable_rename(step_dir(step), aside);
+    remove_tree(aside);
+    removed.push_back(step);
+  }
+  if (!removed.empty()) {
+    logger("tenax.storage")->info("retention (save_total_limit {}): removed {} older checkpoint(s)",
+                                  policy.save_total_limit, removed.size());
+  }
+  return removed;
+}
+
 void CheckpointDirectory::remove_uncommitted() const {
   for (const fs::path& dir : uncommitted_dirs()) {
     logger("tenax.storage")->info("removing uncommitted checkpoint directory {}", dir.string());

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "support/thread_ranks.h"
+#include "tenax/storage/layout.h"
 #include "tenax/core/error.h"
 
 namespace tenax::sdk {
@@ -64,8 +65,13 @@ class Recorder final : public TrainerCallback {
  public:
   std::vector<std::int64_t> saves, logs;
   std::int64_t loaded_step = -1;
-  void on_save(const TrainingArguments&, TrainerState& s, TrainerControl&, const std::string&) override {
-    saves.push_back(s.global_step);
+  // With async saves on_save comes when the commit is known (the next save point or the end),
+  // so the step saved is the one the committed directory names.
+  void on_save(const TrainingArguments&, TrainerState& s, TrainerControl&, const std::string& dir) override {
+    const auto step = storage::parse_step_dir_name(std::filesystem::path(dir).filename().string());
+    ASSERT_TRUE(step.has_value()) << dir;
+    EXPECT_LE(*step, s.global_step);
+    saves.push_back(*step);
   }
   void on_log(const TrainingArguments&, TrainerState& s, TrainerControl&, const Logs& l) override {
     logs.push_back(s.global_step);

@@ -117,6 +117,30 @@ TEST_F(StorageDirectory, RecommitOfTheSameStepReplacesTheOldOne) {
   EXPECT_TRUE(dir.uncommitted_dirs().empty());
 }
 
+TEST_F(StorageDirectory, PruneKeepsTheNewestTheLatestAndTheBest) {
+  CheckpointDirectory dir(dir_ / "checkpoints");
+  for (std::int64_t step : {10, 20, 30, 40, 50, 60}) {
+    auto [tmp, manifest] = stage(dir, step, 0);
+    ASSERT_TRUE(dir.commit(tmp, manifest).is_ok());
+  }
+  EXPECT_TRUE(dir.prune(RetentionPolicy{}).empty()) << "limit 0 keeps everything";
+  EXPECT_EQ(dir.committed_steps().size(), 6u);
+
+  RetentionPolicy policy;
+  policy.save_total_limit = 2;
+  policy.best_step = 20;
+  EXPECT_EQ(dir.prune(policy), (std::vector<std::int64_t>{10, 30, 40}));
+  EXPECT_EQ(dir.committed_steps(), (std::vector<std::int64_t>{20, 50, 60}));
+  EXPECT_TRUE(dir.uncommitted_dirs().empty()) << "pruned directories are deleted, not left aside";
+
+  // `latest` naming an older step (a crash between the rename and `latest`) protects it too.
+  files::atomic_write(dir.root() / "latest", "step-000000050");
+  policy.save_total_limit = 1;
+  policy.best_step.reset();
+  EXPECT_EQ(dir.prune(policy), (std::vector<std::int64_t>{20}));
+  EXPECT_EQ(dir.committed_steps(), (std::vector<std::int64_t>{50, 60}));
+}
+
 TEST_F(StorageDirectory, CommitRefusesMissingOrWrongShards) {
   CheckpointDirectory dir(dir_ / "checkpoints");
   auto [tmp, manifest] = stage(dir, 500, 0);

@@ -11,6 +11,7 @@
 #include "tenax/elastic/communicator.h"
 #include "tenax/elastic/gloo_communicator.h"
 #include "tenax/elastic/in_memory_store.h"
+#include "tenax/elastic/worker_context.h"
 
 namespace tenax::testing {
 
@@ -35,6 +36,45 @@ inline void run_ranks(int world, const std::function<void(elastic::Communicator&
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+/// Calls fn(ctx) on `world` threads, each with a WorkerContext of generation `generation` whose
+/// open_store() gives a view of one shared in-memory store under "gen/<generation>/".
+inline void run_contexts(int world, const std::function<void(elastic::WorkerContext&)>& fn,
+                         std::int64_t generation = 0) {
+  elastic::InMemoryStore shared;
+  run_ranks(world, [&](elastic::Communicator& comm) {
+    elastic::WorkerIdentity id;
+    id.rank = comm.rank();
+    id.world_size = comm.size();
+    id.local_rank = comm.rank();
+    id.local_world_size = comm.size();
+    id.generation = generation;
+    // A non-owning view: the communicator is borrowed from run_ranks for the call.
+    struct Borrowed final : elastic::Communicator {
+      explicit Borrowed(elastic::Communicator& c) : c_(c) {}
+      int rank() const override { return c_.rank(); }
+      int size() const override { return c_.size(); }
+      void allreduce(void* d, std::size_t n, elastic::ElementType t, elastic::ReduceOp op,
+                     std::chrono::milliseconds timeout) override { c_.allreduce(d, n, t, op, timeout); }
+      void broadcast(void* d, std::size_t b, int root, std::chrono::milliseconds timeout) override {
+        c_.broadcast(d, b, root, timeout);
+      }
+      void allgather(const void* in, void* out, std::size_t b, std::chrono::milliseconds timeout) override {
+        c_.allgather(in, out, b, timeout);
+      }
+      void barrier(std::chrono::milliseconds timeout) override { c_.barrier(timeout); }
+      void abort() override { c_.abort(); }
+      elastic::Communicator& c_;
+    };
+    const std::string prefix = elastic::generation_prefix(generation);
+    elastic::WorkerContext ctx(id, std::make_unique<elastic::PrefixStore>(prefix, shared),
+                               std::make_unique<Borrowed>(comm),
+                               [&shared, prefix]() -> std::unique_ptr<elastic::Store> {
+                                 return std::make_unique<elastic::PrefixStore>(prefix, shared);
+                               });
+    fn(ctx);
+  });
 }
 
 /// A world-1 communicator for single-process tests.

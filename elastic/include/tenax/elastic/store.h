@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tenax::elastic {
@@ -53,6 +54,25 @@ class PrefixStore final : public Store {
  private:
   std::string prefix_;
   Store& base_;
+};
+
+/// A PrefixStore that owns its base (e.g. a connection opened for one background thread).
+class OwningPrefixStore final : public Store {
+ public:
+  OwningPrefixStore(std::string prefix, std::unique_ptr<Store> base)
+      : base_(std::move(base)), view_(std::move(prefix), *base_) {}
+  void set(const std::string& key, const std::vector<char>& value) override { view_.set(key, value); }
+  std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override {
+    return view_.get(key, timeout);
+  }
+  std::int64_t add(const std::string& key, std::int64_t delta) override { return view_.add(key, delta); }
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
+    view_.wait(keys, timeout);
+  }
+
+ private:
+  std::unique_ptr<Store> base_;
+  PrefixStore view_;
 };
 
 /// "gen/<n>/", the namespace of one generation's keys.

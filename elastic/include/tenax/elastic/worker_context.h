@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,10 @@ struct WorkerIdentity {
   std::int64_t restart_count = 0;
 };
 
+/// Opens a new, independent connection to this generation's store (keys under "gen/<n>/"),
+/// to be owned and used by one other thread (a ZeroMQ socket stays on one thread).
+using StoreFactory = std::function<std::unique_ptr<Store>()>;
+
 class WorkerContext {
  public:
   /// See the file comment. Throws ConfigError naming a missing/invalid variable,
@@ -44,8 +49,10 @@ class WorkerContext {
 
   /// Assembles a context from parts (tests run N ranks as threads this way).
   /// `store` may be null when world_size == 1.
+  /// `open_store` backs open_store(); when empty, open_store() gives a private in-memory store
+  /// for world size 1 and throws for larger worlds.
   WorkerContext(WorkerIdentity identity, std::unique_ptr<Store> store,
-                std::unique_ptr<Communicator> communicator);
+                std::unique_ptr<Communicator> communicator, StoreFactory open_store = {});
   WorkerContext(WorkerContext&&) noexcept;
   WorkerContext& operator=(WorkerContext&&) noexcept;
   ~WorkerContext();
@@ -60,6 +67,11 @@ class WorkerContext {
   /// This generation's store (keys under "gen/<n>/"), or null when there is none (world 1
   /// without TENAX_RDZV_ENDPOINT, or after finalize()).
   Store* store() { return store_.get(); }
+  /// A new connection to this generation's store for another thread to own (the checkpoint
+  /// writer coordinates its commit through it, never through the training communicator).
+  /// World size 1 without a rendezvous service gets a private in-memory store.
+  /// Throws RendezvousError when the service cannot be reached.
+  std::unique_ptr<Store> open_store() const;
 
   /// Collective: a barrier with a deadline, then releases the communicator. Returns false
   /// (and logs) if peers did not arrive in time. Safe to call twice.
@@ -74,6 +86,7 @@ class WorkerContext {
   std::unique_ptr<Store> base_store_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Communicator> communicator_;
+  StoreFactory open_store_;
 };
 
 }  // namespace tenax::elastic

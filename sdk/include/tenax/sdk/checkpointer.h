@@ -1,31 +1,47 @@
 // Saving and restoring training state as sharded HDF5 checkpoints (DESIGN.md section 5),
 // usable with or without the Trainer.
 //
-// save() is COLLECTIVE: every rank passes the same replicated tensors (model, optimizer,
-// sampler, ...) and its own per-rank tensors (RNG); the replicated ones are split by bytes
-// so each rank writes about 1/N; rank 0 commits (manifest last, rename, `latest`).
-// If any rank fails to write, no rank commits and every rank throws StorageError; the
-// previous checkpoint is untouched.
+// save_async() is COLLECTIVE (every rank, same step, same replicated names, in the same order):
+// it first waits for the previous save of this Checkpointer, then snapshots — copies to host
+// memory — only what this rank writes (its byte-balanced share of the replicated tensors plus
+// its own per-rank tensors) and returns. A background thread then writes the rank's HDF5 shard
+// and takes part in the commit, which is coordinated through the rendezvous store (keys under
+// this generation's "gen/<n>/ckpt/..."), never through the training communicator:
+//   rank 0 prepares the tmp directory → every rank writes its shard and reports its checksum →
+//   rank 0 checks every report, writes manifest.json last, renames the directory, updates
+//   `latest`, applies the retention policy → every rank learns the result.
+// If any rank fails, nothing is committed and the previous checkpoint is untouched; every rank
+// gets the same failed SaveResult. wait() returns the result of the save in flight.
 // load_latest() is NOT collective: each rank reads what it needs from the newest committed
-// checkpoint that verifies, falling back to older ones with a warning naming the fault.
-// Thread-safety: training thread only.
+// checkpoint that verifies, falling back to older ones with a warning naming the fault. It works
+// whatever world size wrote the checkpoint (tensors are found through the manifest's index).
 //
-//   Checkpointer ckpt(args.output_dir, ctx.communicator(), ctx.generation());
-//   ckpt.save(step, epoch, replicated, per_rank, state_json, args_json);
+// Thread-safety: all members are called from the training thread only; the writer thread is
+// owned, joined before the next save and by the destructor. The destructor never blocks on
+// peers: a writer still waiting for other ranks gives up within kCancelLatency.
+//
+//   Checkpointer ckpt(args.output_dir, ctx, {});
+//   if (auto previous = ckpt.save_async({step, epoch, replicated, per_rank, state, args}))
+//     report(*previous);
+//   ...
 //   auto loaded = ckpt.load_latest([](const std::string& n) { return n.rfind("model/", 0) == 0; });
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
-#include "tenax/elastic/communicator.h"
+#include "tenax/elastic/store.h"
+#include "tenax/elastic/worker_context.h"
 #include "tenax/sdk/state_capture.h"
 
 namespace tenax::sdk {
@@ -35,7 +51,7 @@ struct LoadedCheckpoint {
   std::filesystem::path dir;
   std::int64_t step = 0;
   std::int64_t epoch = 0;
-  int world_size = 0;
+  int world_size = 0;  ///< ranks that wrote it (may differ from the world that loads it)
   nlohmann::json trainer_state;
   nlohmann::json arguments;
   std::map<std::string, torch::Tensor> tensors;
@@ -43,29 +59,89 @@ struct LoadedCheckpoint {
   torch::Tensor get(const std::string& name) const;
 };
 
+struct CheckpointerOptions {
+  /// Keep this many newest committed checkpoints (plus the best, see below); 0 keeps all.
+  int save_total_limit = 0;
+  /// A key of the `metrics` passed with each save ("eval_loss", ...); the committed checkpoint
+  /// with the best value is never pruned. Empty: no best is kept apart.
+  std::string metric_for_best_model;
+  /// Whether a larger metric is better.
+  bool greater_is_better = false;
+  /// How long a rank's writer waits for the other ranks' part of one save.
+  std::chrono::milliseconds commit_timeout = std::chrono::minutes(10);
+};
+
+/// One collective save.
+struct SaveRequest {
+  std::int64_t step = 0;
+  std::int64_t epoch = 0;
+  NamedTensors replicated;  ///< identical on every rank; split by bytes across ranks
+  NamedTensors per_rank;    ///< this rank's own tensors (RNG, ...), written by this rank
+  nlohmann::json trainer_state = nlohmann::json::object();
+  nlohmann::json arguments = nlohmann::json::object();
+  /// Metrics of this step (for metric_for_best_model); stored in the manifest's trainer_state.
+  std::map<std::string, double> metrics;
+};
+
+/// How one save ended; every rank gets the same `committed` and `dir`.
+struct SaveResult {
+  std::int64_t step = 0;
+  bool committed = false;
+  std::filesystem::path dir;  ///< the committed directory (when committed)
+  std::string error;          ///< what failed, naming the rank and file (when not committed)
+  double snapshot_seconds = 0.0;  ///< time the training thread spent copying
+  double write_seconds = 0.0;     ///< time the writer spent from start to the known result
+};
+
 class Checkpointer {
  public:
-  /// Checkpoints live in `<output_dir>/checkpoints`. `comm` is borrowed for save().
-  Checkpointer(const std::filesystem::path& output_dir, elastic::Communicator& comm,
-               std::int64_t generation);
+  /// How fast a writer waiting on peers notices cancellation (destructor).
+  static constexpr std::chrono::milliseconds kCancelLatency{200};
 
-  /// Collective; see the file comment. Returns the committed directory.
-  std::filesystem::path save(std::int64_t step, std::int64_t epoch, const NamedTensors& replicated,
-                             const NamedTensors& per_rank, const nlohmann::json& trainer_state,
-                             const nlohmann::json& arguments);
+  /// Checkpoints live in `<output_dir>/checkpoints`. Opens its own store connection from
+  /// `context` (context.open_store()); rank 0 removes leftover uncommitted directories.
+  Checkpointer(const std::filesystem::path& output_dir, const elastic::WorkerContext& context,
+               CheckpointerOptions options = {});
+  /// The same from parts: `store` is this generation's store view, owned and used only by the
+  /// writer thread. For world size 1 any store (e.g. an InMemoryStore) does.
+  Checkpointer(const std::filesystem::path& output_dir, int rank, int world_size, std::int64_t generation,
+               std::unique_ptr<elastic::Store> store, CheckpointerOptions options = {});
+  ~Checkpointer();
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  /// Collective; see the file comment. Returns the result of the previous save when one was
+  /// still to be collected. Throws StorageError (before anything is written) for a tensor of
+  /// an unsupported dtype, ConfigError for trainer_state/arguments that are not JSON objects.
+  std::optional<SaveResult> save_async(SaveRequest request);
+
+  /// Waits for the save in flight; nullopt when there is none to collect.
+  std::optional<SaveResult> wait();
+
+  /// save_async() then wait(); returns the committed directory, throws StorageError when the
+  /// save was not committed.
+  std::filesystem::path save(SaveRequest request);
 
   /// Reads every tensor for which `wanted(name)` is true from the newest committed checkpoint
   /// that verifies; a fault (manifest, missing shard, checksum, ...) is logged and the previous
   /// committed checkpoint is tried. nullopt when none loads.
-  std::optional<LoadedCheckpoint> load_latest(
-      const std::function<bool(const std::string&)>& wanted) const;
+  std::optional<LoadedCheckpoint> load_latest(const std::function<bool(const std::string&)>& wanted) const;
 
   const std::filesystem::path& root() const { return root_; }
 
  private:
+  struct Job;
+  void start_writer(std::shared_ptr<Job> job);
+
   std::filesystem::path root_;
-  elastic::Communicator& comm_;
+  int rank_;
+  int world_size_;
   std::int64_t generation_;
+  std::unique_ptr<elastic::Store> store_;
+  CheckpointerOptions options_;
+  std::int64_t saves_started_ = 0;
+  std::shared_ptr<Job> in_flight_;
+  std::thread writer_;
 };
 
 }  // namespace tenax::sdk

@@ -20,12 +20,14 @@
 #include <torch/optim/adamw.h>
 
 #include "tenax/elastic/worker_context.h"
+#include "tenax/sdk/checkpointer.h"
 #include "tenax/sdk/data.h"
 #include "tenax/sdk/lr_schedule.h"
 #include "tenax/sdk/model.h"
 #include "tenax/sdk/state_capture.h"
 #include "tenax/sdk/trainer_callback.h"
 #include "tenax/sdk/training_arguments.h"
+#include "tenax/sdk/user_state.h"
 
 namespace tenax::sdk {
 
@@ -49,6 +51,9 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   void add_callback(std::shared_ptr<TrainerCallback> callback);
+  /// Application state saved and restored atomically with the model (borrowed; it must
+  /// outlive train()). Set it before train(), the same way on every rank.
+  void set_user_state(UserState& user_state) { user_state_ = &user_state; }
 
   /// Collective. Restores, trains, saves. Throws on failure (the launcher restarts the job).
   TrainOutput train();
@@ -69,8 +74,11 @@ class Trainer {
 
  private:
   NamedTensors named_parameters() const;
-  bool restore(torch::optim::AdamW& optimizer);
-  void save(torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch);
+  bool restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer);
+  void save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch);
+  /// Logs a finished save and tells the callbacks; raises StorageError when it failed and
+  /// `must_succeed` (final save, or on_save_error = "stop").
+  void report_save(const SaveResult& result, bool must_succeed);
   Batch load_batch(const std::vector<std::int64_t>& indices) const;
 
   template <typename Fn>
@@ -84,6 +92,7 @@ class Trainer {
   elastic::WorkerContext& context_;
   Collator collator_;
   std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
+  UserState* user_state_ = nullptr;
   TrainerState state_;
   TrainerControl control_;
 };

@@ -62,9 +62,15 @@ class TrainerCallback {
   virtual void on_step_begin(const TrainingArguments&, TrainerState&, TrainerControl&) {}
   virtual void on_step_end(const TrainingArguments&, TrainerState&, TrainerControl&) {}
   virtual void on_log(const TrainingArguments&, TrainerState&, TrainerControl&, const Logs&) {}
-  /// After a checkpoint committed; `checkpoint_dir` is the committed directory.
+  /// After a checkpoint committed; `checkpoint_dir` is the committed directory. With async
+  /// saves this comes when the commit is known: at the next save point or the end of training,
+  /// on every rank at the same step.
   virtual void on_save(const TrainingArguments&, TrainerState&, TrainerControl&,
                        const std::string& /*checkpoint_dir*/) {}
+  /// A save failed (nothing was committed; the previous checkpoint is intact). `error` names
+  /// the rank and file. Called on every rank at the next save point or at the end of training.
+  virtual void on_save_error(const TrainingArguments&, TrainerState&, TrainerControl&,
+                             const std::string& /*error*/) {}
   /// After state was restored from a checkpoint at the start of train().
   virtual void on_load(const TrainingArguments&, TrainerState&, TrainerControl&,
                        const std::string& /*checkpoint_dir*/) {}

@@ -33,6 +33,16 @@ struct TrainingArguments {
   std::int64_t warmup_steps = 0;           ///< > 0 overrides warmup_ratio
   std::int64_t logging_steps = 10;
   std::int64_t save_steps = 500;           ///< 0 disables periodic saves
+  std::int64_t save_total_limit = 0;       ///< keep this many newest checkpoints (+ the best); 0 = all
+  std::string metric_for_best_model;       ///< e.g. "eval_loss"; its best checkpoint is never pruned
+  bool greater_is_better = false;          ///< for metric_for_best_model
+  /// Tenax: the step stalls only for the snapshot; a background writer does the I/O and the
+  /// commit (false: every save completes before training goes on).
+  bool save_async = true;
+  /// Tenax: what a failed periodic save does: "continue" (log it, tell the callbacks, keep
+  /// training; the previous checkpoint is intact) or "stop" (raise StorageError on every rank
+  /// at the next save point). A failed final save always raises.
+  std::string on_save_error = "continue";
   std::uint64_t seed = 42;
 
   /// Throws ConfigError naming the first invalid field and the accepted values.

@@ -28,6 +28,14 @@
 
 namespace tenax::storage {
 
+/// Which committed checkpoints survive a prune (Hugging Face's save_total_limit semantics).
+struct RetentionPolicy {
+  /// Keep this many newest committed checkpoints; 0 keeps all.
+  int save_total_limit = 0;
+  /// Never removed, whatever its age (the best by metric_for_best_model).
+  std::optional<std::int64_t> best_step;
+};
+
 class CheckpointDirectory {
  public:
   /// `root` is <output_dir>/checkpoints; it need not exist yet.
@@ -57,6 +65,13 @@ class CheckpointDirectory {
 
   /// Deletes everything uncommitted_dirs() lists. Throws StorageError.
   void remove_uncommitted() const;
+
+  /// Rank 0 only, right after a commit (so the newest checkpoint is never the one at risk):
+  /// removes committed steps beyond `policy`, oldest first; never the newest, never the one
+  /// `latest` names, never policy.best_step. Each is first renamed to ".old-step-*" (so a crash
+  /// while deleting leaves garbage, never a half checkpoint that loads), then deleted.
+  /// Returns the steps removed. Throws StorageError.
+  std::vector<std::int64_t> prune(const RetentionPolicy& policy) const;
 
   /// root/step-<step> (whether or not it exists).
   std::filesystem::path step_dir(std::int64_t step) const;

@@ -1,0 +1,62 @@
+// The commit of one collective save, as run by every rank's checkpoint writer thread
+// (DESIGN.md 5). Coordination goes through the generation's key-value store, so the training
+// communicator is never used from this thread:
+//
+//   rank 0:  prepare tmp dir → "<key>prepared"=ok → write shard → wait every "<key>report/<r>"
+//            → all ok: manifest last, rename, `latest`, retention → "<key>result"=ok
+//            → any error or timeout: no commit, tmp removed → "<key>result"=error:<why>
+//   rank r:  wait "<key>prepared" → write shard → "<key>report/<r>"=ok:<shard json>|error:<why>
+//            → wait "<key>result"
+//
+// Torch-free: the tensors are borrowed storage::TensorRefs of a snapshot the caller keeps alive.
+// Thread-safety: run_commit is called by one writer thread per rank; `store` is that thread's.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tenax/elastic/store.h"
+#include "tenax/storage/tensor_bytes.h"
+
+namespace tenax::sdk::detail {
+
+struct CommitPlan {
+  std::filesystem::path root;  ///< <output_dir>/checkpoints
+  int rank = 0;
+  int world_size = 1;
+  std::int64_t generation = 0;
+  std::int64_t step = 0;
+  std::int64_t epoch = 0;
+  std::string key_prefix;                   ///< "ckpt/<step>/<n>/", unique per save in a generation
+  std::vector<storage::TensorRef> tensors;  ///< what this rank writes
+  nlohmann::json trainer_state;             ///< rank 0's manifest fields
+  nlohmann::json arguments;
+  int save_total_limit = 0;
+  std::string metric_for_best_model;
+  bool greater_is_better = false;
+  std::chrono::milliseconds timeout{0};     ///< for each wait on another rank
+};
+
+struct CommitOutcome {
+  bool committed = false;
+  std::filesystem::path dir;
+  std::string error;
+};
+
+/// Runs this rank's part of the protocol above; never throws (every failure is an outcome).
+/// Waits on other ranks check `cancelled` at least every `poll` and give up when it is set.
+CommitOutcome run_commit(const CommitPlan& plan, elastic::Store& store, const std::atomic<bool>& cancelled,
+                         std::chrono::milliseconds poll);
+
+/// The committed step with the best `metric` in its manifest's trainer_state["metrics"], if any.
+std::optional<std::int64_t> best_step(const std::filesystem::path& root, const std::string& metric,
+                                      bool greater_is_better);
+
+}  // namespace tenax::sdk::detail
