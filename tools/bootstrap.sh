@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev libtomlplusplus-dev
   libxxhash-dev
   libgtest-dev
+  python3-h5py python3-xxhash
 )
 
 missing=()

@@ -2,9 +2,13 @@
 
 #include <cstdint>
 #include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "ckpt_export.h"
+#include "ckpt_inspect.h"
 #include "tenax/core/checksum.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
@@ -16,7 +20,17 @@ namespace {
 constexpr const char* kUsage =
     "usage: tenax ckpt ls CHECKPOINTS_DIR\n"
     "       tenax ckpt verify STEP_DIR\n"
-    "       tenax ckpt diff STEP_DIR_A STEP_DIR_B [--prefix PREFIX]\n";
+    "       tenax ckpt inspect STEP_DIR [--json]\n"
+    "       tenax ckpt export STEP_DIR OUT_DIR [--prefix PREFIX] [--force]\n"
+    "       tenax ckpt diff STEP_DIR_A STEP_DIR_B [--prefix PREFIX]\n"
+    "\n"
+    "  ls       committed steps under CHECKPOINTS_DIR, `latest`, and leftovers\n"
+    "  verify   check the manifest and every checksum of one checkpoint (exit 1 on a fault)\n"
+    "  inspect  show step, world, shards, tensors and trainer state; --json: manifest.json\n"
+    "  export   verify, then write OUT_DIR/model.safetensors from tensors named PREFIX*\n"
+    "           (default model/, stripped) plus each uint8 tensor files/NAME as OUT_DIR/NAME;\n"
+    "           a non-empty OUT_DIR needs --force\n"
+    "  diff     compare the tensors named PREFIX* (default model/) byte for byte\n";
 
 int usage(const std::string& message) {
   std::cerr << "tenax ckpt: " << message << "\n" << kUsage;
@@ -109,6 +123,56 @@ int diff(const std::string& a, const std::string& b, const std::string& prefix) 
   return 1;
 }
 
+// Splits `args` (after the subcommand) into positionals and the flags it allows; a flag in
+// `with_value` takes the next argument. False (with `error` set) on an unknown or
+// incomplete flag.
+bool split_args(const std::vector<std::string>& args, const std::set<std::string>& switches,
+                const std::set<std::string>& with_value, std::vector<std::string>& positional,
+                std::map<std::string, std::string>& flags, std::string& error) {
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) {
+      positional.push_back(a);
+    } else if (switches.count(a) != 0) {
+      flags[a] = "";
+    } else if (with_value.count(a) != 0) {
+      if (i + 1 >= args.size()) {
+        error = a + " needs a value";
+        return false;
+      }
+      flags[a] = args[++i];
+    } else {
+      error = "unknown option '" + a + "' for '" + args[0] + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
+int inspect_command(const std::vector<std::string>& args) {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> flags;
+  std::string error;
+  if (!split_args(args, {"--json"}, {}, positional, flags, error)) return usage(error);
+  if (positional.size() != 1) return usage("inspect takes one STEP_DIR");
+  return inspect_checkpoint(positional[0],
+                            flags.count("--json") ? InspectFormat::kJson : InspectFormat::kText);
+}
+
+int export_command(const std::vector<std::string>& args) {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> flags;
+  std::string error;
+  if (!split_args(args, {"--force"}, {"--prefix"}, positional, flags, error)) return usage(error);
+  if (positional.size() != 2) return usage("export takes STEP_DIR and OUT_DIR");
+  ExportOptions options;
+  options.step_dir = positional[0];
+  options.out_dir = positional[1];
+  if (flags.count("--prefix")) options.prefix = flags["--prefix"];
+  options.overwrite = flags.count("--force") != 0;
+  return export_checkpoint(options);
+}
+
 }  // namespace
 
 int run_ckpt_command(int argc, char** argv) {
@@ -117,6 +181,8 @@ int run_ckpt_command(int argc, char** argv) {
   const std::string sub = args[0];
   if (sub == "ls" && args.size() == 2) return list(args[1]);
   if (sub == "verify" && args.size() == 2) return verify(args[1]);
+  if (sub == "inspect") return inspect_command(args);
+  if (sub == "export") return export_command(args);
   if (sub == "diff" && (args.size() == 3 || (args.size() == 5 && args[3] == "--prefix"))) {
     return diff(args[1], args[2], args.size() == 5 ? args[4] : "model/");
   }

@@ -23,7 +23,8 @@ const char* const kUsage =
     "Commands:\n"
     "  run    start and supervise the workers of a training job on this node\n"
     "         (tenax run --nproc-per-node N -- PROGRAM ARGS...)\n"
-    "  ckpt   list, verify and compare checkpoints (tenax ckpt ls|verify|diff ...)\n"
+    "  ckpt   list, verify, inspect, export and compare checkpoints\n"
+    "         (tenax ckpt ls|verify|inspect|export|diff ...)\n"
     "\n"
     "Run `tenax <command> --help` for the options of a command.\n";
 
