@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -34,35 +35,37 @@ void fsync_file(const std::filesystem::path& path) { fsync_path(path, O_RDONLY);
 
 void fsync_dir(const std::filesystem::path& dir) { fsync_path(dir, O_RDONLY | O_DIRECTORY); }
 
-void atomic_write(const std::filesystem::path& path, const std::string& contents) {
-  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("cannot create", tmp, errno);
-  const char* p = contents.data();
-  size_t left = contents.size();
+void write_durably(const std::filesystem::path& path, const void* data, std::size_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("cannot create", path, errno);
+  // On any failure the partial file goes: it holds nothing usable, and on a full disk the
+  // space is what the next attempt needs.
+  auto give_up = [&](const char* what, int err) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(path.c_str());
+    fail(what, path, err);
+  };
+  const char* p = static_cast<const char*>(data);
+  std::size_t left = size;
   while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
+    // Writes are capped at 1 GiB: Linux transfers at most 0x7ffff000 bytes per call anyway.
+    const ssize_t n = ::write(fd, p, std::min<std::size_t>(left, std::size_t{1} << 30));
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail("write failed for", tmp, err);
+      give_up("write failed for", errno);
     }
     p += n;
-    left -= static_cast<size_t>(n);
+    left -= static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    fail("fsync failed for", tmp, err);
-  }
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail("close failed for", tmp, err);
-  }
+  if (::fsync(fd) != 0) give_up("fsync failed for", errno);
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) give_up("close failed for", errno);
+}
+
+void atomic_write(const std::filesystem::path& path, const std::string& contents) {
+  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  write_durably(tmp, contents.data(), contents.size());
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());

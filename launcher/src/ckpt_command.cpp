@@ -177,7 +177,11 @@ int export_command(const std::vector<std::string>& args) {
 
 int run_ckpt_command(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") return usage("which subcommand?");
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (args.empty()) return usage("which subcommand?");
   const std::string sub = args[0];
   if (sub == "ls" && args.size() == 2) return list(args[1]);
   if (sub == "verify" && args.size() == 2) return verify(args[1]);

@@ -79,4 +79,10 @@ H5Handle make_datatype(DType dtype);
 /// A file-access property list with the strong close degree (H5Fclose closes every object).
 H5Handle make_strong_fapl();
 
+/// The same with the in-memory "core" driver without a backing store, growing by `increment` bytes:
+/// HDF5 builds the file in memory and never touches the disk, so a disk fault can never leave
+/// an HDF5 file object half-closed (H5Fclose that fails at flush keeps the file open, and its
+/// fd pins a deleted file's space). The writer takes the image and writes it itself.
+H5Handle make_in_memory_fapl(std::size_t increment);
+
 }  // namespace tenax::storage::detail

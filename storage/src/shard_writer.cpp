@@ -4,7 +4,6 @@
 #include <set>
 #include <system_error>
 
-#include "file_digest.h"
 #include "hdf5_handle.h"
 #include "json_fields.h"
 #include "shape_bytes.h"
@@ -159,6 +158,41 @@ void validate(const std::vector<TensorRef>& tensors, const std::filesystem::path
   }
 }
 
+// Room for HDF5's own metadata beside the tensor bytes (superblock, groups, headers, attributes).
+std::size_t image_estimate(const std::vector<TensorRef>& tensors) {
+  std::size_t bytes = 64 * 1024;
+  for (const TensorRef& t : tensors) bytes += t.nbytes + 2048;
+  constexpr std::size_t kMiB = 1024 * 1024;
+  return (bytes + kMiB - 1) / kMiB * kMiB;
+}
+
+// The whole shard as an HDF5 file image in memory (see make_in_memory_fapl for why).
+std::vector<std::uint8_t> build_image(const std::filesystem::path& file, const std::vector<TensorRef>& tensors,
+                                      ShardInfo& info) {
+  H5Handle fapl = detail::make_in_memory_fapl(image_estimate(tensors));
+  if (!fapl.valid()) fail_hdf5(StatusCode::kInternal, file, "", "file access properties");
+  H5Handle h5file = detail::file_handle(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+  if (!h5file.valid()) fail_hdf5(StatusCode::kInternal, file, "", "H5Fcreate (in memory)");
+
+  H5Handle lcpl = detail::plist_handle(H5Pcreate(H5P_LINK_CREATE));
+  if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0) {
+    fail_hdf5(StatusCode::kInternal, file, "", "link creation properties");
+  }
+  info.tensors.reserve(tensors.size());
+  for (const TensorRef& t : tensors) {
+    info.tensors.push_back(write_tensor(h5file.get(), lcpl.get(), t, info.file, file));
+  }
+  if (H5Fflush(h5file.get(), H5F_SCOPE_GLOBAL) < 0) fail_hdf5(StatusCode::kInternal, file, "", "H5Fflush");
+  const ssize_t size = H5Fget_file_image(h5file.get(), nullptr, 0);
+  if (size < 0) fail_hdf5(StatusCode::kInternal, file, "", "H5Fget_file_image");
+  std::vector<std::uint8_t> image(static_cast<std::size_t>(size));
+  if (H5Fget_file_image(h5file.get(), image.data(), image.size()) != size) {
+    fail_hdf5(StatusCode::kInternal, file, "", "H5Fget_file_image");
+  }
+  if (h5file.close() < 0) fail_hdf5(StatusCode::kInternal, file, "", "H5Fclose (in memory)");
+  return image;
+}
+
 ShardInfo write_shard_or_throw(const std::filesystem::path& file,
                                const std::vector<TensorRef>& tensors) {
   validate(tensors, file);
@@ -166,30 +200,11 @@ ShardInfo write_shard_or_throw(const std::filesystem::path& file,
 
   ShardInfo info;
   info.file = file.filename().string();
-  {
-    H5Handle fapl = detail::make_strong_fapl();
-    if (!fapl.valid()) fail_hdf5(StatusCode::kInternal, file, "", "file access properties");
-    H5Handle h5file =
-        detail::file_handle(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
-    if (!h5file.valid()) fail_hdf5(StatusCode::kFailedPrecondition, file, "", "H5Fcreate");
-
-    H5Handle lcpl = detail::plist_handle(H5Pcreate(H5P_LINK_CREATE));
-    if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0) {
-      fail_hdf5(StatusCode::kInternal, file, "", "link creation properties");
-    }
-    info.tensors.reserve(tensors.size());
-    for (const TensorRef& t : tensors) {
-      info.tensors.push_back(write_tensor(h5file.get(), lcpl.get(), t, info.file, file));
-    }
-    // H5Fclose flushes metadata and the last raw data: this is where ENOSPC often shows up.
-    if (h5file.close() < 0) fail_hdf5(StatusCode::kFailedPrecondition, file, "", "H5Fclose");
-  }
-
+  const std::vector<std::uint8_t> image = build_image(file, tensors, info);
+  info.bytes = image.size();
+  info.checksum = xxh3_64(image.data(), image.size());
   try {
-    files::fsync_file(file);
-    const detail::FileDigest digest = detail::digest_file(file);
-    info.bytes = digest.bytes;
-    info.checksum = digest.checksum;
+    files::write_durably(file, image.data(), image.size());
   } catch (const StorageError& e) {
     fail(StatusCode::kFailedPrecondition, file, "", e.what());
   }

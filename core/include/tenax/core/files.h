@@ -4,6 +4,7 @@
 //   tenax::files::atomic_write(dir / "latest", "step-000000500");  // tmp, fsync, rename, fsync dir
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 
@@ -14,6 +15,11 @@ void fsync_file(const std::filesystem::path& path);
 
 /// fsync()s a directory so that renames and creations inside it are durable. Throws StorageError.
 void fsync_dir(const std::filesystem::path& dir);
+
+/// Creates or truncates `path`, writes `size` bytes, fsyncs and closes it. On any failure the
+/// partial file is removed and StorageError names the path and errno text ("No space left on
+/// device", "File too large", "Read-only file system", ...). The directory is not fsynced.
+void write_durably(const std::filesystem::path& path, const void* data, std::size_t size);
 
 /// Writes `contents` to a temporary file beside `path`, fsyncs it, renames it over `path` and
 /// fsyncs the parent directory. Readers see the old or the new contents, never a mix.
