@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps configure build test demo asan tsan clean
+.PHONY: all deps configure build test demo bench asan tsan clean
 
 all: build
 
@@ -25,6 +25,10 @@ test: build
 
 demo: build
 	@bash tools/demo.sh $(BUILD)
+
+# Benchmarks (not tests): each figure is a ratio against a baseline run in the same invocation.
+bench: build
+	bash bench/checkpoint_bench.sh $(BUILD)
 
 # Sanitizer builds, each in its own directory.
 asan:

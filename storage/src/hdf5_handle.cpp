@@ -58,10 +58,4 @@ H5Handle make_strong_fapl() {
   return fapl;
 }
 
-H5Handle make_in_memory_fapl(std::size_t increment) {
-  H5Handle fapl = make_strong_fapl();
-  if (!fapl.valid() || H5Pset_fapl_core(fapl.get(), increment, /*backing_store=*/0) < 0) return H5Handle();
-  return fapl;
-}
-
 }  // namespace tenax::storage::detail

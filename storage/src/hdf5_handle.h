@@ -39,7 +39,9 @@ class H5Handle {
   bool valid() const { return id_ >= 0; }
   /// The identifier, still owned.
   hid_t get() const { return id_; }
-  /// Closes now and returns HDF5's verdict (0 or more on success); no-op when empty.
+  /// Closes now and returns HDF5's verdict (0 or more on success); no-op when empty. After a
+  /// failure the identifier is dropped without a second close: HDF5 keeps such an object
+  /// half-closed, and closing it again crashes inside HDF5 (seen with 1.10.8 after EFBIG).
   herr_t close() {
     if (!valid()) return 0;
     const herr_t result = closer_(id_);
@@ -78,11 +80,5 @@ H5Handle make_datatype(DType dtype);
 
 /// A file-access property list with the strong close degree (H5Fclose closes every object).
 H5Handle make_strong_fapl();
-
-/// The same with the in-memory "core" driver without a backing store, growing by `increment` bytes:
-/// HDF5 builds the file in memory and never touches the disk, so a disk fault can never leave
-/// an HDF5 file object half-closed (H5Fclose that fails at flush keeps the file open, and its
-/// fd pins a deleted file's space). The writer takes the image and writes it itself.
-H5Handle make_in_memory_fapl(std::size_t increment);
 
 }  // namespace tenax::storage::detail

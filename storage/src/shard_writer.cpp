@@ -1,9 +1,16 @@
 #include "tenax/storage/shard_writer.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <system_error>
 
+#include "file_digest.h"
 #include "hdf5_handle.h"
 #include "json_fields.h"
 #include "shape_bytes.h"
@@ -158,39 +165,48 @@ void validate(const std::vector<TensorRef>& tensors, const std::filesystem::path
   }
 }
 
-// Room for HDF5's own metadata beside the tensor bytes (superblock, groups, headers, attributes).
-std::size_t image_estimate(const std::vector<TensorRef>& tensors) {
-  std::size_t bytes = 64 * 1024;
+// Room for HDF5's own metadata beside the tensor bytes (superblock, groups, object headers,
+// attributes; about 1 KiB per dataset with our three attributes). Running short only leaves
+// the last few KiB unreserved; running long only costs a trim.
+std::uint64_t space_estimate(const std::vector<TensorRef>& tensors) {
+  std::uint64_t bytes = 16 * 1024;
   for (const TensorRef& t : tensors) bytes += t.nbytes + 2048;
-  constexpr std::size_t kMiB = 1024 * 1024;
-  return (bytes + kMiB - 1) / kMiB * kMiB;
+  return bytes;
 }
 
-// The whole shard as an HDF5 file image in memory (see make_in_memory_fapl for why).
-std::vector<std::uint8_t> build_image(const std::filesystem::path& file, const std::vector<TensorRef>& tensors,
-                                      ShardInfo& info) {
-  H5Handle fapl = detail::make_in_memory_fapl(image_estimate(tensors));
-  if (!fapl.valid()) fail_hdf5(StatusCode::kInternal, file, "", "file access properties");
-  H5Handle h5file = detail::file_handle(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
-  if (!h5file.valid()) fail_hdf5(StatusCode::kInternal, file, "", "H5Fcreate (in memory)");
+// A failed write or flush leaves HDF5's file object half-closed: closing it fails again, a
+// second close crashes inside HDF5, and the open descriptor pins the (unlinked) file's space.
+// Two defences:
+//  1. reserve_space(): the shard's blocks are allocated (fallocate) before HDF5 writes any
+//     tensor, so ENOSPC, EDQUOT and EFBIG — the usual disk faults — surface here;
+//  2. abandon(): for whatever still fails (EIO, ...), HDF5's descriptor is swapped for an
+//     anonymous in-memory file, so that the one H5Fclose succeeds and the disk file is free.
+void reserve_space(const std::filesystem::path& file, std::uint64_t bytes) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) fail(StatusCode::kFailedPrecondition, file, "", std::string("cannot open: ") + std::strerror(errno));
+  const int rc = ::fallocate(fd, 0, 0, static_cast<off_t>(bytes));
+  const int err = errno;
+  ::close(fd);
+  if (rc == 0 || err == EOPNOTSUPP || err == ENOSYS) return;  // no reservation on this file system
+  fail(StatusCode::kFailedPrecondition, file, "",
+       "cannot reserve " + std::to_string(bytes) + " bytes for the shard: " + std::strerror(err));
+}
 
-  H5Handle lcpl = detail::plist_handle(H5Pcreate(H5P_LINK_CREATE));
-  if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0) {
-    fail_hdf5(StatusCode::kInternal, file, "", "link creation properties");
+void abandon(H5Handle& h5file) {
+  if (!h5file.valid()) return;
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(h5file.get(), H5P_DEFAULT, &handle) >= 0 && handle != nullptr) {
+    const int fd = *static_cast<int*>(handle);
+    int scratch = ::memfd_create("tenax-abandoned-shard", MFD_CLOEXEC);
+    if (scratch >= 0) {
+      ::dup2(scratch, fd);
+      ::close(scratch);
+    }
   }
-  info.tensors.reserve(tensors.size());
-  for (const TensorRef& t : tensors) {
-    info.tensors.push_back(write_tensor(h5file.get(), lcpl.get(), t, info.file, file));
+  if (h5file.close() < 0) {
+    logger("tenax.storage")->warn("HDF5 could not close an abandoned shard: {}", detail::error_text());
   }
-  if (H5Fflush(h5file.get(), H5F_SCOPE_GLOBAL) < 0) fail_hdf5(StatusCode::kInternal, file, "", "H5Fflush");
-  const ssize_t size = H5Fget_file_image(h5file.get(), nullptr, 0);
-  if (size < 0) fail_hdf5(StatusCode::kInternal, file, "", "H5Fget_file_image");
-  std::vector<std::uint8_t> image(static_cast<std::size_t>(size));
-  if (H5Fget_file_image(h5file.get(), image.data(), image.size()) != size) {
-    fail_hdf5(StatusCode::kInternal, file, "", "H5Fget_file_image");
-  }
-  if (h5file.close() < 0) fail_hdf5(StatusCode::kInternal, file, "", "H5Fclose (in memory)");
-  return image;
+  detail::error_text();  // clear the stack
 }
 
 ShardInfo write_shard_or_throw(const std::filesystem::path& file,
@@ -200,11 +216,47 @@ ShardInfo write_shard_or_throw(const std::filesystem::path& file,
 
   ShardInfo info;
   info.file = file.filename().string();
-  const std::vector<std::uint8_t> image = build_image(file, tensors, info);
-  info.bytes = image.size();
-  info.checksum = xxh3_64(image.data(), image.size());
+  {
+    H5Handle fapl = detail::make_strong_fapl();
+    if (!fapl.valid()) fail_hdf5(StatusCode::kInternal, file, "", "file access properties");
+    H5Handle h5file =
+        detail::file_handle(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+    if (!h5file.valid()) fail_hdf5(StatusCode::kFailedPrecondition, file, "", "H5Fcreate");
+    try {
+      reserve_space(file, space_estimate(tensors));
+      H5Handle lcpl = detail::plist_handle(H5Pcreate(H5P_LINK_CREATE));
+      if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0) {
+        fail_hdf5(StatusCode::kInternal, file, "", "link creation properties");
+      }
+      info.tensors.reserve(tensors.size());
+      for (const TensorRef& t : tensors) {
+        info.tensors.push_back(write_tensor(h5file.get(), lcpl.get(), t, info.file, file));
+      }
+      // The flush writes metadata and the last raw data: this is where ENOSPC often shows up.
+      // It comes before H5Fclose so that a failure still leaves us the file's identifier.
+      if (H5Fflush(h5file.get(), H5F_SCOPE_GLOBAL) < 0) {
+        fail_hdf5(StatusCode::kFailedPrecondition, file, "", "H5Fflush");
+      }
+      hsize_t logical_size = 0;
+      if (H5Fget_filesize(h5file.get(), &logical_size) < 0) {
+        fail_hdf5(StatusCode::kInternal, file, "", "H5Fget_filesize");
+      }
+      if (h5file.close() < 0) fail_hdf5(StatusCode::kFailedPrecondition, file, "", "H5Fclose");
+      // The reservation may have left the file longer than HDF5's image: trim it.
+      if (::truncate(file.c_str(), static_cast<off_t>(logical_size)) != 0) {
+        fail(StatusCode::kFailedPrecondition, file, "", std::string("cannot trim: ") + std::strerror(errno));
+      }
+    } catch (const WriteFailure&) {
+      abandon(h5file);
+      throw;
+    }
+  }
+
   try {
-    files::write_durably(file, image.data(), image.size());
+    files::fsync_file(file);
+    const detail::FileDigest digest = detail::digest_file(file);
+    info.bytes = digest.bytes;
+    info.checksum = digest.checksum;
   } catch (const StorageError& e) {
     fail(StatusCode::kFailedPrecondition, file, "", e.what());
   }

@@ -5,10 +5,12 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
 
 #include <torch/torch.h>
@@ -78,6 +80,33 @@ class SmallTmpfs {
   fs::path dir_;
   bool mounted_ = false;
 };
+
+// A 4 MiB ext2 file system on a loop device (root only). ext2 has no fallocate(2), so a shard
+// cannot reserve its space and the disk fills up in the middle of HDF5's writes.
+class LoopExt2 {
+ public:
+  explicit LoopExt2(const fs::path& dir) : image_(dir.string() + ".img"), dir_(dir) {
+    const std::string q = "'" + image_.string() + "'";
+    mounted_ = std::system(("truncate -s 4M " + q + " && mkfs.ext2 -q -F " + q + " >/dev/null 2>&1 && mount -o loop " +
+                            q + " '" + dir.string() + "'")
+                               .c_str()) == 0;
+  }
+  bool mounted() const { return mounted_; }
+  ~LoopExt2() {
+    if (mounted_) std::system(("umount '" + dir_.string() + "'").c_str());
+    fs::remove(image_);
+  }
+
+ private:
+  fs::path image_, dir_;
+  bool mounted_ = false;
+};
+
+std::uint64_t free_bytes(const fs::path& dir) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0) return 0;
+  return static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+}
 
 std::unique_ptr<Checkpointer> solo(const fs::path& out) {
   return std::make_unique<Checkpointer>(out, 0, 1, 0, std::make_unique<elastic::InMemoryStore>());
@@ -166,6 +195,35 @@ TEST(SdkCheckpointFaults, ReadOnlyFileSystemFailsClearlyAndKeepsThePrevious) {
   }
   EXPECT_EQ(loaded_step(*ckpt), 1);
   EXPECT_TRUE(everything_committed_verifies(out));
+}
+
+TEST(SdkCheckpointFaults, DiskFullInTheMiddleOfHdf5WritesLeavesNoStateAndGivesTheSpaceBack) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a loop device needs root (CI runs as root)";
+  const auto out = fresh_dir("ext2");
+  LoopExt2 disk(out);
+  ASSERT_TRUE(disk.mounted()) << "truncate + mkfs.ext2 + mount -o loop at " << out;
+  auto ckpt = solo(out);
+  std::string error;
+  std::int64_t last_ok = 0;
+  std::uint64_t free_before_failure = 0;
+  for (std::int64_t step = 1; step <= 40 && error.empty(); ++step) {  // 400 KB each: fills 4 MiB
+    free_before_failure = free_bytes(out);
+    try {
+      ckpt->save(request(step, 100000));
+      last_ok = step;
+    } catch (const StorageError& e) {
+      error = e.what();
+    }
+  }
+  ASSERT_FALSE(error.empty()) << "the file system never filled up";
+  EXPECT_GE(last_ok, 1);
+  EXPECT_NE(error.find("No space left on device"), std::string::npos) << error;
+  EXPECT_EQ(loaded_step(*ckpt), last_ok);
+  EXPECT_TRUE(everything_committed_verifies(out));
+  EXPECT_TRUE(storage::CheckpointDirectory(out / "checkpoints").uncommitted_dirs().empty());
+  // No descriptor pins the removed partial shard: its blocks are free again.
+  EXPECT_GE(free_bytes(out) + 64 * 1024, free_before_failure);
+  // (ctest runs this test in its own process: a half-closed HDF5 file would crash it at exit.)
 }
 
 // --- The Trainer's on_save_error policy, with the file-size limit lowered mid-run. ---

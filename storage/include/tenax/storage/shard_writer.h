@@ -43,11 +43,10 @@ struct ShardInfo {
   std::vector<IndexEntry> tensors;  ///< in the order they were written
 };
 
-/// Writes `tensors` into a new HDF5 file at `file` (truncating any old one). HDF5 builds the
-/// file in memory; its image is then written with write(2), fsynced and closed by us, and the
-/// whole-file checksum is taken over that image — so a disk fault (ENOSPC, EFBIG, EROFS, EIO)
-/// is reported with its errno text and never leaves HDF5 state behind. Memory: about the
-/// shard's size while it is written. Tensor data is borrowed for the call.
+/// Writes `tensors` into a new HDF5 file at `file` (truncating any old one), flushes and closes
+/// it, fsyncs it and reads it back for the whole-file checksum. Tensor data is borrowed for the
+/// call. A disk fault (ENOSPC, EFBIG, EROFS, EIO) is reported with its errno text and leaves no
+/// HDF5 state and no open descriptor behind.
 /// Errors (never thrown, except std::bad_alloc), each naming the file and tensor:
 ///   kFailedPrecondition  invalid tensor (nbytes vs shape, bad or duplicate name) or an I/O
 ///                        failure (no such directory, EACCES, ENOSPC, fsync failed);
