@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <future>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -30,10 +31,18 @@ nlohmann::json as_object(const nlohmann::json& value, const char* what) {
 }
 
 // A host copy that the training thread may not touch any more: the writer reads it while
-// training goes on. CPU tensors are cloned (the optimizer updates them in place); device
-// tensors are copied to the host, which is already a new tensor.
-torch::Tensor snapshot(const torch::Tensor& t) {
+// training goes on (the optimizer updates parameters in place). `reuse`, when it has the same
+// shape and dtype, is the buffer of the same tensor in the previous save: copying into memory
+// that is already mapped avoids the page faults of a fresh allocation, which cost more than
+// the copy itself (measured: bench/checkpoint_bench.cpp, async stall).
+torch::Tensor snapshot(const torch::Tensor& t, const torch::Tensor* reuse) {
   torch::Tensor d = t.detach();
+  if (reuse != nullptr && reuse->sizes().equals(d.sizes()) && reuse->scalar_type() == d.scalar_type() &&
+      reuse->is_contiguous()) {
+    torch::Tensor staged = *reuse;
+    staged.copy_(d);
+    return staged;
+  }
   return d.is_cpu() ? d.clone(at::MemoryFormat::Contiguous) : d.to(torch::kCPU).contiguous();
 }
 
@@ -45,7 +54,7 @@ double seconds_since(Clock::time_point start) {
 
 // One save in flight: the snapshot it owns, the plan for the writer, and how it ended.
 struct Checkpointer::Job {
-  std::vector<torch::Tensor> keep_alive;  // backs plan.tensors
+  std::vector<torch::Tensor> keep_alive;  // backs plan.tensors; reused by the next save
   detail::CommitPlan plan;
   std::atomic<bool> cancelled{false};
   double snapshot_seconds = 0.0;
@@ -116,15 +125,18 @@ std::optional<SaveResult> Checkpointer::save_async(SaveRequest request) {
 
   auto job = std::make_shared<Job>();
   const std::vector<int> owner = storage::plan_writes(sizes, world_size_);
+  // The previous save's buffers, by position: a run saves the same tensors in the same order.
+  std::vector<torch::Tensor> staging = std::exchange(staging_, {});
+  auto take = [&](const torch::Tensor& t) {
+    const std::size_t i = job->keep_alive.size();
+    job->keep_alive.push_back(snapshot(t, i < staging.size() ? &staging[i] : nullptr));
+    return job->keep_alive.back();
+  };
   for (std::size_t i = 0; i < request.replicated.size(); ++i) {
     if (owner[i] != rank_) continue;
-    job->keep_alive.push_back(snapshot(request.replicated[i].second));
-    job->plan.tensors.push_back(make_ref(request.replicated[i].first, job->keep_alive.back()));
+    job->plan.tensors.push_back(make_ref(request.replicated[i].first, take(request.replicated[i].second)));
   }
-  for (const auto& [name, t] : request.per_rank) {
-    job->keep_alive.push_back(snapshot(t));
-    job->plan.tensors.push_back(make_ref(name, job->keep_alive.back()));
-  }
+  for (const auto& [name, t] : request.per_rank) job->plan.tensors.push_back(make_ref(name, take(t)));
   detail::CommitPlan& plan = job->plan;
   plan.root = root_;
   plan.rank = rank_;
@@ -156,7 +168,6 @@ void Checkpointer::start_writer(std::shared_ptr<Job> job) {
     result.error = outcome.error;
     result.snapshot_seconds = job->snapshot_seconds;
     result.write_seconds = seconds_since(start);
-    job->keep_alive.clear();  // the snapshot's memory goes back as soon as it is written
     job->result.set_value(std::move(result));
   });
 }
@@ -165,6 +176,7 @@ std::optional<SaveResult> Checkpointer::wait() {
   if (!in_flight_) return std::nullopt;
   SaveResult result = in_flight_->future.get();
   writer_.join();
+  staging_ = std::move(in_flight_->keep_alive);  // written: free to be copied into next time
   in_flight_.reset();
   return result;
 }
@@ -203,12 +215,14 @@ std::optional<LoadedCheckpoint> Checkpointer::load_latest(
     std::string fault;
     for (const auto& [name, entry] : manifest.tensors) {
       if (!wanted(name)) continue;
-      auto data = reader.value().read(name);
-      if (!data.is_ok()) {
-        fault = data.status().to_string();
+      // Straight into the tensor's memory: no intermediate buffer.
+      torch::Tensor t = torch::empty(entry.shape, torch::TensorOptions().dtype(to_torch_dtype(entry.dtype)));
+      const Status read = reader.value().read_into(name, t.data_ptr(), static_cast<std::size_t>(t.nbytes()));
+      if (!read.is_ok()) {
+        fault = read.to_string();
         break;
       }
-      loaded.tensors.emplace(name, to_tensor(data.value()));
+      loaded.tensors.emplace(name, std::move(t));
     }
     if (!fault.empty()) {
       log->warn("skipping checkpoint {}: {}; falling back to the previous one", dir.string(), fault);

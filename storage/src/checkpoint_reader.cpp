@@ -1,5 +1,9 @@
 #include "tenax/storage/checkpoint_reader.h"
 
+#include <hdf5_hl.h>
+
+#include <algorithm>
+#include <limits>
 #include <mutex>
 #include <system_error>
 #include <vector>
@@ -37,9 +41,14 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 }  // namespace
 
 struct CheckpointReader::State {
+  // A shard is read from disk once, whole, into memory and checked against the manifest's
+  // size and XXH3 there; HDF5 then parses that verified image (never the file, which could
+  // change underneath) and copies each tensor straight into the caller's memory.
   struct Shard {
-    bool verified = false;  ///< whole-file size and checksum matched the manifest
-    H5Handle file;          ///< open read-only once verified and first needed
+    bool verified = false;                 ///< whole-file size and checksum matched the manifest
+    std::unique_ptr<std::uint8_t[]> image;  ///< the file's bytes
+    std::size_t size = 0;
+    H5Handle file;                         ///< HDF5 over `image` (declared after it: closed first)
   };
   std::mutex mutex;
   std::map<std::string, Shard> shards;  ///< by file name
@@ -49,16 +58,26 @@ struct CheckpointReader::State {
     if (shard.verified) return Status::ok();
     detail::FileDigest digest;
     try {
-      digest = detail::digest_file(path);
+      if (summary.bytes > std::numeric_limits<std::size_t>::max()) throw StorageError("too large to read");
+      // new[] without (): not zeroed, read() fills it. (Transparent huge pages were tried
+      // here and made loads slower under memory pressure: direct compaction on fault.)
+      shard.image.reset(new std::uint8_t[std::max<std::uint64_t>(summary.bytes, 1)]);
+      shard.size = static_cast<std::size_t>(summary.bytes);
+      digest = detail::read_file_into(path, shard.image.get(), shard.size);
     } catch (const StorageError& e) {
+      shard.image.reset();
       return data_loss(path, "", e.what());
+    } catch (const std::bad_alloc&) {
+      return data_loss(path, "", "cannot allocate " + std::to_string(summary.bytes) + " bytes to read it");
     }
     if (digest.bytes != summary.bytes) {
+      shard.image.reset();
       return data_loss(path, "",
-                       "has " + std::to_string(digest.bytes) + " bytes, manifest says " +
+                       "has " + std::to_string(digest.bytes) + " or more bytes, manifest says " +
                            std::to_string(summary.bytes) + " (truncated or replaced)");
     }
     if (digest.checksum != summary.checksum) {
+      shard.image.reset();
       return data_loss(path, "",
                        "file checksum " + checksum_hex(digest.checksum) +
                            " does not match manifest " + checksum_hex(summary.checksum));
@@ -115,7 +134,7 @@ bool CheckpointReader::contains(const std::string& name) const {
   return manifest_.tensors.count(name) != 0;
 }
 
-StatusOr<TensorData> CheckpointReader::read(const std::string& name) const {
+Status CheckpointReader::read_into(const std::string& name, void* destination, std::size_t nbytes) const {
   const auto found = manifest_.tensors.find(name);
   if (found == manifest_.tensors.end()) {
     return Status(StatusCode::kNotFound,
@@ -135,10 +154,10 @@ StatusOr<TensorData> CheckpointReader::read(const std::string& name) const {
   State::Shard& shard = state_->shards[entry.shard];
   if (Status s = state_->verify_shard(path, *summary, shard); !s.is_ok()) return s;
   if (!shard.file.valid()) {
-    H5Handle fapl = detail::make_strong_fapl();
-    if (!fapl.valid()) return hdf5_loss(path, "", "file access properties");
-    shard.file = detail::file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
-    if (!shard.file.valid()) return hdf5_loss(path, "", "H5Fopen");
+    // Read-only over our buffer: HDF5 neither copies nor frees it.
+    shard.file = detail::file_handle(H5LTopen_file_image(
+        shard.image.get(), shard.size, H5LT_FILE_IMAGE_DONT_COPY | H5LT_FILE_IMAGE_DONT_RELEASE));
+    if (!shard.file.valid()) return hdf5_loss(path, "", "H5Fopen (verified image)");
   }
 
   H5Handle dset = detail::dataset_handle(H5Dopen2(shard.file.get(), name.c_str(), H5P_DEFAULT));
@@ -182,22 +201,38 @@ StatusOr<TensorData> CheckpointReader::read(const std::string& name) const {
     }
   }
 
-  TensorData out;
-  out.dtype = entry.dtype;
-  out.shape = entry.shape;
-  out.bytes.resize(entry.nbytes);
-  if (entry.nbytes > 0 && H5Dread(dset.get(), expected_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                  out.bytes.data()) < 0) {
+  if (nbytes != entry.nbytes) {
+    return Status(StatusCode::kInvalidArgument, path.string() + ": tensor '" + name + "' has " +
+                                                    std::to_string(entry.nbytes) + " bytes, the destination " +
+                                                    std::to_string(nbytes));
+  }
+  if (entry.nbytes > 0 &&
+      H5Dread(dset.get(), expected_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, destination) < 0) {
     return hdf5_loss(path, name, "H5Dread");
   }
-  const std::uint64_t checksum = xxh3_64(out.bytes.data(), out.bytes.size());
+  const std::uint64_t checksum = xxh3_64(entry.nbytes > 0 ? destination : "", entry.nbytes);
   if (checksum != entry.checksum) {
     return data_loss(path, name,
                      "checksum " + checksum_hex(checksum) + " does not match manifest " +
                          checksum_hex(entry.checksum));
   }
+  return Status::ok();
+}
+
+StatusOr<TensorData> CheckpointReader::read(const std::string& name) const {
+  const auto found = manifest_.tensors.find(name);
+  if (found == manifest_.tensors.end()) {
+    return Status(StatusCode::kNotFound, step_dir_.string() + ": checkpoint has no tensor '" + name + "'");
+  }
+  TensorData out;
+  out.dtype = found->second.dtype;
+  out.shape = found->second.shape;
+  out.bytes.resize(found->second.nbytes);
+  if (Status s = read_into(name, out.bytes.data(), out.bytes.size()); !s.is_ok()) return s;
   return out;
 }
+
+
 
 Status CheckpointReader::verify_all() const {
   {

@@ -1,6 +1,7 @@
 // Private: size and XXH3-64 of a whole file, streamed. Thread-safety: stateless.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 
@@ -13,5 +14,9 @@ struct FileDigest {
 
 /// Reads `path` to the end. Throws StorageError naming the path on an I/O error.
 FileDigest digest_file(const std::filesystem::path& path);
+
+/// Reads up to `capacity` bytes of `path` into `buffer`, hashing as it goes. bytes is the
+/// number read, or capacity + 1 when the file holds more. Throws StorageError on an I/O error.
+FileDigest read_file_into(const std::filesystem::path& path, void* buffer, std::size_t capacity);
 
 }  // namespace tenax::storage::detail

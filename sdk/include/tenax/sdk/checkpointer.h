@@ -3,7 +3,7 @@
 //
 // save_async() is COLLECTIVE (every rank, same step, same replicated names, in the same order):
 // it first waits for the previous save of this Checkpointer, then snapshots — copies to host
-// memory — only what this rank writes (its byte-balanced share of the replicated tensors plus
+// memory, into the previous save's buffers when shapes match — only what this rank writes (its byte-balanced share of the replicated tensors plus
 // its own per-rank tensors) and returns. A background thread then writes the rank's HDF5 shard
 // and takes part in the commit, which is coordinated through the rendezvous store (keys under
 // this generation's "gen/<n>/ckpt/..."), never through the training communicator:
@@ -36,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
@@ -142,6 +143,9 @@ class Checkpointer {
   std::int64_t saves_started_ = 0;
   std::shared_ptr<Job> in_flight_;
   std::thread writer_;
+  /// The last written snapshot's host buffers, copied into by the next save (no page faults).
+  /// Memory: one snapshot of this rank's share stays allocated between saves.
+  std::vector<torch::Tensor> staging_;
 };
 
 }  // namespace tenax::sdk

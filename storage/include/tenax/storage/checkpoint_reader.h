@@ -3,9 +3,10 @@
 // shard) is reported as a non-OK Status, never a crash, so the caller can fall back to the
 // previous checkpoint.
 //
-// Before HDF5 parses a shard, the whole file is checked against the manifest's size and XXH3
-// (once per shard and reader; verify_all() counts), so a corrupted file never reaches HDF5's
-// parser. Each tensor is then checked against its index entry (dtype, shape, bytes, XXH3).
+// Before HDF5 parses a shard, the whole file is read into memory once and checked there
+// against the manifest's size and XXH3 (once per shard and reader; verify_all() counts), so a
+// corrupted file never reaches HDF5's parser, and HDF5 parses that verified image, never the
+// file itself. Memory: each shard read stays in memory until the reader is destroyed. Each tensor is then checked against its index entry (dtype, shape, bytes, XXH3).
 //
 // Thread-safety: all const members may be called concurrently (an internal mutex guards the
 // cache of open shards; HDF5 serialises anyway). Not collective: each rank opens its own.
@@ -46,6 +47,9 @@ class CheckpointReader {
   /// Reads one tensor and verifies it. kNotFound for an unknown name; kDataLoss naming the
   /// file and tensor for any mismatch or unreadable data.
   [[nodiscard]] StatusOr<TensorData> read(const std::string& name) const;
+  /// The same, straight into `destination` (`nbytes` must be the manifest's size for the
+  /// tensor: kInvalidArgument otherwise). On kDataLoss the destination holds garbage.
+  [[nodiscard]] Status read_into(const std::string& name, void* destination, std::size_t nbytes) const;
   /// Whole-file checksum of every shard, then every tensor read and verified. First fault wins.
   [[nodiscard]] Status verify_all() const;
 
