@@ -6,24 +6,27 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "tenax/core/checksum.h"
 #include "tenax/core/error.h"
 
 namespace tenax::storage::detail {
+namespace {
 
-FileDigest digest_file(const std::filesystem::path& path) {
+// Reads `path` sequentially; `next(n)` says where the next read of at most `n` bytes goes (or
+// nullptr to stop), `got(p, n)` sees each chunk read. Throws StorageError naming the path.
+void read_chunks(const std::filesystem::path& path, std::size_t chunk,
+                 const std::function<char*(std::size_t&)>& next, const std::function<void(const char*, std::size_t)>& got) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    throw StorageError("cannot open " + path.string() + ": " + std::strerror(errno));
-  }
-  constexpr std::size_t kChunk = std::size_t{1} << 20;
-  const std::unique_ptr<char[]> buffer(new char[kChunk]);  // not zeroed: read() fills it
-  Xxh3 hash;
-  FileDigest digest;
+  if (fd < 0) throw StorageError("cannot open " + path.string() + ": " + std::strerror(errno));
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   for (;;) {
-    const ssize_t n = ::read(fd, buffer.get(), kChunk);
+    std::size_t want = chunk;
+    char* where = next(want);
+    if (where == nullptr) break;
+    const ssize_t n = ::read(fd, where, want);
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
@@ -31,45 +34,50 @@ FileDigest digest_file(const std::filesystem::path& path) {
       throw StorageError("cannot read " + path.string() + ": " + std::strerror(err));
     }
     if (n == 0) break;
-    hash.update(buffer.get(), static_cast<std::size_t>(n));
-    digest.bytes += static_cast<std::uint64_t>(n);
+    got(where, static_cast<std::size_t>(n));
   }
   ::close(fd);
+}
+
+}  // namespace
+
+FileDigest digest_file(const std::filesystem::path& path) {
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  const std::unique_ptr<char[]> buffer(new char[kChunk]);  // not zeroed: read() fills it
+  Xxh3 hash;
+  FileDigest digest;
+  read_chunks(
+      path, kChunk, [&](std::size_t&) { return buffer.get(); },
+      [&](const char* p, std::size_t n) {
+        hash.update(p, n);
+        digest.bytes += n;
+      });
   digest.checksum = hash.digest();
   return digest;
 }
 
 FileDigest read_file_into(const std::filesystem::path& path, void* buffer, std::size_t capacity) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw StorageError("cannot open " + path.string() + ": " + std::strerror(errno));
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   auto* out = static_cast<char*>(buffer);
+  char extra = 0;  // one byte past the capacity tells a longer file
   Xxh3 hash;
   FileDigest digest;
   // 8 MiB at a time: large sequential reads, each hashed while it is still in the CPU cache.
-  constexpr std::size_t kChunk = std::size_t{8} << 20;
-  while (digest.bytes < capacity) {
-    const std::size_t want = std::min<std::size_t>(kChunk, capacity - static_cast<std::size_t>(digest.bytes));
-    const ssize_t n = ::read(fd, out + digest.bytes, want);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      throw StorageError("cannot read " + path.string() + ": " + std::strerror(err));
-    }
-    if (n == 0) break;
-    hash.update(out + digest.bytes, static_cast<std::size_t>(n));
-    digest.bytes += static_cast<std::uint64_t>(n);
-  }
-  if (digest.bytes == capacity) {
-    char extra = 0;
-    ssize_t n;
-    do {
-      n = ::read(fd, &extra, 1);
-    } while (n < 0 && errno == EINTR);
-    if (n > 0) ++digest.bytes;  // the file is longer than expected
-  }
-  ::close(fd);
+  read_chunks(
+      path, std::size_t{8} << 20,
+      [&](std::size_t& want) -> char* {
+        const auto done = static_cast<std::size_t>(digest.bytes);
+        if (done > capacity) return nullptr;
+        if (done == capacity) {
+          want = 1;
+          return &extra;
+        }
+        want = std::min(want, capacity - done);
+        return out + done;
+      },
+      [&](const char* p, std::size_t n) {
+        if (p != &extra) hash.update(p, n);
+        digest.bytes += n;
+      });
   digest.checksum = hash.digest();
   return digest;
 }

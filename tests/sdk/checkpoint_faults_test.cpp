@@ -133,6 +133,26 @@ std::int64_t loaded_step(Checkpointer& ckpt) {
   return loaded ? loaded->step : -1;
 }
 
+// Saves checkpoints of `floats` float32 until one fails (at most 40).
+struct Filled {
+  std::string error;        ///< the failed save's message ("" if none failed)
+  std::int64_t last_ok = 0; ///< the last step that committed
+  std::uint64_t free_before_failure = 0;
+};
+Filled fill_until_failure(Checkpointer& ckpt, const fs::path& out, std::int64_t floats) {
+  Filled f;
+  for (std::int64_t step = 1; step <= 40 && f.error.empty(); ++step) {
+    f.free_before_failure = free_bytes(out);
+    try {
+      ckpt.save(request(step, floats));
+      f.last_ok = step;
+    } catch (const StorageError& e) {
+      f.error = e.what();
+    }
+  }
+  return f;
+}
+
 TEST(SdkCheckpointFaults, FileSizeLimitFailsTheSaveAndKeepsThePrevious) {
   const auto out = fresh_dir("efbig");
   auto ckpt = solo(out);
@@ -157,16 +177,7 @@ TEST(SdkCheckpointFaults, FullFileSystemFailsClearlyAndKeepsEveryCommittedCheckp
   SmallTmpfs fs_(out, 512);
   ASSERT_TRUE(fs_.mounted()) << "mount tmpfs at " << out << ": " << std::strerror(errno);
   auto ckpt = solo(out);
-  std::string error;
-  std::int64_t last_ok = 0;
-  for (std::int64_t step = 1; step <= 20 && error.empty(); ++step) {  // 100 KB each: fills 512 KB
-    try {
-      ckpt->save(request(step, 25000));
-      last_ok = step;
-    } catch (const StorageError& e) {
-      error = e.what();
-    }
-  }
+  const auto [error, last_ok, free_before] = fill_until_failure(*ckpt, out, 25000);  // 100 KB each
   ASSERT_FALSE(error.empty()) << "the file system never filled up";
   EXPECT_GE(last_ok, 1);
   EXPECT_NE(error.find("No space left on device"), std::string::npos) << error;
@@ -203,18 +214,7 @@ TEST(SdkCheckpointFaults, DiskFullInTheMiddleOfHdf5WritesLeavesNoStateAndGivesTh
   LoopExt2 disk(out);
   ASSERT_TRUE(disk.mounted()) << "truncate + mkfs.ext2 + mount -o loop at " << out;
   auto ckpt = solo(out);
-  std::string error;
-  std::int64_t last_ok = 0;
-  std::uint64_t free_before_failure = 0;
-  for (std::int64_t step = 1; step <= 40 && error.empty(); ++step) {  // 400 KB each: fills 4 MiB
-    free_before_failure = free_bytes(out);
-    try {
-      ckpt->save(request(step, 100000));
-      last_ok = step;
-    } catch (const StorageError& e) {
-      error = e.what();
-    }
-  }
+  const auto [error, last_ok, free_before_failure] = fill_until_failure(*ckpt, out, 100000);  // 400 KB each
   ASSERT_FALSE(error.empty()) << "the file system never filled up";
   EXPECT_GE(last_ok, 1);
   EXPECT_NE(error.find("No space left on device"), std::string::npos) << error;
