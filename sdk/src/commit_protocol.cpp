@@ -97,7 +97,9 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
   try {
     tmp = directory.prepare_tmp(plan.step, plan.generation);
   } catch (const std::exception& e) {
-    out.error = rank_tag(0) + "cannot prepare the checkpoint directory: " + e.what();
+    out.error = "checkpoint at step " + std::to_string(plan.step) +
+                " not committed; the previous checkpoint is intact. Failed: " + rank_tag(0) +
+                "cannot prepare the checkpoint directory: " + e.what();
     publish(store, k + "prepared", kErrorTag + out.error);
     publish(store, k + "result", kErrorTag + out.error);
     return out;

@@ -12,7 +12,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -153,6 +156,37 @@ TEST(IntegrationSaveCrash, KillNineAtFiftyPointsNeverLeavesAHalfCheckpointThatLo
   // The sweep must really cover saves in progress, not only the time before the first one.
   EXPECT_GE(kills_after_a_commit_in_that_run, 10);
   fs::remove_all(out);
+}
+
+// EACCES, for real: the writer runs as an unprivileged user (root ignores file modes) over a
+// root-owned checkpoint directory it can read but not write.
+TEST(IntegrationSaveFaults, PermissionDeniedFailsClearlyAndKeepsThePrevious) {
+  if (::geteuid() != 0) GTEST_SKIP() << "switching to user nobody needs root (CI runs as root)";
+  const fs::path out = fs::path("/tmp") / ("tenax-eacces-" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  {
+    Saver first(out, 0, "1");  // as root: one committed checkpoint
+    while (!first.line().empty()) {
+    }
+    ASSERT_EQ(first.wait_status(), 0);
+  }
+  fs::permissions(out, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  const fs::path log = out.string() + ".log";
+  const std::string cmd = "runuser -u nobody -- " + std::string(CRASH_SAVER_BINARY) + " '" + out.string() +
+                          "' 1 1 > '" + log.string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(log);
+  const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << output;
+  EXPECT_NE(output.find("loaded 1"), std::string::npos) << "it could read the checkpoint\n" << output;
+  EXPECT_NE(output.find("Permission denied"), std::string::npos) << output;
+  EXPECT_NE(output.find("not committed"), std::string::npos) << output;
+  EXPECT_EQ(verify_committed(out / "checkpoints"), 1);
+  EXPECT_EQ(tenax::storage::CheckpointDirectory(out / "checkpoints").latest_step(), 1);
+  fs::remove_all(out);
+  fs::remove(log);
 }
 
 }  // namespace
