@@ -7,6 +7,7 @@
 // --fail-at-step S --fail-rank R: rank R SIGKILLs itself right after step S, in the first
 // generation only (TENAX_RESTART_COUNT=0), so the restarted job runs through.
 #include <csignal>
+#include <unistd.h>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -17,6 +18,7 @@
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/worker_context.h"
+#include "tenax/core/exit_codes.h"
 #include "tenax/sdk/trainer.h"
 
 namespace {
@@ -85,10 +87,33 @@ class FailureInjection final : public tenax::sdk::TrainerCallback {
   bool armed_;
 };
 
+/// Sends `signal` to the agent (this worker's parent) after step `step`, from rank 0 — the way
+/// Slurm's warning signal or scancel reaches a job — so that the preemption path can be tested.
+class PreemptionInjection final : public tenax::sdk::TrainerCallback {
+ public:
+  PreemptionInjection(std::int64_t step, int signal) : step_(step), signal_(signal) {}
+  void on_step_end(const tenax::sdk::TrainingArguments&, tenax::sdk::TrainerState& state,
+                   tenax::sdk::TrainerControl&) override {
+    if (!sent_ && state.global_step == step_ && state.rank == 0) {
+      tenax::logger("example")->warn("preemption injection: sending {} to the agent (pid {}) after step {}",
+                                     signal_ == SIGUSR1 ? "SIGUSR1" : "SIGTERM", ::getppid(), step_);
+      ::kill(::getppid(), signal_);
+      sent_ = true;
+    }
+  }
+
+ private:
+  std::int64_t step_;
+  int signal_;
+  bool sent_ = false;
+};
+
 struct Options {
   tenax::sdk::TrainingArguments args;
   std::int64_t fail_at_step = -1;
   int fail_rank = 0;
+  std::int64_t preempt_at_step = -1;
+  int preempt_signal = SIGUSR1;
   std::int64_t dataset_size = 4096;
   std::int64_t features = 16;
 };
@@ -96,7 +121,8 @@ struct Options {
 constexpr const char* kUsage =
     "usage: synthetic_regression --output-dir DIR [--max-steps N] [--save-steps N]\n"
     "       [--logging-steps N] [--per-device-batch N] [--learning-rate X] [--seed N]\n"
-    "       [--dataset-size N] [--fail-at-step S --fail-rank R]\n";
+    "       [--dataset-size N] [--fail-at-step S --fail-rank R]\n"
+    "       [--preempt-at-step S [--preempt-signal USR1|TERM]]\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "synthetic_regression: " << message << "\n" << kUsage;
@@ -137,6 +163,11 @@ Options parse(int argc, char** argv) {
     else if (flag == "--dataset-size") o.dataset_size = as_int();
     else if (flag == "--fail-at-step") o.fail_at_step = as_int();
     else if (flag == "--fail-rank") o.fail_rank = static_cast<int>(as_int());
+    else if (flag == "--preempt-at-step") o.preempt_at_step = as_int();
+    else if (flag == "--preempt-signal") {
+      if (value != "USR1" && value != "TERM") usage_error("--preempt-signal must be USR1 or TERM, got " + value);
+      o.preempt_signal = value == "USR1" ? SIGUSR1 : SIGTERM;
+    }
     else usage_error("unknown flag " + flag);
   }
   return o;
@@ -166,9 +197,12 @@ int main(int argc, char** argv) {
       trainer.add_callback(std::make_shared<FailureInjection>(options.fail_at_step, options.fail_rank,
                                                               context.restart_count()));
     }
-    trainer.train();
+    if (options.preempt_at_step >= 0) {
+      trainer.add_callback(std::make_shared<PreemptionInjection>(options.preempt_at_step, options.preempt_signal));
+    }
+    const tenax::sdk::TrainOutput out = trainer.train();
     context.finalize();
-    return 0;
+    return out.preempted ? tenax::kExitPreempted : tenax::kExitDone;
   } catch (const tenax::ConfigError& e) {
     std::cerr << "synthetic_regression: configuration error: " << e.what() << "\n";
     return 2;

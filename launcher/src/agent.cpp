@@ -103,7 +103,9 @@ class RunLoop {
 
  private:
   GenerationRecord run_generation(int generation, int restart_count);
-  void stop_workers(std::vector<Worker>& workers);
+  // `signal` to every worker's process group, up to `grace` for them to exit, then SIGKILL.
+  void stop_workers(std::vector<Worker>& workers, int signal, std::chrono::seconds grace);
+  void stop_workers(std::vector<Worker>& workers) { stop_workers(workers, SIGTERM, options_.grace_period); }
   GenerationRecord finish_record(int generation, Outcome outcome, std::vector<Worker>& workers);
   void write_summary(int exit_code, Outcome outcome, int restarts);
   void set_identity(int generation) {
@@ -160,6 +162,7 @@ int RunLoop::run() {
       break;
     }
     if (final_outcome == Outcome::kPreempted) {
+      if (signals_.received() != 0) log_->info("workers saved their checkpoint after {}", signal_name(signals_.received()));
       log_->warn(
           "workers were preempted (exit status {}); exiting {} so that the job can be "
           "requeued and resume from its checkpoint",
@@ -227,10 +230,23 @@ GenerationRecord RunLoop::run_generation(int generation, int restart_count) {
   std::optional<Clock::time_point> preempt_deadline;
   for (;;) {
     if (int sig = signals_.wait(kPollInterval); sig != 0) {
-      log_->warn("received {}; stopping {} (SIGTERM, then SIGKILL after {} s)", signal_name(sig),
-                 plural(n, "worker"), options_.grace_period.count());
-      stop_workers(workers);
-      return finish_record(generation, Outcome::kInterrupted, workers);
+      // Preemption (Slurm's warning signal, scancel, Ctrl-C): the workers are asked to save
+      // and exit 3, not killed. SIGUSR1 is passed on as it is; SIGINT/SIGTERM as SIGTERM.
+      const int forward = sig == SIGUSR1 ? SIGUSR1 : SIGTERM;
+      log_->warn("received {}; forwarding {} to {} so that they checkpoint and exit {} "
+                 "(SIGKILL after {} s; a second signal cuts the wait short)",
+                 signal_name(sig), signal_name(forward), plural(n, "worker"), kPreemptedExitCode,
+                 options_.preempt_grace.count());
+      stop_workers(workers, forward, options_.preempt_grace);
+      const bool saved = std::all_of(workers.begin(), workers.end(), [](Worker& w) {
+        return w.process && w.process->status() &&
+               (w.process->status()->preempted() || w.process->status()->succeeded());
+      });
+      const bool any_preempted = std::any_of(workers.begin(), workers.end(), [](Worker& w) {
+        return w.process && w.process->status() && w.process->status()->preempted();
+      });
+      return finish_record(generation, saved && any_preempted ? Outcome::kPreempted : Outcome::kInterrupted,
+                           workers);
     }
     bool failed = false;
     bool config_error = false;
@@ -283,10 +299,10 @@ GenerationRecord RunLoop::run_generation(int generation, int restart_count) {
   }
 }
 
-// SIGTERM to every worker's process group (also the groups of workers that already ended: their
-// children may linger), up to the grace period for the workers to exit, then SIGKILL to every
-// group, then reap. A second SIGINT/SIGTERM to the agent cuts the grace period short.
-void RunLoop::stop_workers(std::vector<Worker>& workers) {
+// `signal` to every worker's process group (also the groups of workers that already ended: their
+// children may linger), up to `grace` for the workers to exit, then SIGKILL to every group, then
+// reap. A second signal to the agent cuts the grace period short.
+void RunLoop::stop_workers(std::vector<Worker>& workers, int signal, std::chrono::seconds grace) {
   int running = 0;
   for (Worker& w : workers) {
     if (!w.process) continue;
@@ -294,13 +310,13 @@ void RunLoop::stop_workers(std::vector<Worker>& workers) {
       w.stopped_by_agent = true;
       ++running;
     }
-    w.process->signal_group(SIGTERM);
+    w.process->signal_group(signal);
   }
   if (running > 0) {
-    log_->info("stopping {}: SIGTERM, SIGKILL after {} s", plural(running, "remaining worker"),
-               options_.grace_period.count());
+    log_->info("stopping {}: {}, SIGKILL after {} s", plural(running, "remaining worker"), signal_name(signal),
+               grace.count());
   }
-  const auto deadline = Clock::now() + options_.grace_period;
+  const auto deadline = Clock::now() + grace;
   const int signals_before = signals_.count();
   auto any_running = [&] {
     return std::any_of(workers.begin(), workers.end(), [](Worker& w) { return !w.ended(); });
@@ -315,8 +331,8 @@ void RunLoop::stop_workers(std::vector<Worker>& workers) {
   for (Worker& w : workers) {
     if (!w.process) continue;
     if (!w.ended()) {
-      log_->warn("worker rank {} (pid {}) did not stop within {} s of SIGTERM; sending SIGKILL",
-                 w.rank, w.process->pid(), options_.grace_period.count());
+      log_->warn("worker rank {} (pid {}) did not stop within {} s of {}; sending SIGKILL", w.rank,
+                 w.process->pid(), grace.count(), signal_name(signal));
     }
     w.process->signal_group(SIGKILL);
   }

@@ -8,12 +8,14 @@
 
 #include <string>
 
+#include "tenax/core/exit_codes.h"
+
 namespace tenax::launcher {
 
 /// Exit code a worker uses to say "preempted: checkpoint saved, requeue me" (DESIGN.md §3).
-inline constexpr int kPreemptedExitCode = 3;
+inline constexpr int kPreemptedExitCode = kExitPreempted;
 /// Exit code of a usage or configuration error (DESIGN.md §3): a restart cannot fix it.
-inline constexpr int kConfigErrorExitCode = 2;
+inline constexpr int kConfigErrorExitCode = kExitUsage;
 
 class ExitStatus {
  public:

@@ -37,7 +37,7 @@ int parse_flag_int(const std::string& flag, const std::string& text, int min, co
 
 bool is_known_flag(const std::string& name) {
   return name == "--nproc-per-node" || name == "--max-restarts" || name == "--run-dir" ||
-         name == "--grace-period";
+         name == "--grace-period" || name == "--preempt-grace";
 }
 
 }  // namespace
@@ -65,8 +65,8 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     }
     if (!is_known_flag(name)) {
       usage_error("unknown flag " + name +
-                  "; known flags: --nproc-per-node, --max-restarts, --run-dir, --grace-period "
-                  "(see `tenax run --help`)");
+                  "; known flags: --nproc-per-node, --max-restarts, --run-dir, --grace-period, "
+                  "--preempt-grace (see `tenax run --help`)");
     }
     if (!value) {
       if (i + 1 >= args.size() || args[i + 1] == "--") {
@@ -83,6 +83,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     } else if (name == "--grace-period") {
       options.grace_period =
           std::chrono::seconds(parse_flag_int(name, *value, 0, "a whole number of seconds", "5"));
+    } else if (name == "--preempt-grace") {
+      options.preempt_grace =
+          std::chrono::seconds(parse_flag_int(name, *value, 0, "a whole number of seconds", "120"));
     } else {  // --run-dir
       if (value->empty()) usage_error("--run-dir needs a directory, e.g. --run-dir ./tenax-run");
       options.run_dir = *value;
@@ -161,6 +164,9 @@ std::string run_usage() {
       << "                         (default ./" << kDefaultRunDir << ", created if missing)\n"
       << "  --grace-period SECONDS wait between SIGTERM and SIGKILL when stopping workers\n"
       << "                         (default " << kDefaultGracePeriod.count() << ")\n"
+      << "  --preempt-grace SECONDS  time workers get to save a checkpoint after the agent\n"
+      << "                         forwards SIGTERM/SIGINT/SIGUSR1 to them, before SIGKILL\n"
+      << "                         (default " << kDefaultPreemptGrace.count() << "; match sbatch --signal=B:USR1@N)\n"
       << "  -h, --help             show this help\n"
       << "\n"
       << "Workers get RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,\n"
@@ -168,7 +174,8 @@ std::string run_usage() {
       << "TENAX_RUN_DIR, and inherit the rest of the environment.\n"
       << "\n"
       << "Exit status: 0 all workers finished; 1 failure (restart budget spent); 2 usage error;\n"
-      << "3 preempted (every worker exited 3); 130/143 stopped by SIGINT/SIGTERM.\n";
+      << "3 preempted (every worker exited 0 or 3 after a forwarded signal, at least one 3);\n"
+      << "130/143/138 stopped by SIGINT/SIGTERM/SIGUSR1 without a clean save.\n";
   return out.str();
 }
 

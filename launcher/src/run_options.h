@@ -1,7 +1,7 @@
 // The options of `tenax run`, and the pure parser from the command line into them.
 //
 //   tenax run --nproc-per-node N [--max-restarts K] [--run-dir DIR] [--grace-period SECONDS]
-//             -- PROGRAM ARGS...
+//             [--preempt-grace SECONDS] -- PROGRAM ARGS...
 //
 // parse_run_options() touches nothing outside its arguments, so every usage error can be
 // unit-tested; it throws tenax::ConfigError (exit code 2) with a message that names the flag and
@@ -18,6 +18,8 @@ namespace tenax::launcher {
 
 inline constexpr int kDefaultMaxRestarts = 3;
 inline constexpr std::chrono::seconds kDefaultGracePeriod{5};
+/// How long workers get to checkpoint after a preemption signal (Slurm's usual warning lead).
+inline constexpr std::chrono::seconds kDefaultPreemptGrace{120};
 inline constexpr const char* kDefaultRunDir = "tenax-run";
 
 struct RunOptions {
@@ -25,12 +27,13 @@ struct RunOptions {
   int max_restarts = kDefaultMaxRestarts;                   ///< restarts before giving up (>= 0)
   std::filesystem::path run_dir = kDefaultRunDir;           ///< agent.json and TENAX_RUN_DIR
   std::chrono::seconds grace_period = kDefaultGracePeriod;  ///< SIGTERM → SIGKILL wait
+  std::chrono::seconds preempt_grace = kDefaultPreemptGrace;  ///< forwarded signal → SIGKILL wait
   std::vector<std::string> command;                         ///< PROGRAM ARGS... (non-empty)
 
   bool operator==(const RunOptions& other) const {
     return nproc_per_node == other.nproc_per_node && max_restarts == other.max_restarts &&
            run_dir == other.run_dir && grace_period == other.grace_period &&
-           command == other.command;
+           preempt_grace == other.preempt_grace && command == other.command;
   }
 };
 

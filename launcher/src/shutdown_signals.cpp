@@ -51,11 +51,13 @@ ShutdownSignals::ShutdownSignals() {
   action.sa_flags = SA_RESTART;
   ::sigaction(SIGINT, &action, &old_int_);
   ::sigaction(SIGTERM, &action, &old_term_);
+  ::sigaction(SIGUSR1, &action, &old_usr1_);
 }
 
 ShutdownSignals::~ShutdownSignals() {
   ::sigaction(SIGINT, &old_int_, nullptr);
   ::sigaction(SIGTERM, &old_term_, nullptr);
+  ::sigaction(SIGUSR1, &old_usr1_, nullptr);
   g_write_fd = -1;
   ::close(read_fd_);
   ::close(write_fd_);

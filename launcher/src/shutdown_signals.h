@@ -1,4 +1,4 @@
-// Turns SIGINT/SIGTERM sent to the agent into an event its monitor loop can wait for.
+// Turns SIGINT/SIGTERM/SIGUSR1 (Slurm's warning signal) sent to the agent into an event its monitor loop can wait for.
 //
 // The handlers only record the signal number and write one byte to a self-pipe (DESIGN.md
 // decision 7); wait() polls that pipe, so the loop wakes at once on a signal and otherwise acts
@@ -28,7 +28,7 @@ class ShutdownSignals {
   ShutdownSignals& operator=(const ShutdownSignals&) = delete;
 
   /// Sleeps up to `timeout`, waking early when a signal arrives. Returns the first signal
-  /// received since construction (SIGINT or SIGTERM; reported again on later calls), or 0.
+  /// received since construction (SIGINT, SIGTERM or SIGUSR1; reported again later), or 0.
   int wait(std::chrono::milliseconds timeout);
 
   /// The number of signals received so far (a second Ctrl-C skips the grace period).
@@ -42,6 +42,7 @@ class ShutdownSignals {
   int write_fd_ = -1;
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_usr1_ {};
 };
 
 /// The conventional exit code of a process stopped by `signal`: 128 + signal (130, 143).

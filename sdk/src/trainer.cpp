@@ -2,13 +2,17 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <optional>
 
 #include <torch/torch.h>
 
 #include "tenax/core/error.h"
+#include "tenax/core/exit_codes.h"
 #include "tenax/core/logging.h"
 #include "tenax/sdk/checkpointer.h"
 #include "tenax/sdk/grad_sync.h"
+#include "tenax/sdk/preemption.h"
 #include "tenax/sdk/sampler.h"
 
 namespace tenax::sdk {
@@ -247,6 +251,10 @@ TrainOutput Trainer::train() {
             world, args_.per_device_train_batch_size, global_batch, steps_per_epoch);
   notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
 
+  std::optional<PreemptionSignals> preemption;
+  if (args_.handle_preemption_signals) preemption.emplace();
+  int preempt_signal = 0;
+
   const auto start = Clock::now();
   auto window_start = start;
   double window_loss = 0.0, total_loss = 0.0;
@@ -303,12 +311,30 @@ TrainOutput Trainer::train() {
       control_.should_save = false;
     }
     if (state_.global_step % steps_per_epoch == 0) notify([&](TrainerCallback& cb) { cb.on_epoch_end(args_, state_, control_); });
+
+    // Every rank learns of a preemption signal at the same step (one small allreduce), so all
+    // of them stop here together and save one consistent checkpoint (DESIGN.md decision 7).
+    if (preemption) {
+      std::int64_t requested = preemption->requested();
+      context_.communicator().allreduce(&requested, 1, elastic::ElementType::kInt64, elastic::ReduceOp::kMax);
+      if (requested != 0) {
+        preempt_signal = static_cast<int>(requested);
+        break;
+      }
+    }
   }
   if (last_saved != state_.global_step) {
     save(checkpointer, *optimizer, steps_per_epoch);
   }
   // The last save must be known to be committed before train() returns: nothing is lost.
   if (auto last = checkpointer.wait()) report_save(*last, /*must_succeed=*/true);
+  if (preempt_signal != 0) {
+    log->warn("preempted by {} at step {}: every rank stopped here and the checkpoint is saved; exit {} "
+              "to be requeued, and the job resumes from this step",
+              preempt_signal == SIGUSR1 ? "SIGUSR1" : preempt_signal == SIGTERM ? "SIGTERM" : "a signal",
+              state_.global_step, kExitPreempted);
+    notify([&](TrainerCallback& cb) { cb.on_preempt(args_, state_, control_, preempt_signal); });
+  }
   notify([&](TrainerCallback& cb) { cb.on_train_end(args_, state_, control_); });
 
   TrainOutput out;
@@ -317,6 +343,8 @@ TrainOutput Trainer::train() {
   out.train_runtime_s = std::chrono::duration<double>(Clock::now() - start).count();
   out.train_samples_per_second = out.train_runtime_s > 0 ? steps_run * global_batch / out.train_runtime_s : 0.0;
   out.resumed_from_step = state_.resumed_from_step;
+  out.preempted = preempt_signal != 0;
+  out.preempt_signal = preempt_signal;
   log->info("training finished at step {} ({:.1f} s, {:.1f} samples/s)", out.global_step, out.train_runtime_s,
             out.train_samples_per_second);
   return out;

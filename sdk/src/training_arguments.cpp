@@ -60,6 +60,7 @@ nlohmann::json TrainingArguments::to_json() const {
           {"greater_is_better", greater_is_better},
           {"save_async", save_async},
           {"on_save_error", on_save_error},
+          {"handle_preemption_signals", handle_preemption_signals},
           {"seed", seed}};
 }
 

@@ -1,7 +1,5 @@
 #include "tenax/storage/checkpoint_reader.h"
 
-#include <hdf5_hl.h>
-
 #include <algorithm>
 #include <limits>
 #include <mutex>
@@ -48,6 +46,7 @@ struct CheckpointReader::State {
     bool verified = false;                 ///< whole-file size and checksum matched the manifest
     std::unique_ptr<std::uint8_t[]> image;  ///< the file's bytes
     std::size_t size = 0;
+    detail::FileImage view;                ///< what HDF5's image callbacks are handed
     H5Handle file;                         ///< HDF5 over `image` (declared after it: closed first)
   };
   std::mutex mutex;
@@ -155,8 +154,8 @@ Status CheckpointReader::read_into(const std::string& name, void* destination, s
   if (Status s = state_->verify_shard(path, *summary, shard); !s.is_ok()) return s;
   if (!shard.file.valid()) {
     // Read-only over our buffer: HDF5 neither copies nor frees it.
-    shard.file = detail::file_handle(H5LTopen_file_image(
-        shard.image.get(), shard.size, H5LT_FILE_IMAGE_DONT_COPY | H5LT_FILE_IMAGE_DONT_RELEASE));
+    shard.view = detail::FileImage{shard.image.get(), shard.size};
+    shard.file = detail::open_image_read_only(shard.view);
     if (!shard.file.valid()) return hdf5_loss(path, "", "H5Fopen (verified image)");
   }
 

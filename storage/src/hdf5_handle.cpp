@@ -1,5 +1,9 @@
 #include "hdf5_handle.h"
 
+#include <atomic>
+#include <cstdint>
+#include <string>
+
 namespace tenax::storage::detail {
 namespace {
 
@@ -25,7 +29,42 @@ H5Handle make_half(std::size_t epos, std::size_t esize, std::size_t msize, std::
   return t;
 }
 
+// File-image callbacks that hand HDF5 the caller's buffer wherever it would allocate or copy
+// the image (property-list set/copy, file open) and never free it. Read-only use only: HDF5
+// asks for realloc only when it writes, which a read-only file never does.
+
+void* image_malloc(std::size_t size, H5FD_file_image_op_t, void* udata) {
+  auto* image = static_cast<FileImage*>(udata);
+  return size == image->size ? image->data : nullptr;
+}
+void* image_memcpy(void* dest, const void* src, std::size_t size, H5FD_file_image_op_t, void* udata) {
+  auto* image = static_cast<FileImage*>(udata);
+  // Only "copies" of the borrowed image onto itself are expected.
+  return dest == image->data && src == image->data && size == image->size ? dest : nullptr;
+}
+void* image_realloc(void*, std::size_t, H5FD_file_image_op_t, void*) { return nullptr; }
+herr_t image_free(void*, H5FD_file_image_op_t, void*) { return 0; }
+void* udata_copy(void* udata) { return udata; }
+herr_t udata_free(void*) { return 0; }
+
 }  // namespace
+
+H5Handle open_image_read_only(FileImage& image) {
+  H5Handle fapl = make_strong_fapl();
+  H5FD_file_image_callbacks_t callbacks{&image_malloc, &image_memcpy, &image_realloc, &image_free,
+                                        &udata_copy,   &udata_free,   &image};
+  if (!fapl.valid() || H5Pset_fapl_core(fapl.get(), 64 * 1024, /*backing_store=*/0) < 0 ||
+      H5Pset_file_image_callbacks(fapl.get(), &callbacks) < 0 ||
+      H5Pset_file_image(fapl.get(), image.data, image.size) < 0) {
+    return H5Handle();
+  }
+  // The name is only a label, but the core driver refuses one that exists on disk ("file
+  // already exists") and identifies open files by it: so it can never exist (/dev/null is not
+  // a directory) and is unique per open (two shards open at once are two files).
+  static std::atomic<std::uint64_t> opened{0};
+  const std::string label = "/dev/null/tenax-verified-image-" + std::to_string(opened.fetch_add(1));
+  return file_handle(H5Fopen(label.c_str(), H5F_ACC_RDONLY, fapl.get()));
+}
 
 void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 

@@ -39,9 +39,10 @@ struct RunResult {
   nlohmann::json agent;
 };
 
-RunResult run_job(const std::string& name, const std::string& extra_args) {
+// `fresh`: start from an empty directory; otherwise keep its checkpoints (a resubmitted job).
+RunResult run_job(const std::string& name, const std::string& extra_args, bool fresh = true) {
   const fs::path out = base_dir() / name;
-  fs::remove_all(out);
+  if (fresh) fs::remove_all(out);
   fs::create_directories(out);
   const fs::path log = out / "job.log";
   const std::string cmd = std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts 3 --run-dir " +
@@ -108,8 +109,12 @@ class IntegrationKillResume : public ::testing::Test {
     reference_ = nullptr;
   }
   static RunResult* reference_;
+
+ public:
+  static RunResult* reference() { return reference_; }
 };
 RunResult* IntegrationKillResume::reference_ = nullptr;
+RunResult* IntegrationKillResumeReference() { return IntegrationKillResume::reference(); }
 
 TEST_F(IntegrationKillResume, UninterruptedRunFinishesWithoutRestart) {
   ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
@@ -145,6 +150,39 @@ TEST_F(IntegrationKillResume, BadWorkerArgumentIsAConfigErrorNotARestartLoop) {
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_EQ(r.agent["restarts"], 0) << r.agent.dump();
   EXPECT_NE(r.log.find("--fail-rank 5"), std::string::npos) << r.log;
+}
+
+// Preemption, end to end with real signals: rank 0 sends the signal to the agent after step 25
+// (as Slurm or scancel would), the agent forwards it, every rank stops at the same step, saves
+// and exits 3, the agent exits 3; the resubmitted job resumes there and ends bit-identical.
+void expect_preempt_and_resume(const std::string& name, const std::string& signal) {
+  ASSERT_EQ(IntegrationKillResumeReference()->exit_code, 0);
+  RunResult first = run_job(name, "--preempt-at-step 25 --preempt-signal " + signal);
+  ASSERT_EQ(first.exit_code, 3) << first.log;
+  EXPECT_EQ(first.agent["outcome"], "preempted") << first.agent.dump();
+  EXPECT_EQ(first.agent["restarts"], 0) << "a preemption is not a failure to restart from";
+  EXPECT_NE(first.log.find("forwarding SIG" + signal), std::string::npos) << first.log;
+  tenax::storage::CheckpointDirectory dir(base_dir() / name / "train" / "checkpoints");
+  const auto saved = dir.latest_step();
+  ASSERT_TRUE(saved.has_value());
+  EXPECT_GE(*saved, 25);
+  EXPECT_LT(*saved, kMaxSteps);
+  EXPECT_NE(first.log.find("preempted by SIG" + signal + " at step " + std::to_string(*saved)), std::string::npos)
+      << first.log;
+  expect_only_valid_checkpoints(name);
+
+  RunResult second = run_job(name, "", /*fresh=*/false);
+  ASSERT_EQ(second.exit_code, 0) << second.log;
+  EXPECT_NE(second.log.find("at step " + std::to_string(*saved)), std::string::npos) << second.log;
+  expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint(name));
+}
+
+TEST_F(IntegrationKillResume, PreemptedBySigusr1SavesExitsThreeAndResumesBitIdentically) {
+  expect_preempt_and_resume("preempt-usr1", "USR1");
+}
+
+TEST_F(IntegrationKillResume, PreemptedBySigtermSavesExitsThreeAndResumesBitIdentically) {
+  expect_preempt_and_resume("preempt-term", "TERM");
 }
 
 }  // namespace

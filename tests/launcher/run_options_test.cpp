@@ -28,7 +28,8 @@ std::string usage_error_of(const Args& args) {
 TEST(LauncherRunOptions, ParsesAllFlags) {
   RunOptions o =
       parse_run_options(Args{"--nproc-per-node", "4", "--max-restarts", "2", "--run-dir", "/tmp/r",
-                             "--grace-period", "1", "--", "./app", "--config", "run.toml"});
+                             "--grace-period", "1", "--preempt-grace", "30", "--", "./app", "--config", "run.toml"});
+  EXPECT_EQ(o.preempt_grace, std::chrono::seconds(30));
   EXPECT_EQ(o.nproc_per_node, 4);
   EXPECT_EQ(o.max_restarts, 2);
   EXPECT_EQ(o.run_dir, "/tmp/r");
@@ -42,6 +43,7 @@ TEST(LauncherRunOptions, AcceptsEqualsFormAndDefaults) {
   EXPECT_EQ(o.max_restarts, kDefaultMaxRestarts);
   EXPECT_EQ(o.run_dir, kDefaultRunDir);
   EXPECT_EQ(o.grace_period, kDefaultGracePeriod);
+  EXPECT_EQ(o.preempt_grace, kDefaultPreemptGrace);
   EXPECT_EQ(o.command, Args{"app"});
 }
 

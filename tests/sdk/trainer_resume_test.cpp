@@ -3,6 +3,7 @@
 // uninterrupted run. The multi-process version with SIGKILL lives in tests/integration.
 #include "tenax/sdk/trainer.h"
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -168,6 +169,54 @@ TEST(SdkTrainerResume, ChangedSeedIsRefused) {
   args.seed = 4321;
   Trainer trainer(std::make_shared<Net>(), args, std::make_shared<Points>(), ctx);
   EXPECT_THROW(trainer.train(), ConfigError);
+}
+
+// A preemption signal (here raised by the process itself after step 7, as Slurm would send it)
+// stops training at that step with a checkpoint; a fresh Trainer resumes there and ends
+// bit-identical to an uninterrupted run. Handlers are restored afterwards.
+class RaiseAt final : public TrainerCallback {
+ public:
+  RaiseAt(std::int64_t step, int signal) : step_(step), signal_(signal) {}
+  void on_step_end(const TrainingArguments&, TrainerState& s, TrainerControl&) override {
+    if (s.global_step == step_) std::raise(signal_);
+  }
+  void on_preempt(const TrainingArguments&, TrainerState& s, TrainerControl&, int signal) override {
+    preempted_at = s.global_step;
+    seen_signal = signal;
+  }
+  std::int64_t preempted_at = -1;
+  int seen_signal = 0;
+
+ private:
+  std::int64_t step_;
+  int signal_;
+};
+
+TEST(SdkTrainerPreemption, SignalStopsAtTheStepSavesAndResumesBitExactly) {
+  const auto reference = run(fresh_dir("ref-preempt"), -1, 7);
+  const auto dir = fresh_dir("preempt");
+  torch::set_num_threads(1);
+  {
+    elastic::WorkerContext ctx(elastic::WorkerIdentity{}, nullptr, testing::single_rank_communicator());
+    torch::manual_seed(7);
+    Trainer trainer(std::make_shared<Net>(), args_for(dir), std::make_shared<Points>(), ctx);
+    auto raise = std::make_shared<RaiseAt>(7, SIGUSR1);
+    trainer.add_callback(raise);
+    const TrainOutput out = trainer.train();
+    EXPECT_TRUE(out.preempted);
+    EXPECT_EQ(out.preempt_signal, SIGUSR1);
+    EXPECT_EQ(out.global_step, 7);
+    EXPECT_EQ(raise->preempted_at, 7);
+    EXPECT_EQ(raise->seen_signal, SIGUSR1);
+  }
+  // The handler is gone with the Trainer: SIGUSR1 would again terminate the process.
+  struct sigaction current {};
+  ::sigaction(SIGUSR1, nullptr, &current);
+  EXPECT_EQ(current.sa_handler, SIG_DFL);
+  Recorder rec;
+  const auto resumed = run(dir, -1, 555, &rec);
+  EXPECT_EQ(rec.loaded_step, 7);
+  expect_bit_identical(reference, resumed);
 }
 
 }  // namespace

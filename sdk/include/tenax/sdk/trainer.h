@@ -37,6 +37,10 @@ struct TrainOutput {
   double train_runtime_s = 0.0;
   double train_samples_per_second = 0.0;
   std::int64_t resumed_from_step = -1;
+  /// A preemption signal stopped training: the checkpoint of global_step is saved. The program
+  /// should exit tenax::kExitPreempted (3) so that the launcher asks for a requeue.
+  bool preempted = false;
+  int preempt_signal = 0;
 };
 
 class Trainer {

@@ -71,6 +71,9 @@ class TrainerCallback {
   /// the rank and file. Called on every rank at the next save point or at the end of training.
   virtual void on_save_error(const TrainingArguments&, TrainerState&, TrainerControl&,
                              const std::string& /*error*/) {}
+  /// Every rank agreed to stop for a preemption signal; the checkpoint of this step is saved.
+  /// train() returns right after, with TrainOutput::preempted set.
+  virtual void on_preempt(const TrainingArguments&, TrainerState&, TrainerControl&, int /*signal*/) {}
   /// After state was restored from a checkpoint at the start of train().
   virtual void on_load(const TrainingArguments&, TrainerState&, TrainerControl&,
                        const std::string& /*checkpoint_dir*/) {}

@@ -43,6 +43,9 @@ struct TrainingArguments {
   /// training; the previous checkpoint is intact) or "stop" (raise StorageError on every rank
   /// at the next save point). A failed final save always raises.
   std::string on_save_error = "continue";
+  /// Tenax: SIGTERM / SIGUSR1 make every rank stop at the same step, save a checkpoint and
+  /// return from train() with TrainOutput::preempted (the program then exits 3 to be requeued).
+  bool handle_preemption_signals = true;
   std::uint64_t seed = 42;
 
   /// Throws ConfigError naming the first invalid field and the accepted values.
