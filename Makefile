@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps configure build test demo asan tsan clean
+.PHONY: all deps configure build test demo asan tsan fuzz clean
 
 all: build
 
@@ -32,5 +32,27 @@ asan:
 tsan:
 	$(MAKE) test BUILD=build-tsan BUILD_TYPE=Tsan
 
+# libFuzzer on the checkpoint reader under ASan/UBSan (tests/fuzz/README.md), one process,
+# FUZZ_SECONDS long, over a scratch copy of tests/fuzz/corpus (the committed corpus is never
+# written). Crashing inputs land in $(FUZZ_BUILD)/artifacts/. Not part of `make test`.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_ARGS    ?=
+fuzz:
+	@bash tools/bootstrap.sh fuzz
+	@mkdir -p $(FUZZ_BUILD) && CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(CMAKE_FLAGS) \
+	  -DTENAX_BUILD_FUZZERS=ON -DTENAX_BUILD_TESTS=OFF -DTENAX_BUILD_EXAMPLES=OFF \
+	  > $(FUZZ_BUILD)/configure.log 2>&1 || { cat $(FUZZ_BUILD)/configure.log; exit 1; }
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target checkpoint_reader_fuzz
+	@rm -rf $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/artifacts && mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/artifacts && \
+	  cp tests/fuzz/corpus/* $(FUZZ_BUILD)/corpus/
+	@cd $(FUZZ_BUILD) && { ./tests/fuzz/checkpoint_reader_fuzz -max_total_time=$(FUZZ_SECONDS) \
+	  -timeout=30 -print_final_stats=1 -artifact_prefix=artifacts/ $(FUZZ_ARGS) corpus; \
+	  echo $$? > fuzz.rc; } 2>&1 | tee fuzz.log; \
+	  echo "== fuzz summary ($(FUZZ_BUILD)/fuzz.log) =="; \
+	  grep -E '^#[0-9]+[[:space:]]+DONE|^stat::|^==[0-9]+==ERROR|^SUMMARY' fuzz.log; \
+	  echo "corpus: $$(ls corpus | wc -l) inputs; artifacts: $$(ls artifacts | wc -l)"; \
+	  exit $$(cat fuzz.rc)
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan runs
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz runs
