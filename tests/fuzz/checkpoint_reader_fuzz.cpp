@@ -12,6 +12,9 @@
 // Checkpoint modes write the files into a scratch step directory that belongs to this process
 // (under /dev/shm when it exists, for speed), emptied before each input and removed at exit.
 //
+// Sealed inputs on which libhdf5 1.10.8 itself crashes are skipped (hdf5_probe.h), counted,
+// reported at exit and, with TENAX_FUZZ_HDF5_CRASH_DIR=<dir>, saved there for triage.
+//
 // Thread-safety: libFuzzer calls LLVMFuzzerTestOneInput from one thread; so does the replay.
 
 #include <unistd.h>
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_input.h"
+#include "fuzz/hdf5_probe.h"
 #include "tenax/core/checksum.h"
 #include "tenax/core/status.h"
 #include "tenax/storage/checkpoint_reader.h"
@@ -101,6 +105,38 @@ class ScratchStep {
 const fs::path& fresh_step_dir() {
   static const ScratchStep scratch;
   return scratch.fresh();
+}
+
+// Sealed inputs skipped because libhdf5 alone crashed or hung on them; reported at exit.
+class SkippedInputs {
+ public:
+  ~SkippedInputs() {
+    if (crashed_ + hung_ > 0) {
+      std::fprintf(stderr,
+                   "checkpoint_reader_fuzz: skipped %zu executions of sealed inputs on which "
+                   "libhdf5 alone crashed, %zu on which it hung (tests/fuzz/README.md)\n",
+                   crashed_, hung_);
+    }
+  }
+  void add(ProbeResult result, std::string_view input) {
+    (result == ProbeResult::kHung ? hung_ : crashed_) += 1;
+    const char* dir = std::getenv("TENAX_FUZZ_HDF5_CRASH_DIR");
+    if (dir == nullptr) return;
+    const std::string name =
+        std::string(result == ProbeResult::kHung ? "hdf5-hang-" : "hdf5-crash-") +
+        checksum_hex(xxh3_64(input.data(), input.size()));
+    std::ofstream(fs::path(dir) / name, std::ios::binary)
+        .write(input.data(), static_cast<std::streamsize>(input.size()));
+  }
+
+ private:
+  std::size_t crashed_ = 0;
+  std::size_t hung_ = 0;
+};
+
+SkippedInputs& skipped_inputs() {
+  static SkippedInputs skipped;
+  return skipped;
 }
 
 void write_file(const fs::path& path, std::string_view bytes) {
@@ -242,7 +278,24 @@ void check_read(const CheckpointReader& reader, const std::string& name, const I
          "read('" + name + "') returned bytes that do not match the manifest checksum");
 }
 
-void fuzz_checkpoint(std::string_view payload, bool sealed) {
+// Whether libhdf5 survives, on its own, the calls the reader is about to make (only sealed
+// inputs can hand HDF5 damaged files: elsewhere the whole-file checksum stops them).
+bool hdf5_survives(const fs::path& step, const std::string& manifest_text,
+                   std::string_view whole) {
+  const StatusOr<Manifest> manifest = parse_manifest(manifest_text, "probe");
+  if (!manifest.is_ok()) return true;  // the reader stops before HDF5
+  for (const ShardSummary& shard : manifest.value().shards) {
+    std::error_code ec;
+    if (fs::file_size(step / shard.file, ec) != shard.bytes || ec) return true;  // ditto
+  }
+  const ProbeResult result = probe_hdf5(step, manifest.value());
+  if (result == ProbeResult::kSurvived) return true;
+  skipped_inputs().add(result, whole);
+  return false;
+}
+
+// `whole` is the fuzz input (saved when HDF5 crashes on it), `payload` its part after the mode.
+void fuzz_checkpoint(std::string_view whole, std::string_view payload, bool sealed) {
   CheckpointInput input = split(payload);
   const nlohmann::json json = parse_bounded(input.manifest);
   if (sealed && json.is_object()) input.manifest = seal(json, input.shards);
@@ -252,6 +305,7 @@ void fuzz_checkpoint(std::string_view payload, bool sealed) {
   for (std::size_t i = 0; i < input.shards.size(); ++i) {
     write_file(step / shard_name(json, i, input.shards.size()), input.shards[i]);
   }
+  if (sealed && !hdf5_survives(step, input.manifest, whole)) return;
 
   const StatusOr<CheckpointReader> opened = CheckpointReader::open(step);
   if (!opened.is_ok()) {
@@ -276,7 +330,8 @@ void fuzz_checkpoint(std::string_view payload, bool sealed) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tenax::storage::fuzz;
   if (size == 0) return 0;
-  const std::string_view payload(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const std::string_view whole(reinterpret_cast<const char*>(data), size);
+  const std::string_view payload = whole.substr(1);
   switch (static_cast<FuzzMode>(data[0] % kModeCount)) {
     case FuzzMode::kManifest:
       fuzz_manifest(std::string(payload));
@@ -285,10 +340,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       fuzz_shard_info(std::string(payload));
       break;
     case FuzzMode::kRawCheckpoint:
-      fuzz_checkpoint(payload, /*sealed=*/false);
+      fuzz_checkpoint(whole, payload, /*sealed=*/false);
       break;
     case FuzzMode::kSealedCheckpoint:
-      fuzz_checkpoint(payload, /*sealed=*/true);
+      fuzz_checkpoint(whole, payload, /*sealed=*/true);
       break;
   }
   return 0;
