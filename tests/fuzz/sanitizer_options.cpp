@@ -8,6 +8,11 @@
 // throwing operator new that fails still aborts under ASan, so a huge allocation in Tenax code
 // is still a finding. Same setting as tests/storage/sanitizer_options.cpp.
 //
+// max_allocation_size_mb=2048: a malloc above 2 GiB returns NULL too (the same limit as
+// libFuzzer's -malloc_limit_mb, which would instead end the run). Damaged object headers make
+// libhdf5 ask for 16 GiB and then touch it; with NULL it reports an error. operator new still
+// aborts above the limit, so an oversized allocation in Tenax code remains a finding.
+//
 // quarantine_size_mb=16 (default 256): sealed inputs fork a probe child (hdf5_probe.h) whose
 // cost grows with the parent's resident memory, most of which is ASan's quarantine of freed
 // blocks; 16 MiB still delays reuse of freed memory across several inputs, and nearly doubles
@@ -25,7 +30,7 @@
 #include <cstdlib>
 
 extern "C" const char* __asan_default_options() {
-  return "allocator_may_return_null=1:quarantine_size_mb=16";
+  return "allocator_may_return_null=1:max_allocation_size_mb=2048:quarantine_size_mb=16";
 }
 
 extern "C" const char* __lsan_default_suppressions() {
