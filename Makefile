@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps configure build test demo bench asan tsan clean
+.PHONY: all deps configure build test demo bench asan tsan fuzz clean
 
 all: build
 
@@ -36,5 +36,31 @@ asan:
 tsan:
 	$(MAKE) test BUILD=build-tsan BUILD_TYPE=Tsan
 
+# libFuzzer on the checkpoint reader under ASan/UBSan (tests/fuzz/README.md), one process,
+# FUZZ_SECONDS long, over a scratch copy of tests/fuzz/corpus (the committed corpus is never
+# written). Crashing inputs land in $(FUZZ_BUILD)/artifacts/, sealed inputs on which libhdf5
+# alone crashes in $(FUZZ_BUILD)/hdf5-crashes/. Not part of `make test`.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_ARGS    ?=
+fuzz:
+	@bash tools/bootstrap.sh fuzz
+	@mkdir -p $(FUZZ_BUILD) && CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(CMAKE_FLAGS) \
+	  -DTENAX_BUILD_FUZZERS=ON -DTENAX_BUILD_TESTS=OFF -DTENAX_BUILD_EXAMPLES=OFF -DTENAX_BUILD_BENCH=OFF \
+	  > $(FUZZ_BUILD)/configure.log 2>&1 || { cat $(FUZZ_BUILD)/configure.log; exit 1; }
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target checkpoint_reader_fuzz
+	@cd $(FUZZ_BUILD) && rm -rf corpus artifacts hdf5-crashes && \
+	  mkdir -p corpus artifacts hdf5-crashes && cp $(CURDIR)/tests/fuzz/corpus/* corpus/
+	@cd $(FUZZ_BUILD) && { TENAX_FUZZ_HDF5_CRASH_DIR=hdf5-crashes \
+	  ./tests/fuzz/checkpoint_reader_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
+	  -print_final_stats=1 -artifact_prefix=artifacts/ $(FUZZ_ARGS) corpus; \
+	  echo $$? > fuzz.rc; } 2>&1 | tee fuzz.log; \
+	  echo "== fuzz summary ($(FUZZ_BUILD)/fuzz.log) =="; \
+	  grep -E '^#[0-9]+[[:space:]]+DONE|^stat::|^==[0-9]+==ERROR|^SUMMARY|^checkpoint_reader_fuzz:' \
+	    fuzz.log; \
+	  echo "corpus: $$(ls corpus | wc -l) inputs; artifacts: $$(ls artifacts | wc -l);" \
+	    "hdf5-crashes: $$(ls hdf5-crashes | wc -l)"; \
+	  exit $$(cat fuzz.rc)
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan runs
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz runs

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Tenax builds against, only those missing.
 # Idempotent and quiet: a second run with everything present does nothing.
+#
+#   bash tools/bootstrap.sh        # what `make demo` and `make test` need
+#   bash tools/bootstrap.sh fuzz   # plus clang and its libFuzzer/sanitizer runtimes (`make fuzz`)
 set -euo pipefail
 
 packages=(
@@ -14,6 +17,14 @@ packages=(
   libgtest-dev
   python3-h5py python3-xxhash
 )
+
+case "${1:-}" in
+  "") ;;
+  # clang-14 is Debian 12's clang (the `clang` package provides the clang/clang++ names);
+  # libclang-rt-14-dev ships libclang_rt.fuzzer and the ASan/UBSan runtimes.
+  fuzz) packages+=(clang clang-14 libclang-rt-14-dev) ;;
+  *) echo "usage: $0 [fuzz]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

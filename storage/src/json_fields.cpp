@@ -73,6 +73,19 @@ bool is_plain_file_name(const std::string& name) {
          name.find('\0') == std::string::npos;
 }
 
+bool is_valid_tensor_name(const std::string& name) {
+  if (name.empty() || name.front() == '/' || name.back() == '/') return false;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('/', start);
+    if (end == std::string::npos) end = name.size();
+    const std::string part = name.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return name.find('\0') == std::string::npos;
+}
+
 nlohmann::json entry_to_json(const IndexEntry& entry) {
   return nlohmann::json{{"shard", entry.shard},
                         {"dtype", dtype_name(entry.dtype)},
@@ -84,6 +97,10 @@ nlohmann::json entry_to_json(const IndexEntry& entry) {
 IndexEntry entry_from_json(const nlohmann::json& obj, std::string name, const std::string& path) {
   IndexEntry entry;
   entry.name = std::move(name);
+  if (!is_valid_tensor_name(entry.name)) {
+    fail(path, "invalid tensor name (empty, leading/trailing '/', an empty, '.' or '..' "
+               "component, or a NUL)");
+  }
   entry.shard = get_string(obj, "shard", path);
   if (!is_plain_file_name(entry.shard)) fail(child(path, "shard"), "not a plain file name");
   const std::string dtype = get_string(obj, "dtype", path);

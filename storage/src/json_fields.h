@@ -36,9 +36,15 @@ std::uint64_t get_checksum(const nlohmann::json& obj, const std::string& key,
 /// A file name that stays inside its directory: non-empty, no '/', not "." or "..".
 bool is_plain_file_name(const std::string& name);
 
+/// A tensor name as write_shard accepts it: an HDF5 path relative to the root group, with no
+/// leading or trailing '/', no empty, "." or ".." component and no NUL. HDF5 resolves other
+/// spellings ("/a", "./a", "a//b", "a\0x") to an existing dataset, so they must not be read.
+bool is_valid_tensor_name(const std::string& name);
+
 /// The index fields of an entry (shard, dtype, shape, nbytes, checksum); not its name.
 nlohmann::json entry_to_json(const IndexEntry& entry);
-/// Strict inverse of entry_to_json, including nbytes == product(shape) * dtype size.
+/// Strict inverse of entry_to_json, including nbytes == product(shape) * dtype size and a
+/// valid tensor `name`.
 IndexEntry entry_from_json(const nlohmann::json& obj, std::string name, const std::string& path);
 
 }  // namespace tenax::storage::detail

@@ -76,7 +76,11 @@ Manifest parse_or_throw(const nlohmann::json& root) {
   const nlohmann::json& tensors = detail::field(root, "tensors", "");
   if (!tensors.is_object()) throw FieldError("tensors: expected an object");
   for (auto it = tensors.begin(); it != tensors.end(); ++it) {
-    const std::string path = "tensors[\"" + it.key() + "\"]";
+    // The key as a JSON string: escapes a NUL, which would cut the message short.
+    const std::string path =
+        "tensors[" + nlohmann::json(it.key()).dump(-1, ' ', false,
+                                                   nlohmann::json::error_handler_t::replace) +
+        "]";
     if (it.key().empty()) throw FieldError("tensors: empty tensor name");
     IndexEntry entry = detail::entry_from_json(it.value(), it.key(), path);
     if (shard_files.count(entry.shard) == 0) {

@@ -45,21 +45,6 @@ struct WriteFailure {
   fail(code, file, tensor, call + " failed" + (cause.empty() ? "" : " (" + cause + ")"));
 }
 
-// Names become HDF5 paths relative to the root group: no leading or trailing '/', no empty,
-// "." or ".." components.
-bool is_valid_name(const std::string& name) {
-  if (name.empty() || name.front() == '/' || name.back() == '/') return false;
-  std::size_t start = 0;
-  while (start <= name.size()) {
-    std::size_t end = name.find('/', start);
-    if (end == std::string::npos) end = name.size();
-    const std::string part = name.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
-  }
-  return name.find('\0') == std::string::npos;
-}
-
 H5Handle make_string_type(std::size_t length) {
   H5Handle t = detail::datatype_handle(H5Tcopy(H5T_C_S1));
   if (!t.valid() || H5Tset_size(t.get(), length == 0 ? 1 : length) < 0 ||
@@ -141,7 +126,7 @@ IndexEntry write_tensor(hid_t h5file, hid_t lcpl, const TensorRef& t, const std:
 void validate(const std::vector<TensorRef>& tensors, const std::filesystem::path& file) {
   std::set<std::string> seen;
   for (const TensorRef& t : tensors) {
-    if (!is_valid_name(t.name)) {
+    if (!detail::is_valid_tensor_name(t.name)) {
       fail(StatusCode::kFailedPrecondition, file, t.name,
            "invalid name (empty, leading/trailing '/', or an empty, '.' or '..' component)");
     }

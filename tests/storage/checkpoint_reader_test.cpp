@@ -173,6 +173,26 @@ TEST_F(StorageReader, ManifestWithWrongShapeIsCaughtOnRead) {
   EXPECT_NE(data.status().message().find("shape"), std::string::npos) << data.status().message();
 }
 
+// Found by the fuzz target's review (tests/fuzz): HDF5 resolves "/x", "./x", "a//b" and
+// "x\0junk" to the dataset "x", so a manifest listing such a name used to read another
+// tensor's data under a name that is not in the shard.
+TEST_F(StorageReader, ManifestNameAliasingADatasetFailsToOpen) {
+  const nlohmann::json original = manifest_json();
+  for (const std::string& alias : {std::string("/model/small.bias"),
+                                   std::string("model/./small.bias"),
+                                   std::string("model//small.bias"),
+                                   std::string("model/small.bias\0junk", 21)}) {
+    nlohmann::json j = original;
+    j["tensors"][alias] = j["tensors"]["model/small.bias"];
+    write_manifest(j);
+    auto reader = CheckpointReader::open(step_);
+    ASSERT_FALSE(reader.is_ok()) << alias;
+    EXPECT_EQ(reader.status().code(), StatusCode::kDataLoss) << alias;
+    EXPECT_NE(reader.status().message().find("invalid tensor name"), std::string::npos)
+        << reader.status().message();
+  }
+}
+
 TEST_F(StorageReader, CorruptManifestFailsToOpen) {
   testing::write_file(step_ / "manifest.json", "{\"format_version\": 1, \"step\": ");
   auto reader = CheckpointReader::open(step_);

@@ -146,6 +146,17 @@ TEST(StorageManifest, RejectsWrongTypesAndInconsistencies) {
       {"duplicate shard",
        [](nlohmann::json& j) { j["shards"][1]["file"] = j["shards"][0]["file"]; }},
       {"tensors as array", [](nlohmann::json& j) { j["tensors"] = nlohmann::json::array(); }},
+      // Spellings HDF5 resolves to the dataset "model/w": the writer never produces them.
+      {"absolute tensor name",
+       [](nlohmann::json& j) { j["tensors"]["/model/w"] = j["tensors"]["model/w"]; }},
+      {"dot in tensor name",
+       [](nlohmann::json& j) { j["tensors"]["model/./w"] = j["tensors"]["model/w"]; }},
+      {"empty component in tensor name",
+       [](nlohmann::json& j) { j["tensors"]["model//w"] = j["tensors"]["model/w"]; }},
+      {"NUL in tensor name",
+       [](nlohmann::json& j) {
+         j["tensors"][std::string("model/w\0x", 9)] = j["tensors"]["model/w"];
+       }},
       {"trainer_state as number", [](nlohmann::json& j) { j["trainer_state"] = 1; }},
       {"wrong format", [](nlohmann::json& j) { j["format"] = "safetensors"; }},
   };
