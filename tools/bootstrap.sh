@@ -16,6 +16,7 @@ packages=(
   libxxhash-dev
   libgtest-dev
   python3-h5py python3-xxhash
+  e2fsprogs time
 )
 
 case "${1:-}" in
