@@ -16,7 +16,8 @@ foreach(f lib/cmake/Tenax/TenaxConfig.cmake include/tenax/sdk/trainer.h bin/tena
   endif()
 endforeach()
 run_step("configure consumer" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE} -B ${WORK_DIR}/build -G Ninja
-         -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+         -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+         "-DCMAKE_CXX_FLAGS=${CONSUMER_CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_LINKER_FLAGS}")
 run_step("build consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run_step("run consumer" ${WORK_DIR}/build/consumer)
 if(NOT last_output MATCHES "consumer ok")
