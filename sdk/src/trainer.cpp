@@ -14,6 +14,8 @@
 #include "tenax/sdk/grad_sync.h"
 #include "tenax/sdk/preemption.h"
 #include "tenax/sdk/sampler.h"
+#include "tenax/storage/checkpoint_directory.h"
+#include "tenax/storage/checkpoint_reader.h"
 
 namespace tenax::sdk {
 namespace {
@@ -33,6 +35,22 @@ std::string format_duration(double seconds) {
 // a fixed function of (seed, rank, step), documented in README ("Resume").
 std::uint64_t derived_seed(std::uint64_t seed, int rank, std::int64_t step) {
   return seed + 1000003ull * static_cast<std::uint64_t>(rank) + 7919ull * static_cast<std::uint64_t>(step);
+}
+
+// The global batch recorded by the newest committed checkpoint that opens, if any (the
+// manifest only: no shard is read).
+std::optional<std::int64_t> saved_global_batch(const Checkpointer& checkpointer) {
+  storage::CheckpointDirectory directory(checkpointer.root());
+  const auto steps = directory.committed_steps();
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    auto reader = storage::CheckpointReader::open(directory.step_dir(*it));
+    if (!reader.is_ok()) continue;
+    const nlohmann::json& state = reader.value().manifest().trainer_state;
+    if (state.contains("train_batch_size") && state["train_batch_size"].is_number_integer()) {
+      return state["train_batch_size"].get<std::int64_t>();
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -68,6 +86,9 @@ torch::Tensor Trainer::compute_loss(Model& model, const Batch& batch) {
 torch::Tensor Trainer::training_step(Model& model, const Batch& batch) {
   model.train();
   torch::Tensor loss = compute_loss(model, batch);
+  // Divided only when accumulating: with one micro-batch the arithmetic stays exactly what it
+  // was (bit-exact resume compares against runs without accumulation too).
+  if (accumulation_steps_ > 1) loss = loss / static_cast<double>(accumulation_steps_);
   loss.backward();
   return loss.detach();
 }
@@ -122,14 +143,9 @@ bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer
                       std::to_string(args_.seed) +
                       "; resuming would change the data order. Use the same seed or another output_dir");
   }
-  if (saved_global_batch != state_.train_batch_size) {
-    throw ConfigError(
-        "TrainingArguments.per_device_train_batch_size: the checkpoint in " + loaded->dir.string() +
-        " was trained with a global batch of " + std::to_string(saved_global_batch) + " samples (" +
-        std::to_string(loaded->world_size) + " ranks wrote it); this run has " + std::to_string(context_.world_size()) +
-        " ranks x " + std::to_string(args_.per_device_train_batch_size) + " = " +
-        std::to_string(state_.train_batch_size) + ". Keep world size x per_device_train_batch_size equal to " +
-        std::to_string(saved_global_batch) + " so that the data order and the optimisation carry on unchanged");
+  if (saved_global_batch != state_.train_batch_size) {  // train() adapts accumulation first
+    throw StorageError(loaded->dir.string() + ": the sampler says global batch " + std::to_string(saved_global_batch) +
+                       " but the manifest said " + std::to_string(state_.train_batch_size));
   }
 
   torch::NoGradGuard no_grad;
@@ -216,7 +232,33 @@ TrainOutput Trainer::train() {
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
   const int rank = context_.rank();
   const int world = context_.world_size();
-  const std::int64_t global_batch = args_.per_device_train_batch_size * world;
+  CheckpointerOptions checkpoint_options;
+  checkpoint_options.save_total_limit = static_cast<int>(args_.save_total_limit);
+  checkpoint_options.metric_for_best_model = args_.metric_for_best_model;
+  checkpoint_options.greater_is_better = args_.greater_is_better;
+  Checkpointer checkpointer(args_.output_dir, context_, checkpoint_options);
+
+  // DESIGN.md decision 4: the global batch stays the checkpoint's across elastic resizes;
+  // gradient accumulation absorbs the change of world size.
+  accumulation_steps_ = args_.gradient_accumulation_steps;
+  const std::int64_t per_pass = args_.per_device_train_batch_size * world;
+  if (const auto saved = saved_global_batch(checkpointer); saved && *saved != per_pass * accumulation_steps_) {
+    if (*saved % per_pass != 0) {
+      throw ConfigError("TrainingArguments.per_device_train_batch_size: the checkpoint under " + args_.output_dir +
+                        " was trained with a global batch of " + std::to_string(*saved) +
+                        " samples, which " + std::to_string(world) + " ranks x " +
+                        std::to_string(args_.per_device_train_batch_size) +
+                        " per device cannot divide; choose per_device_train_batch_size so that world size x "
+                        "per_device_train_batch_size divides " + std::to_string(*saved) +
+                        " (gradient_accumulation_steps is then set to keep it)");
+    }
+    const std::int64_t adjusted = *saved / per_pass;
+    log->warn("elastic resume: the checkpoint's global batch is {}; with {} ranks x {} per device, "
+              "gradient_accumulation_steps becomes {} (was {}) so that it stays {}",
+              *saved, world, args_.per_device_train_batch_size, adjusted, accumulation_steps_, *saved);
+    accumulation_steps_ = adjusted;
+  }
+  const std::int64_t global_batch = per_pass * accumulation_steps_;
   ResumableSampler sampler(train_dataset_->size(), global_batch, args_.seed);
   const std::int64_t steps_per_epoch = sampler.steps_per_epoch();
   const std::int64_t max_steps =
@@ -228,11 +270,6 @@ TrainOutput Trainer::train() {
   state_.save_steps = args_.save_steps;
   state_.train_batch_size = global_batch;
 
-  CheckpointerOptions checkpoint_options;
-  checkpoint_options.save_total_limit = static_cast<int>(args_.save_total_limit);
-  checkpoint_options.metric_for_best_model = args_.metric_for_best_model;
-  checkpoint_options.greater_is_better = args_.greater_is_better;
-  Checkpointer checkpointer(args_.output_dir, context_, checkpoint_options);
   std::unique_ptr<torch::optim::AdamW> optimizer = create_optimizer();
   const LrSchedule schedule = create_scheduler(max_steps);
   std::vector<torch::Tensor> params = model_->parameters();
@@ -247,8 +284,8 @@ TrainOutput Trainer::train() {
     log->info("no committed checkpoint under {}; starting from scratch", args_.output_dir);
   }
 
-  log->info("training {} steps: {} ranks x {} per device = global batch {}, {} steps per epoch", max_steps,
-            world, args_.per_device_train_batch_size, global_batch, steps_per_epoch);
+  log->info("training {} steps: {} ranks x {} per device x {} accumulation = global batch {}, {} steps per epoch",
+            max_steps, world, args_.per_device_train_batch_size, accumulation_steps_, global_batch, steps_per_epoch);
   notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
 
   std::optional<PreemptionSignals> preemption;
@@ -266,9 +303,17 @@ TrainOutput Trainer::train() {
     if (step % steps_per_epoch == 0) notify([&](TrainerCallback& cb) { cb.on_epoch_begin(args_, state_, control_); });
     notify([&](TrainerCallback& cb) { cb.on_step_begin(args_, state_, control_); });
 
-    Batch batch = load_batch(sampler.rank_indices(step, rank, world));
+    // This rank's slice of the global batch, in micro-batches of per_device samples; gradients
+    // accumulate locally and are synchronised once, after the last micro-batch.
+    const std::vector<std::int64_t> indices = sampler.rank_indices(step, rank, world);
     optimizer->zero_grad();
-    torch::Tensor loss = training_step(*model_, batch);
+    torch::Tensor loss;
+    for (std::int64_t micro = 0; micro < accumulation_steps_; ++micro) {
+      const auto first = indices.begin() + micro * args_.per_device_train_batch_size;
+      const Batch batch = load_batch({first, first + args_.per_device_train_batch_size});
+      torch::Tensor micro_loss = training_step(*model_, batch);
+      loss = micro == 0 ? micro_loss : loss + micro_loss;
+    }
     grad_sync.synchronize();
     if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, args_.max_grad_norm);
     const double lr = args_.learning_rate * schedule.multiplier(step);

@@ -69,7 +69,8 @@ class Trainer {
  protected:
   /// The loss of one micro-batch (default: the model's own loss).
   virtual torch::Tensor compute_loss(Model& model, const Batch& batch);
-  /// Forward and backward of one micro-batch; returns the detached loss.
+  /// Forward and backward of one micro-batch (the loss divided by the number of micro-batches
+  /// per step when accumulating); returns that detached loss.
   virtual torch::Tensor training_step(Model& model, const Batch& batch);
   /// AdamW over all trainable parameters with args' betas, eps and weight decay.
   virtual std::unique_ptr<torch::optim::AdamW> create_optimizer();
@@ -99,6 +100,7 @@ class Trainer {
   UserState* user_state_ = nullptr;
   TrainerState state_;
   TrainerControl control_;
+  std::int64_t accumulation_steps_ = 1;  // of this run (may differ from args_ after a resize)
 };
 
 }  // namespace tenax::sdk

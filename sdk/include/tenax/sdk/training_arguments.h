@@ -22,6 +22,10 @@ struct TrainingArguments {
   double num_train_epochs = 3.0;           ///< used when max_steps <= 0
   std::int64_t max_steps = -1;             ///< > 0 overrides num_train_epochs
   std::int64_t per_device_train_batch_size = 8;
+  /// Micro-batches per optimizer step (gradients are synchronised once, after the last). On an
+  /// elastic resume into another world size it is recomputed so that the global batch
+  /// (world x per_device_train_batch_size x gradient_accumulation_steps) stays the checkpoint's.
+  std::int64_t gradient_accumulation_steps = 1;
   double learning_rate = 5e-5;
   double weight_decay = 0.0;
   double adam_beta1 = 0.9;
