@@ -190,18 +190,21 @@ std::filesystem::path Checkpointer::save(SaveRequest request) {
   return result.dir;
 }
 
-std::optional<LoadedCheckpoint> Checkpointer::load_latest(
-    const std::function<bool(const std::string&)>& wanted) const {
+std::optional<LoadedCheckpoint> Checkpointer::load_latest(const std::function<bool(const std::string&)>& wanted,
+                                                          const LoadDestination& destination) const {
   auto log = logger("tenax.checkpoint");
   if (!std::filesystem::exists(root_)) return std::nullopt;
   storage::CheckpointDirectory directory(root_);
   std::vector<std::int64_t> steps = directory.committed_steps();
+  bool clobbered = false;  // a failed attempt wrote into caller-owned memory
+  std::vector<std::string> faults;
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     const std::filesystem::path dir = directory.step_dir(*it);
     auto reader = storage::CheckpointReader::open(dir);
     if (!reader.is_ok()) {
       log->warn("skipping checkpoint {}: {}; falling back to the previous one", dir.string(),
                 reader.status().to_string());
+      faults.push_back(reader.status().to_string());
       continue;
     }
     const storage::Manifest& manifest = reader.value().manifest();
@@ -212,23 +215,35 @@ std::optional<LoadedCheckpoint> Checkpointer::load_latest(
     loaded.world_size = manifest.world_size;
     loaded.trainer_state = manifest.trainer_state;
     loaded.arguments = manifest.arguments;
-    std::string fault;
+    std::vector<storage::ReadTarget> targets;
+    bool in_place = false;
     for (const auto& [name, entry] : manifest.tensors) {
       if (!wanted(name)) continue;
-      // Straight into the tensor's memory: no intermediate buffer.
-      torch::Tensor t = torch::empty(entry.shape, torch::TensorOptions().dtype(to_torch_dtype(entry.dtype)));
-      const Status read = reader.value().read_into(name, t.data_ptr(), static_cast<std::size_t>(t.nbytes()));
-      if (!read.is_ok()) {
-        fault = read.to_string();
-        break;
+      const auto dtype = to_torch_dtype(entry.dtype);
+      torch::Tensor t = destination ? destination(name) : torch::Tensor();
+      if (t.defined() && t.is_cpu() && t.is_contiguous() && t.scalar_type() == dtype &&
+          t.sizes().equals(entry.shape)) {
+        in_place = true;
+      } else {
+        t = torch::empty(entry.shape, torch::TensorOptions().dtype(dtype));
       }
+      targets.push_back({name, t.data_ptr(), static_cast<std::size_t>(t.nbytes())});
       loaded.tensors.emplace(name, std::move(t));
     }
-    if (!fault.empty()) {
-      log->warn("skipping checkpoint {}: {}; falling back to the previous one", dir.string(), fault);
+    const Status read = reader.value().read_all_into(targets);
+    if (!read.is_ok()) {
+      clobbered = clobbered || in_place;
+      log->warn("skipping checkpoint {}: {}; falling back to the previous one", dir.string(), read.to_string());
+      faults.push_back(read.to_string());
       continue;
     }
     return loaded;
+  }
+  if (clobbered) {
+    throw StorageError("no checkpoint in " + root_.string() + " could be loaded (" + std::to_string(faults.size()) +
+                       " tried; newest fault: " + faults.front() +
+                       ") and the failed attempts overwrote the model in place. Refusing to train on from "
+                       "those weights: repair the checkpoints or move " + root_.string() + " aside to start over");
   }
   return std::nullopt;
 }

@@ -123,14 +123,24 @@ bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
   const int rank = context_.rank();
   const std::string my_rng_prefix = "rng/rank" + std::to_string(rank) + "/";
-  auto loaded = checkpointer.load_latest([&](const std::string& name) {
-    return starts_with(name, "model/") || starts_with(name, "optim/") || starts_with(name, my_rng_prefix) ||
-           name == "sampler" || (user_state_ != nullptr && user_state_->wants(name, rank));
-  });
+  // Parameters are read in place (no second copy of the model in memory); the optimizer's
+  // state is allocated by the load and adopted as is.
+  std::map<std::string, torch::Tensor> param_by_key;
+  for (const auto& [name, param] : named_parameters()) param_by_key.emplace("model/" + name, param.detach());
+  auto loaded = checkpointer.load_latest(
+      [&](const std::string& name) {
+        return starts_with(name, "model/") || starts_with(name, "optim/") || starts_with(name, my_rng_prefix) ||
+               name == "sampler" || (user_state_ != nullptr && user_state_->wants(name, rank));
+      },
+      [&](const std::string& name) {
+        const auto it = param_by_key.find(name);
+        return it == param_by_key.end() ? torch::Tensor() : it->second;
+      });
   if (!loaded) return false;
 
   // The data position first: a changed seed or global batch would silently change which
-  // samples come next, so both are refused before anything is modified.
+  // samples come next, so both are refused (the run stops) before the optimizer, the RNG and
+  // the step are touched; the parameters were already read in place.
   torch::Tensor sampler = loaded->get("sampler");
   if (!sampler.defined() || sampler.scalar_type() != torch::kInt64 || sampler.numel() != 4) {
     throw StorageError(loaded->dir.string() + ": the sampler position is missing or malformed");
@@ -161,7 +171,7 @@ bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer
                          c10::str(saved.sizes()) + " in the checkpoint but " + c10::str(param.sizes()) +
                          " in the model");
     }
-    param.copy_(saved);
+    if (saved.data_ptr() != param.data_ptr()) param.copy_(saved);  // else it was read in place
   }
   auto lookup = [&](const std::string& n) { return loaded->get(n); };
   restore_adamw_state(optimizer, params, lookup);

@@ -1,6 +1,11 @@
 #include "tenax/storage/checkpoint_reader.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <system_error>
@@ -51,6 +56,24 @@ struct CheckpointReader::State {
   };
   std::mutex mutex;
   std::map<std::string, Shard> shards;  ///< by file name
+  std::map<std::string, int> fds;       ///< shards opened for direct reads, by file name
+
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() {
+    for (const auto& [file, fd] : fds) ::close(fd);
+  }
+
+  // A descriptor for reading tensor bytes at the manifest's offsets, opened once per shard.
+  StatusOr<int> direct_fd(const fs::path& path, const std::string& file) {
+    if (auto it = fds.find(file); it != fds.end()) return it->second;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return data_loss(path, "", std::string("cannot open: ") + std::strerror(errno));
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    fds.emplace(file, fd);
+    return fd;
+  }
 
   // Checks the whole file once, so HDF5 never parses bytes that differ from what was written.
   Status verify_shard(const fs::path& path, const ShardSummary& summary, Shard& shard) {
@@ -140,6 +163,47 @@ Status CheckpointReader::read_into(const std::string& name, void* destination, s
                   step_dir_.string() + ": checkpoint has no tensor '" + name + "'");
   }
   const IndexEntry& entry = found->second;
+  if (nbytes != entry.nbytes) {
+    return Status(StatusCode::kInvalidArgument, (step_dir_ / entry.shard).string() + ": tensor '" + name +
+                                                    "' has " + std::to_string(entry.nbytes) +
+                                                    " bytes, the destination " + std::to_string(nbytes));
+  }
+  return entry.offset ? read_direct(entry, destination) : read_via_hdf5(entry, destination);
+}
+
+Status CheckpointReader::read_direct(const IndexEntry& entry, void* destination) const {
+  // The manifest says where the bytes are (parse_manifest checked that they lie inside the
+  // file); the tensor's own checksum decides whether they are the ones that were written.
+  const fs::path path = step_dir_ / entry.shard;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  StatusOr<int> fd = state_->direct_fd(path, entry.shard);
+  if (!fd.is_ok()) return fd.status();
+  auto* out = static_cast<char*>(destination);
+  Xxh3 hash;
+  constexpr std::uint64_t kChunk = std::uint64_t{8} << 20;  // hashed while still in the cache
+  for (std::uint64_t done = 0; done < entry.nbytes;) {
+    const auto want = static_cast<std::size_t>(std::min(kChunk, entry.nbytes - done));
+    const ssize_t n = ::pread(fd.value(), out + done, want, static_cast<off_t>(*entry.offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return data_loss(path, entry.name, std::string("cannot read: ") + std::strerror(errno));
+    if (n == 0) {
+      return data_loss(path, entry.name,
+                       "the file ends at byte " + std::to_string(*entry.offset + done) + ", the tensor needs " +
+                           std::to_string(*entry.offset + entry.nbytes) + " (truncated)");
+    }
+    hash.update(out + done, static_cast<std::size_t>(n));
+    done += static_cast<std::uint64_t>(n);
+  }
+  const std::uint64_t checksum = entry.nbytes > 0 ? hash.digest() : xxh3_64("", 0);
+  if (checksum != entry.checksum) {
+    return data_loss(path, entry.name,
+                     "checksum " + checksum_hex(checksum) + " does not match manifest " + checksum_hex(entry.checksum));
+  }
+  return Status::ok();
+}
+
+Status CheckpointReader::read_via_hdf5(const IndexEntry& entry, void* destination) const {
+  const std::string& name = entry.name;
   const fs::path path = step_dir_ / entry.shard;
   const ShardSummary* summary = nullptr;
   for (const ShardSummary& s : manifest_.shards) {
@@ -200,10 +264,14 @@ Status CheckpointReader::read_into(const std::string& name, void* destination, s
     }
   }
 
-  if (nbytes != entry.nbytes) {
-    return Status(StatusCode::kInvalidArgument, path.string() + ": tensor '" + name + "' has " +
-                                                    std::to_string(entry.nbytes) + " bytes, the destination " +
-                                                    std::to_string(nbytes));
+  if (entry.offset) {
+    const haddr_t address = H5Dget_offset(dset.get());
+    if (address == HADDR_UNDEF || address != *entry.offset) {
+      return data_loss(path, name,
+                       "HDF5 stores the data at " +
+                           (address == HADDR_UNDEF ? std::string("no address") : "byte " + std::to_string(address)) +
+                           ", the manifest's offset is " + std::to_string(*entry.offset));
+    }
   }
   if (entry.nbytes > 0 &&
       H5Dread(dset.get(), expected_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, destination) < 0) {
@@ -216,6 +284,141 @@ Status CheckpointReader::read_into(const std::string& name, void* destination, s
                          checksum_hex(entry.checksum));
   }
   return Status::ok();
+}
+
+Status CheckpointReader::read_all_into(const std::vector<ReadTarget>& targets) const {
+  std::map<std::string, std::map<std::string, const ReadTarget*>> by_shard;
+  for (const ReadTarget& t : targets) {
+    const auto found = manifest_.tensors.find(t.name);
+    if (found == manifest_.tensors.end()) {
+      return Status(StatusCode::kNotFound, step_dir_.string() + ": checkpoint has no tensor '" + t.name + "'");
+    }
+    if (t.nbytes != found->second.nbytes) {
+      return Status(StatusCode::kInvalidArgument, (step_dir_ / found->second.shard).string() + ": tensor '" +
+                                                      t.name + "' has " + std::to_string(found->second.nbytes) +
+                                                      " bytes, the destination " + std::to_string(t.nbytes));
+    }
+    by_shard[found->second.shard][t.name] = &t;
+  }
+  for (const ShardSummary& shard : manifest_.shards) {
+    const auto wanted = by_shard.find(shard.file);
+    if (wanted == by_shard.end()) continue;
+    bool all_placed = true;
+    for (const auto& [name, entry] : manifest_.tensors) {
+      if (entry.shard == shard.file && entry.nbytes > 0 && !entry.offset) all_placed = false;
+    }
+    if (all_placed) {
+      if (Status s = stream_shard(shard, wanted->second); !s.is_ok()) return s;
+      continue;
+    }
+    for (const auto& [name, target] : wanted->second) {
+      if (Status s = read_into(name, target->destination, target->nbytes); !s.is_ok()) return s;
+    }
+  }
+  return Status::ok();
+}
+
+Status CheckpointReader::stream_shard(const ShardSummary& shard,
+                                      const std::map<std::string, const ReadTarget*>& wanted) const {
+  const fs::path path = step_dir_ / shard.file;
+  std::vector<const IndexEntry*> regions;
+  for (const auto& [name, entry] : manifest_.tensors) {
+    if (entry.shard == shard.file && entry.nbytes > 0) regions.push_back(&entry);
+  }
+  std::sort(regions.begin(), regions.end(),
+            [](const IndexEntry* a, const IndexEntry* b) { return *a->offset < *b->offset; });
+
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  StatusOr<int> fd = state_->direct_fd(path, shard.file);
+  if (!fd.is_ok()) return fd.status();
+  constexpr std::uint64_t kChunk = std::uint64_t{8} << 20;  // hashed while still in the cache
+  std::unique_ptr<char[]> scratch;
+  Xxh3 file_hash;
+  std::uint64_t pos = 0;
+  // Reads [pos, end) into `out` (or the scratch buffer when null), feeding the file's hash and
+  // `tensor_hash` when given.
+  auto read_span = [&](std::uint64_t end, char* out, Xxh3* tensor_hash, const std::string& tensor) -> Status {
+    const std::uint64_t start = pos;
+    while (pos < end) {
+      char* where = out;
+      if (where == nullptr) {
+        if (!scratch) scratch.reset(new char[kChunk]);
+        where = scratch.get();
+      } else {
+        where += pos - start;
+      }
+      const auto want = static_cast<std::size_t>(std::min(kChunk, end - pos));
+      const ssize_t n = ::pread(fd.value(), where, want, static_cast<off_t>(pos));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return data_loss(path, tensor, std::string("cannot read: ") + std::strerror(errno));
+      if (n == 0) {
+        return data_loss(path, tensor,
+                         "the file ends at byte " + std::to_string(pos) + ", the manifest needs " +
+                             std::to_string(end) + " (truncated)");
+      }
+      file_hash.update(where, static_cast<std::size_t>(n));
+      if (tensor_hash != nullptr) tensor_hash->update(where, static_cast<std::size_t>(n));
+      pos += static_cast<std::uint64_t>(n);
+    }
+    return Status::ok();
+  };
+  for (const IndexEntry* entry : regions) {
+    if (*entry->offset < pos) {
+      return data_loss(path, entry->name, "the manifest places it on bytes that another tensor already uses");
+    }
+    if (Status s = read_span(*entry->offset, nullptr, nullptr, ""); !s.is_ok()) return s;
+    const auto target = wanted.find(entry->name);
+    if (target == wanted.end()) {
+      if (Status s = read_span(*entry->offset + entry->nbytes, nullptr, nullptr, entry->name); !s.is_ok()) return s;
+      continue;
+    }
+    Xxh3 tensor_hash;
+    if (Status s = read_span(*entry->offset + entry->nbytes, static_cast<char*>(target->second->destination),
+                             &tensor_hash, entry->name);
+        !s.is_ok()) {
+      return s;
+    }
+    if (tensor_hash.digest() != entry->checksum) {
+      return data_loss(path, entry->name,
+                       "checksum " + checksum_hex(tensor_hash.digest()) + " does not match manifest " +
+                           checksum_hex(entry->checksum));
+    }
+  }
+  if (Status s = read_span(shard.bytes, nullptr, nullptr, ""); !s.is_ok()) return s;
+  char extra = 0;
+  if (::pread(fd.value(), &extra, 1, static_cast<off_t>(shard.bytes)) > 0) {
+    return data_loss(path, "", "is longer than the manifest's " + std::to_string(shard.bytes) + " bytes (replaced?)");
+  }
+  if (file_hash.digest() != shard.checksum) {
+    return data_loss(path, "",
+                     "file checksum " + checksum_hex(file_hash.digest()) + " does not match manifest " +
+                         checksum_hex(shard.checksum));
+  }
+  // Empty tensors have no bytes to read; their checksum is that of nothing.
+  for (const auto& [name, target] : wanted) {
+    const IndexEntry& entry = manifest_.tensors.at(name);
+    if (entry.nbytes == 0 && entry.checksum != xxh3_64("", 0)) {
+      return data_loss(path, name, "checksum " + checksum_hex(entry.checksum) + " is not that of an empty tensor");
+    }
+  }
+  return Status::ok();
+}
+
+std::vector<std::string> CheckpointReader::names_in_file_order() const {
+  std::map<std::string, std::size_t> shard_index;
+  for (std::size_t i = 0; i < manifest_.shards.size(); ++i) shard_index[manifest_.shards[i].file] = i;
+  std::vector<const IndexEntry*> entries;
+  entries.reserve(manifest_.tensors.size());
+  for (const auto& [name, entry] : manifest_.tensors) entries.push_back(&entry);
+  std::stable_sort(entries.begin(), entries.end(), [&](const IndexEntry* a, const IndexEntry* b) {
+    const std::size_t sa = shard_index[a->shard], sb = shard_index[b->shard];
+    if (sa != sb) return sa < sb;
+    return a->offset.value_or(0) < b->offset.value_or(0);
+  });
+  std::vector<std::string> names;
+  names.reserve(entries.size());
+  for (const IndexEntry* e : entries) names.push_back(e->name);
+  return names;
 }
 
 StatusOr<TensorData> CheckpointReader::read(const std::string& name) const {
@@ -244,9 +447,12 @@ Status CheckpointReader::verify_all() const {
       }
     }
   }
+  // Through HDF5 even where the manifest records offsets: this also proves that HDF5 (and so
+  // h5py and h5dump) sees each tensor where the manifest says it is.
+  std::vector<std::uint8_t> bytes;
   for (const auto& [name, entry] : manifest_.tensors) {
-    StatusOr<TensorData> data = read(name);
-    if (!data.is_ok()) return data.status();
+    bytes.resize(entry.nbytes);
+    if (Status s = read_via_hdf5(entry, bytes.data()); !s.is_ok()) return s;
   }
   return Status::ok();
 }

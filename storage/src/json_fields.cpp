@@ -87,11 +87,13 @@ bool is_valid_tensor_name(const std::string& name) {
 }
 
 nlohmann::json entry_to_json(const IndexEntry& entry) {
-  return nlohmann::json{{"shard", entry.shard},
-                        {"dtype", dtype_name(entry.dtype)},
-                        {"shape", entry.shape},
-                        {"nbytes", entry.nbytes},
-                        {"checksum", checksum_hex(entry.checksum)}};
+  nlohmann::json json{{"shard", entry.shard},
+                      {"dtype", dtype_name(entry.dtype)},
+                      {"shape", entry.shape},
+                      {"nbytes", entry.nbytes},
+                      {"checksum", checksum_hex(entry.checksum)}};
+  if (entry.offset) json["offset"] = *entry.offset;
+  return json;
 }
 
 IndexEntry entry_from_json(const nlohmann::json& obj, std::string name, const std::string& path) {
@@ -125,6 +127,7 @@ IndexEntry entry_from_json(const nlohmann::json& obj, std::string name, const st
   }
   entry.nbytes = get_uint64(obj, "nbytes", path);
   entry.checksum = get_checksum(obj, "checksum", path);
+  if (obj.contains("offset")) entry.offset = get_uint64(obj, "offset", path);
   const auto expected = shape_nbytes(entry.dtype, entry.shape);
   if (!expected) fail(child(path, "shape"), "element count overflows");
   if (*expected != entry.nbytes) {

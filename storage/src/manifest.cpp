@@ -16,6 +16,8 @@ constexpr int kMaxDepth = 256;
 
 using detail::FieldError;
 
+std::uint64_t xxh3_64_of(const std::string& text) { return xxh3_64(text.data(), text.size()); }
+
 int get_int(const nlohmann::json& obj, const std::string& key) {
   const std::int64_t v = detail::get_int64(obj, key, "");
   if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
@@ -28,6 +30,15 @@ std::int64_t get_non_negative(const nlohmann::json& obj, const std::string& key)
   const std::int64_t v = detail::get_int64(obj, key, "");
   if (v < 0) throw FieldError(key + ": must not be negative");
   return v;
+}
+
+// The manifest checksums itself: XXH3-64 of its content without this key, printed as compact
+// JSON (keys sorted, as nlohmann::json keeps them), so every field a load trusts — offsets,
+// dtypes, shapes, tensor checksums — is covered, and the pretty-printing does not matter.
+constexpr const char* kContentChecksumKey = "content_checksum";
+
+std::uint64_t content_checksum(const nlohmann::json& root_without_checksum) {
+  return xxh3_64_of(root_without_checksum.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 Manifest parse_or_throw(const nlohmann::json& root) {
@@ -61,6 +72,7 @@ Manifest parse_or_throw(const nlohmann::json& root) {
                      std::to_string(m.world_size));
   }
   std::set<std::string> shard_files;
+  std::map<std::string, std::uint64_t> shard_bytes;
   for (std::size_t i = 0; i < shards.size(); ++i) {
     const std::string path = "shards[" + std::to_string(i) + "]";
     ShardSummary s;
@@ -70,6 +82,7 @@ Manifest parse_or_throw(const nlohmann::json& root) {
     if (!shard_files.insert(s.file).second) throw FieldError(path + ".file: listed twice");
     s.bytes = detail::get_uint64(shards[i], "bytes", path);
     s.checksum = detail::get_checksum(shards[i], "checksum", path);
+    shard_bytes[s.file] = s.bytes;
     m.shards.push_back(std::move(s));
   }
 
@@ -86,6 +99,15 @@ Manifest parse_or_throw(const nlohmann::json& root) {
     if (shard_files.count(entry.shard) == 0) {
       throw FieldError(path + ".shard: \"" + entry.shard + "\" is not in the shard list");
     }
+    if (entry.offset) {
+      // The data must lie inside the file the manifest lists (no overflow in the sum).
+      const std::uint64_t file_bytes = shard_bytes.at(entry.shard);
+      if (*entry.offset > file_bytes || entry.nbytes > file_bytes - *entry.offset) {
+        throw FieldError(path + ".offset: bytes " + std::to_string(*entry.offset) + " + " +
+                         std::to_string(entry.nbytes) + " lie beyond the end of \"" + entry.shard +
+                         "\" (" + std::to_string(file_bytes) + " bytes)");
+      }
+    }
     m.tensors.emplace(it.key(), std::move(entry));
   }
 
@@ -93,6 +115,24 @@ Manifest parse_or_throw(const nlohmann::json& root) {
   if (!m.trainer_state.is_object()) throw FieldError("trainer_state: expected an object");
   m.arguments = detail::field(root, "arguments", "");
   if (!m.arguments.is_object()) throw FieldError("arguments: expected an object");
+
+  // Checked last, so that a damaged manifest still gets the most specific message above.
+  bool has_offsets = false;
+  for (const auto& [name, entry] : m.tensors) has_offsets = has_offsets || entry.offset.has_value();
+  if (root.contains(kContentChecksumKey)) {
+    const std::uint64_t stated = detail::get_checksum(root, kContentChecksumKey, "");
+    nlohmann::json rest = root;
+    rest.erase(kContentChecksumKey);
+    const std::uint64_t actual = content_checksum(rest);
+    if (actual != stated) {
+      throw FieldError(std::string(kContentChecksumKey) + ": " + checksum_hex(stated) +
+                       " does not match the manifest's content (" + checksum_hex(actual) +
+                       "): it was edited or damaged after the commit");
+    }
+  } else if (has_offsets) {
+    // Offsets let a load skip HDF5's own bookkeeping; only a checksummed manifest may do that.
+    throw FieldError(std::string(kContentChecksumKey) + ": missing, but the manifest records tensor offsets");
+  }
   return m;
 }
 
@@ -134,7 +174,7 @@ std::string manifest_to_string(const Manifest& manifest) {
   }
   nlohmann::json tensors = nlohmann::json::object();
   for (const auto& [name, entry] : manifest.tensors) tensors[name] = detail::entry_to_json(entry);
-  const nlohmann::json root{{"format", kFormatName},
+  nlohmann::json root{{"format", kFormatName},
                             {"format_version", manifest.format_version},
                             {"step", manifest.step},
                             {"epoch", manifest.epoch},
@@ -144,8 +184,15 @@ std::string manifest_to_string(const Manifest& manifest) {
                             {"tensors", std::move(tensors)},
                             {"trainer_state", manifest.trainer_state},
                             {"arguments", manifest.arguments}};
+  root[kContentChecksumKey] = checksum_hex(content_checksum(root));
   // Invalid UTF-8 in user-provided names or state must not make the save throw.
   return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+void seal_manifest(nlohmann::json& root) {
+  if (!root.is_object()) return;
+  root.erase(kContentChecksumKey);
+  root[kContentChecksumKey] = checksum_hex(content_checksum(root));
 }
 
 StatusOr<Manifest> parse_manifest(const std::string& text, const std::string& where) {

@@ -31,7 +31,10 @@ class StorageReader : public testing::TempDirTest {
   nlohmann::json manifest_json() const {
     return nlohmann::json::parse(testing::read_file(step_ / "manifest.json"));
   }
-  void write_manifest(const nlohmann::json& j) const {
+  // Writes an edited manifest, sealed (its content_checksum matches the edit) unless asked
+  // not to: a sealed edit stands for a writer bug, an unsealed one for damage after the commit.
+  void write_manifest(nlohmann::json j, bool seal = true) const {
+    if (seal) seal_manifest(j);
     files::atomic_write(step_ / "manifest.json", j.dump(2));
   }
   std::string shard_of(const std::string& tensor) const {
@@ -147,30 +150,92 @@ TEST_F(StorageReader, FlippedByteIsCaughtByTheTensorChecksum) {
               shard_of("model/small.bias") != file);
 }
 
-TEST_F(StorageReader, ManifestWithWrongDtypeIsCaughtOnRead) {
+TEST_F(StorageReader, EditedManifestFailsToOpen) {
   nlohmann::json j = manifest_json();
   j["tensors"]["model/emb.bf16"]["dtype"] = "float16";  // same size, different HDF5 type
+  write_manifest(j, /*seal=*/false);
+  auto reader = CheckpointReader::open(step_);
+  ASSERT_FALSE(reader.is_ok());
+  EXPECT_EQ(reader.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(reader.status().message().find("content_checksum"), std::string::npos) << reader.status().message();
+  EXPECT_NE(reader.status().message().find("manifest.json"), std::string::npos) << reader.status().message();
+}
+
+// A manifest whose own checksum matches but that lies about a tensor (a writer bug): the
+// direct read cannot tell, verify_all (what `tenax ckpt verify` runs) does, through HDF5.
+TEST_F(StorageReader, ManifestWithWrongDtypeIsCaughtByVerify) {
+  nlohmann::json j = manifest_json();
+  j["tensors"]["model/emb.bf16"]["dtype"] = "float16";
   write_manifest(j);
   auto reader = CheckpointReader::open(step_);
   ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
-  auto data = reader.value().read("model/emb.bf16");
-  ASSERT_FALSE(data.is_ok());
-  EXPECT_EQ(data.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(data.status().message().find("model/emb.bf16"), std::string::npos)
-      << data.status().message();
-  EXPECT_NE(data.status().message().find("float16"), std::string::npos) << data.status().message();
+  const Status s = reader.value().verify_all();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("model/emb.bf16"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("float16"), std::string::npos) << s.message();
 }
 
-TEST_F(StorageReader, ManifestWithWrongShapeIsCaughtOnRead) {
+TEST_F(StorageReader, ManifestWithWrongShapeIsCaughtByVerify) {
   nlohmann::json j = manifest_json();
   j["tensors"]["model/emb.bf16"]["shape"] = {8, 4};
   write_manifest(j);
   auto reader = CheckpointReader::open(step_);
   ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
-  auto data = reader.value().read("model/emb.bf16");
+  const Status s = reader.value().verify_all();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("shape"), std::string::npos) << s.message();
+}
+
+TEST_F(StorageReader, ManifestWithWrongOffsetIsCaughtByTheTensorChecksum) {
+  nlohmann::json j = manifest_json();
+  auto& entry = j["tensors"]["model/big.weight"];
+  entry["offset"] = entry["offset"].get<std::uint64_t>() + 4;
+  write_manifest(j);
+  auto reader = CheckpointReader::open(step_);
+  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+  auto data = reader.value().read("model/big.weight");
   ASSERT_FALSE(data.is_ok());
   EXPECT_EQ(data.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(data.status().message().find("shape"), std::string::npos) << data.status().message();
+  EXPECT_NE(data.status().message().find("checksum"), std::string::npos) << data.status().message();
+  const Status verified = reader.value().verify_all();
+  EXPECT_NE(verified.message().find("offset"), std::string::npos) << verified.to_string();
+}
+
+TEST_F(StorageReader, OffsetBeyondTheShardFailsToOpen) {
+  nlohmann::json j = manifest_json();
+  j["tensors"]["model/big.weight"]["offset"] = std::uint64_t{1} << 62;
+  write_manifest(j);
+  auto reader = CheckpointReader::open(step_);
+  ASSERT_FALSE(reader.is_ok());
+  EXPECT_NE(reader.status().message().find("beyond the end"), std::string::npos) << reader.status().message();
+}
+
+// What a resume calls: every shard streamed once, whole-file and per-tensor checksums both.
+TEST_F(StorageReader, ReadAllIntoReadsEveryTensorAndChecksTheWholeFile) {
+  auto reader = CheckpointReader::open(step_);
+  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+  std::vector<std::vector<std::uint8_t>> out(tensors_.size());
+  std::vector<ReadTarget> targets;
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    out[i].resize(tensors_[i].bytes.size());
+    targets.push_back({tensors_[i].name, out[i].data(), out[i].size()});
+  }
+  ASSERT_TRUE(reader.value().read_all_into(targets).is_ok());
+  for (std::size_t i = 0; i < tensors_.size(); ++i) EXPECT_EQ(out[i], tensors_[i].bytes) << tensors_[i].name;
+
+  // A flipped byte in HDF5's bookkeeping (no tensor's data) still fails the load.
+  const std::string file = shard_of("model/big.weight");
+  std::string bytes = testing::read_file(step_ / file);
+  bytes[100] = static_cast<char>(bytes[100] ^ 0x01);  // inside the superblock / root group
+  testing::write_file(step_ / file, bytes);
+  auto damaged = CheckpointReader::open(step_);
+  ASSERT_TRUE(damaged.is_ok());
+  const Status s = damaged.value().read_all_into(targets);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("file checksum"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(file), std::string::npos) << s.message();
 }
 
 // Found by the fuzz target's review (tests/fuzz): HDF5 resolves "/x", "./x", "a//b" and
@@ -217,6 +282,7 @@ TEST_F(StorageReader, FlippedBytesAnywhereNeverCrash) {
     for (auto& s : resealed["shards"]) {
       if (s["file"] == file) s["checksum"] = checksum_hex(xxh3_64(bytes.data(), bytes.size()));
     }
+    seal_manifest(resealed);
     testing::write_file(step_ / "manifest.json", resealed.dump());
     auto reader = CheckpointReader::open(step_);
     ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();

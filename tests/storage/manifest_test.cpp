@@ -12,7 +12,7 @@ namespace {
 
 IndexEntry entry(const std::string& name, DType dtype, std::vector<std::int64_t> shape,
                  std::uint64_t nbytes, std::uint64_t checksum) {
-  return IndexEntry{name, "", dtype, std::move(shape), checksum, nbytes};
+  return IndexEntry{name, "", dtype, std::move(shape), checksum, nbytes, std::nullopt};
 }
 
 std::vector<ShardInfo> two_shards() {
@@ -98,6 +98,9 @@ TEST(StorageManifest, RejectsEachMissingKey) {
   const nlohmann::json good = valid_json();
   ASSERT_TRUE(parse_json(good).is_ok());
   for (const auto& item : good.items()) {
+    // Without its checksum a manifest with offsets is refused (tested below); without
+    // offsets it is one written before the checksum existed, and loads.
+    if (item.key() == "content_checksum") continue;
     nlohmann::json j = good;
     j.erase(item.key());
     const Status s = parse_json(j);
@@ -113,6 +116,36 @@ TEST(StorageManifest, RejectsEachMissingKey) {
     EXPECT_NE(s.message().find(key), std::string::npos) << s.message();
     EXPECT_NE(s.message().find("model/w"), std::string::npos) << s.message();
   }
+}
+
+TEST(StorageManifest, ContentChecksumCoversEveryField) {
+  std::vector<ShardInfo> shards = two_shards();
+  shards[0].tensors[0].offset = 800;
+  const nlohmann::json good = nlohmann::json::parse(manifest_to_string(make_manifest(500, 2, 3, shards)));
+  ASSERT_TRUE(good.contains("content_checksum"));
+  ASSERT_TRUE(parse_json(good).is_ok());
+  const std::vector<std::pair<std::string, std::function<void(nlohmann::json&)>>> edits = {
+      {"offset", [](nlohmann::json& j) { j["tensors"]["model/w"]["offset"] = 804; }},
+      {"dtype", [](nlohmann::json& j) { j["tensors"]["model/b"]["dtype"] = "float16"; }},
+      {"shape", [](nlohmann::json& j) { j["tensors"]["model/w"]["shape"] = {3, 2}; }},
+      {"step", [](nlohmann::json& j) { j["step"] = 501; }},
+      {"trainer_state", [](nlohmann::json& j) { j["trainer_state"]["x"] = 1; }},
+  };
+  for (const auto& [what, edit] : edits) {
+    nlohmann::json j = good;
+    edit(j);
+    const Status s = parse_json(j);
+    ASSERT_FALSE(s.is_ok()) << what;
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+    EXPECT_NE(s.message().find("content_checksum"), std::string::npos) << s.message();
+    seal_manifest(j);  // the same edit, sealed, parses: the checksum is what refused it
+    EXPECT_TRUE(parse_json(j).is_ok()) << what << ": " << parse_json(j).to_string();
+  }
+  nlohmann::json unsealed = good;
+  unsealed.erase("content_checksum");
+  const Status s = parse_json(unsealed);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("offsets"), std::string::npos) << s.message();
 }
 
 TEST(StorageManifest, RejectsWrongTypesAndInconsistencies) {

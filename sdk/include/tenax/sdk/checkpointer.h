@@ -123,10 +123,24 @@ class Checkpointer {
   /// save was not committed.
   std::filesystem::path save(SaveRequest request);
 
+  /// Returns, for a tensor name, the tensor a load should fill in place (say a model
+  /// parameter), or an undefined tensor to have one allocated.
+  using LoadDestination = std::function<torch::Tensor(const std::string&)>;
+
   /// Reads every tensor for which `wanted(name)` is true from the newest committed checkpoint
   /// that verifies; a fault (manifest, missing shard, checksum, ...) is logged and the previous
-  /// committed checkpoint is tried. nullopt when none loads.
-  std::optional<LoadedCheckpoint> load_latest(const std::function<bool(const std::string&)>& wanted) const;
+  /// committed checkpoint is tried. nullopt when none loads (or there is none).
+  ///
+  /// `destination`, when given, lets the load read straight into existing memory: a tensor it
+  /// returns that is contiguous, on the CPU and of the checkpoint's dtype and shape is filled
+  /// in place and is the one in the result (PyTorch DCP's in-place semantics); anything else
+  /// gets a new tensor. Reading into memory that is already mapped is what makes a resume run
+  /// at disk speed (bench/checkpoint_bench.cpp). Because a damaged checkpoint is only found
+  /// while it is read, a failed attempt may leave such tensors half overwritten: when no
+  /// checkpoint then loads, this throws StorageError instead of returning nullopt, so that a
+  /// run never silently starts over from clobbered weights.
+  std::optional<LoadedCheckpoint> load_latest(const std::function<bool(const std::string&)>& wanted,
+                                              const LoadDestination& destination = {}) const;
 
   const std::filesystem::path& root() const { return root_; }
 

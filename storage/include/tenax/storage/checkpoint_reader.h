@@ -3,10 +3,16 @@
 // shard) is reported as a non-OK Status, never a crash, so the caller can fall back to the
 // previous checkpoint.
 //
-// Before HDF5 parses a shard, the whole file is read into memory once and checked there
-// against the manifest's size and XXH3 (once per shard and reader; verify_all() counts), so a
-// corrupted file never reaches HDF5's parser, and HDF5 parses that verified image, never the
-// file itself. Memory: each shard read stays in memory until the reader is destroyed. Each tensor is then checked against its index entry (dtype, shape, bytes, XXH3).
+// Two ways to a tensor's bytes:
+//  - direct (the manifest records the tensor's offset in its shard, as every checkpoint of
+//    this build does): the bytes are read at that offset straight into the destination and
+//    must match the tensor's XXH3 in the manifest. No HDF5 parsing, no intermediate copy: a
+//    load costs about what reading the file costs.
+//  - through HDF5 (older manifests without offsets, and verify_all()): the whole shard is read
+//    into memory once and checked against the manifest's size and XXH3, so a corrupted file
+//    never reaches HDF5's parser; HDF5 parses that verified image, never the file, and each
+//    tensor is checked against its index entry (dtype, shape, bytes, offset, XXH3). Each shard
+//    read this way stays in memory until the reader is destroyed.
 //
 // Thread-safety: all const members may be called concurrently (an internal mutex guards the
 // cache of open shards; HDF5 serialises anyway). Not collective: each rank opens its own.
@@ -17,14 +23,23 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tenax/core/status.h"
 #include "tenax/storage/manifest.h"
 #include "tenax/storage/tensor_bytes.h"
 
 namespace tenax::storage {
+
+/// One tensor to read, and where its bytes go (nbytes must be the manifest's size).
+struct ReadTarget {
+  std::string name;
+  void* destination = nullptr;
+  std::size_t nbytes = 0;
+};
 
 class CheckpointReader {
  public:
@@ -50,12 +65,26 @@ class CheckpointReader {
   /// The same, straight into `destination` (`nbytes` must be the manifest's size for the
   /// tensor: kInvalidArgument otherwise). On kDataLoss the destination holds garbage.
   [[nodiscard]] Status read_into(const std::string& name, void* destination, std::size_t nbytes) const;
-  /// Whole-file checksum of every shard, then every tensor read and verified. First fault wins.
+  /// Reads every target, verified: what a resume calls. Each shard whose tensors all have
+  /// offsets is read front to back once: the targets' bytes go straight into their
+  /// destinations, the rest (HDF5's bookkeeping, tensors not asked for) through a small
+  /// buffer, and both each target's XXH3 and the whole file's are checked, so a fault anywhere
+  /// in the shard fails the load. Other shards are read tensor by tensor as read_into does.
+  /// First fault wins; on an error the destinations hold garbage.
+  [[nodiscard]] Status read_all_into(const std::vector<ReadTarget>& targets) const;
+  /// Whole-file checksum of every shard, then every tensor read through HDF5 and verified
+  /// (dtype, shape, offset, checksum). First fault wins.
   [[nodiscard]] Status verify_all() const;
+  /// Every tensor name, ordered by shard and position in it: reading in this order reads
+  /// each file front to back.
+  std::vector<std::string> names_in_file_order() const;
 
  private:
   struct State;
   CheckpointReader(std::filesystem::path step_dir, Manifest manifest);
+  Status read_direct(const IndexEntry& entry, void* destination) const;
+  Status stream_shard(const ShardSummary& shard, const std::map<std::string, const ReadTarget*>& wanted) const;
+  Status read_via_hdf5(const IndexEntry& entry, void* destination) const;
 
   std::filesystem::path step_dir_;
   Manifest manifest_;

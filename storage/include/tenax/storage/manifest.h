@@ -55,6 +55,10 @@ Manifest make_manifest(std::int64_t step, std::int64_t epoch, std::int64_t gener
 /// Pretty-printed JSON; checksums as 16-hex strings.
 std::string manifest_to_string(const Manifest& manifest);
 
+/// Sets `root`'s content_checksum to match the rest of its content, as manifest_to_string
+/// does. For tools that edit a manifest on purpose (tests, the fuzz harness).
+void seal_manifest(nlohmann::json& root);
+
 /// Parses and validates untrusted manifest text. `where` (usually the file path) starts
 /// every error message. Unknown format_version → "written by a newer Tenax". All errors are
 /// kDataLoss.

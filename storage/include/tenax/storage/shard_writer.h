@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ struct IndexEntry {
   std::vector<std::int64_t> shape;  ///< [] for a scalar
   std::uint64_t checksum = 0;       ///< XXH3-64 of the tensor bytes
   std::uint64_t nbytes = 0;         ///< product(shape) * dtype_size(dtype)
+  /// Where the contiguous data starts in the shard file (HDF5's H5Dget_offset). Lets a load
+  /// read the bytes straight into their destination without parsing HDF5. Absent for an
+  /// empty tensor, and in manifests of builds that did not record it (the reader then
+  /// parses the HDF5 file).
+  std::optional<std::uint64_t> offset;
 };
 
 /// What write_shard produced: the file's identity and the tensors in it.
