@@ -1,6 +1,7 @@
 #include "tenax/sdk/checkpointer.h"
 
 #include <atomic>
+#include <cstring>
 #include <future>
 #include <utility>
 
@@ -35,7 +36,7 @@ nlohmann::json as_object(const nlohmann::json& value, const char* what) {
 // shape and dtype, is the buffer of the same tensor in the previous save: copying into memory
 // that is already mapped avoids the page faults of a fresh allocation, which cost more than
 // the copy itself (measured: bench/checkpoint_bench.cpp, async stall).
-torch::Tensor snapshot(const torch::Tensor& t, const torch::Tensor* reuse) {
+torch::Tensor snapshot_copy(const torch::Tensor& t, const torch::Tensor* reuse) {
   torch::Tensor d = t.detach();
   if (reuse != nullptr && reuse->sizes().equals(d.sizes()) && reuse->scalar_type() == d.scalar_type() &&
       reuse->is_contiguous()) {
@@ -54,7 +55,12 @@ double seconds_since(Clock::time_point start) {
 
 // One save in flight: the snapshot it owns, the plan for the writer, and how it ended.
 struct Checkpointer::Job {
-  std::vector<torch::Tensor> keep_alive;  // backs plan.tensors; reused by the next save
+  std::vector<torch::Tensor> keep_alive;  // backs plan.tensors; reused by the next save when owned
+  bool owns_buffers = true;               // false: keep_alive holds the caller's own tensors
+  // Copies the writer makes before it writes (replicated_copied_late): source → staged buffer.
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> late_copies;
+  std::promise<void> copied;
+  std::shared_future<void> copied_future = copied.get_future().share();
   detail::CommitPlan plan;
   std::atomic<bool> cancelled{false};
   double snapshot_seconds = 0.0;
@@ -107,14 +113,22 @@ Checkpointer::~Checkpointer() {
 }
 
 std::optional<SaveResult> Checkpointer::save_async(SaveRequest request) {
+  return start(std::move(request), Snapshot::kCopy);
+}
+
+std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snapshot) {
   const auto start = Clock::now();
   // Validate everything on every rank before any rank writes, so that a bad request fails
   // the same way everywhere.
   nlohmann::json state = as_object(request.trainer_state, "trainer_state");
   const nlohmann::json arguments = as_object(request.arguments, "arguments");
+  // One list for the write plan, in the same order on every rank.
+  const std::size_t copied_now = request.replicated.size();
+  NamedTensors replicated = std::move(request.replicated);
+  for (auto& entry : request.replicated_copied_late) replicated.push_back(std::move(entry));
   std::vector<std::size_t> sizes;
-  sizes.reserve(request.replicated.size());
-  for (const auto& [name, t] : request.replicated) {
+  sizes.reserve(replicated.size());
+  for (const auto& [name, t] : replicated) {
     (void)to_storage_dtype(t.scalar_type());
     sizes.push_back(static_cast<std::size_t>(t.numel()) * t.element_size());
   }
@@ -125,18 +139,37 @@ std::optional<SaveResult> Checkpointer::save_async(SaveRequest request) {
 
   auto job = std::make_shared<Job>();
   const std::vector<int> owner = storage::plan_writes(sizes, world_size_);
+  job->owns_buffers = snapshot == Snapshot::kCopy;
   // The previous save's buffers, by position: a run saves the same tensors in the same order.
-  std::vector<torch::Tensor> staging = std::exchange(staging_, {});
-  auto take = [&](const torch::Tensor& t) {
+  std::vector<torch::Tensor> staging = job->owns_buffers ? std::exchange(staging_, {}) : std::vector<torch::Tensor>();
+  // The buffer of the same position in the previous save, if any (snapshot_copy and the late
+  // copies check that it still fits).
+  auto reusable = [&]() -> const torch::Tensor* {
     const std::size_t i = job->keep_alive.size();
-    job->keep_alive.push_back(snapshot(t, i < staging.size() ? &staging[i] : nullptr));
+    return i < staging.size() ? &staging[i] : nullptr;
+  };
+  auto take = [&](const torch::Tensor& t, bool late) {
+    const torch::Tensor d = t.detach();
+    if (snapshot == Snapshot::kNoCopy) {
+      job->keep_alive.push_back(d.is_cpu() && d.is_contiguous() ? d : d.to(torch::kCPU).contiguous());
+    } else if (late && d.is_cpu() && d.is_contiguous()) {
+      const torch::Tensor* reuse = reusable();
+      torch::Tensor staged = reuse != nullptr && reuse->sizes().equals(d.sizes()) &&
+                                     reuse->scalar_type() == d.scalar_type() && reuse->is_contiguous()
+                                 ? *reuse
+                                 : torch::empty(d.sizes(), d.options());
+      job->late_copies.emplace_back(d, staged);
+      job->keep_alive.push_back(staged);
+    } else {
+      job->keep_alive.push_back(snapshot_copy(d, reusable()));
+    }
     return job->keep_alive.back();
   };
-  for (std::size_t i = 0; i < request.replicated.size(); ++i) {
+  for (std::size_t i = 0; i < replicated.size(); ++i) {
     if (owner[i] != rank_) continue;
-    job->plan.tensors.push_back(make_ref(request.replicated[i].first, take(request.replicated[i].second)));
+    job->plan.tensors.push_back(make_ref(replicated[i].first, take(replicated[i].second, i >= copied_now)));
   }
-  for (const auto& [name, t] : request.per_rank) job->plan.tensors.push_back(make_ref(name, take(t)));
+  for (const auto& [name, t] : request.per_rank) job->plan.tensors.push_back(make_ref(name, take(t, false)));
   detail::CommitPlan& plan = job->plan;
   plan.root = root_;
   plan.rank = rank_;
@@ -159,6 +192,14 @@ std::optional<SaveResult> Checkpointer::save_async(SaveRequest request) {
 void Checkpointer::start_writer(std::shared_ptr<Job> job) {
   in_flight_ = job;
   writer_ = std::thread([job, store = store_.get()] {
+    // The late copies first: the training thread may be waiting for them (wait_for_snapshot).
+    // Plain memcpy, one thread: it overlaps the training thread's compute instead of
+    // competing with it for the intra-op thread pool.
+    for (const auto& [source, staged] : job->late_copies) {
+      std::memcpy(staged.data_ptr(), source.data_ptr(), static_cast<std::size_t>(source.nbytes()));
+    }
+    job->late_copies.clear();  // drops the references to the caller's tensors
+    job->copied.set_value();
     const auto start = Clock::now();
     const detail::CommitOutcome outcome = detail::run_commit(job->plan, *store, job->cancelled, kCancelLatency);
     SaveResult result;
@@ -166,23 +207,32 @@ void Checkpointer::start_writer(std::shared_ptr<Job> job) {
     result.committed = outcome.committed;
     result.dir = outcome.dir;
     result.error = outcome.error;
-    result.snapshot_seconds = job->snapshot_seconds;
     result.write_seconds = seconds_since(start);
     job->result.set_value(std::move(result));
   });
 }
 
+void Checkpointer::wait_for_snapshot() {
+  if (!in_flight_) return;
+  const auto start = Clock::now();
+  in_flight_->copied_future.wait();
+  in_flight_->snapshot_seconds += seconds_since(start);
+}
+
 std::optional<SaveResult> Checkpointer::wait() {
   if (!in_flight_) return std::nullopt;
+  wait_for_snapshot();
   SaveResult result = in_flight_->future.get();
+  result.snapshot_seconds = in_flight_->snapshot_seconds;
   writer_.join();
-  staging_ = std::move(in_flight_->keep_alive);  // written: free to be copied into next time
+  // Written: the buffers are free to be copied into next time (never the caller's own).
+  if (in_flight_->owns_buffers) staging_ = std::move(in_flight_->keep_alive);
   in_flight_.reset();
   return result;
 }
 
 std::filesystem::path Checkpointer::save(SaveRequest request) {
-  if (auto previous = save_async(std::move(request)); previous && !previous->committed) {
+  if (auto previous = start(std::move(request), Snapshot::kNoCopy); previous && !previous->committed) {
     logger("tenax.checkpoint")->error("an earlier checkpoint failed: {}", previous->error);
   }
   SaveResult result = *wait();

@@ -203,11 +203,13 @@ void Trainer::save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, s
   SaveRequest request;
   request.step = state_.global_step;
   request.epoch = state_.global_step / steps_per_epoch;
+  // Parameters and optimizer state change only in optimizer.step(), which waits for the
+  // snapshot (train()): the writer copies them late, overlapping the next step's compute.
+  // Everything else (sampler, RNG, user state, which callbacks may change) is copied now.
   const NamedTensors params = named_parameters();
-  for (const auto& [name, p] : params) request.replicated.emplace_back("model/" + name, p.detach());
-  for (auto& entry : capture_adamw_state(optimizer, params, Capture::kView)) {
-    request.replicated.push_back(std::move(entry));
-  }
+  NamedTensors& late = args_.save_async ? request.replicated_copied_late : request.replicated;
+  for (const auto& [name, p] : params) late.emplace_back("model/" + name, p.detach());
+  for (auto& entry : capture_adamw_state(optimizer, params, Capture::kView)) late.push_back(std::move(entry));
   const std::int64_t cursor = (state_.global_step % steps_per_epoch) * state_.train_batch_size;
   request.replicated.emplace_back(
       "sampler", torch::tensor({static_cast<std::int64_t>(args_.seed), request.epoch, cursor, state_.train_batch_size},
@@ -328,6 +330,9 @@ TrainOutput Trainer::train() {
     if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, args_.max_grad_norm);
     const double lr = args_.learning_rate * schedule.multiplier(step);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
+    // An async save copies the parameters and the optimizer state while this step's forward
+    // and backward ran; the update must not change them before that copy is done.
+    checkpointer.wait_for_snapshot();
     optimizer->step();
 
     const double loss_value = loss.item<double>();

@@ -1,5 +1,6 @@
 #include "tenax/sdk/checkpointer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -86,6 +87,84 @@ TEST(SdkCheckpointer, CorruptNewestFallsBackToPrevious) {
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(loaded->step, 5);
   EXPECT_TRUE(torch::equal(loaded->get("model/big"), torch::ones({1000})));
+}
+
+// replicated_copied_late: the writer copies; after wait_for_snapshot() the caller may change
+// the tensors and the checkpoint still holds the values of the call.
+TEST(SdkCheckpointer, LateCopyHoldsTheValuesOfTheCallOnceWaitedFor) {
+  const auto out = fresh_dir("late");
+  auto ckpt = solo(out);
+  NamedTensors live = replicated_state(3.0f);
+  SaveRequest r = request(5, {{"sampler", torch::tensor({int64_t{1}, int64_t{2}})}});
+  r.replicated_copied_late = live;
+  ASSERT_FALSE(ckpt->save_async(std::move(r)).has_value());
+  ckpt->wait_for_snapshot();
+  for (auto& [name, t] : live) t.add_(100);  // what the optimizer step does next
+  const auto result = ckpt->wait();
+  ASSERT_TRUE(result && result->committed) << (result ? result->error : "no result");
+  auto loaded = solo(out)->load_latest(wants_all);
+  ASSERT_TRUE(loaded.has_value());
+  for (const auto& [name, t] : replicated_state(3.0f)) EXPECT_TRUE(torch::equal(loaded->get(name), t)) << name;
+  EXPECT_TRUE(torch::equal(loaded->get("sampler"), torch::tensor({int64_t{1}, int64_t{2}})));
+}
+
+// save() writes from the caller's tensors without a copy; those must never become the staging
+// buffers a later async snapshot copies into.
+TEST(SdkCheckpointer, SynchronousSaveNeverLendsTheCallersTensorsToLaterSnapshots) {
+  const auto out = fresh_dir("nocopy");
+  auto ckpt = solo(out);
+  NamedTensors mine = replicated_state(1.0f);
+  ckpt->save(request(5, mine));
+  ckpt->save_async(request(10, replicated_state(2.0f)));
+  ASSERT_TRUE(ckpt->wait()->committed);
+  for (const auto& [name, t] : replicated_state(1.0f)) {
+    const auto it = std::find_if(mine.begin(), mine.end(), [&](const auto& e) { return e.first == name; });
+    EXPECT_TRUE(torch::equal(it->second, t)) << name << " was overwritten";
+  }
+  EXPECT_TRUE(torch::equal(solo(out)->load_latest(wants_all)->get("model/big"), torch::ones({1000}) * 2));
+}
+
+// A load into the caller's tensors (the Trainer's parameters) fills them in place.
+TEST(SdkCheckpointer, LoadFillsGivenDestinationsInPlace) {
+  const auto out = fresh_dir("inplace");
+  auto ckpt = solo(out);
+  ckpt->save(request(5, replicated_state(4.0f)));
+  torch::Tensor big = torch::zeros({1000});
+  torch::Tensor wrong_shape = torch::zeros({3});
+  const void* big_memory = big.data_ptr();
+  auto loaded = ckpt->load_latest(wants_all, [&](const std::string& name) {
+    if (name == "model/big") return big;
+    if (name == "model/a.bias") return wrong_shape;  // does not fit: a new tensor instead
+    return torch::Tensor();
+  });
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->get("model/big").data_ptr(), big_memory);
+  EXPECT_TRUE(torch::equal(big, torch::ones({1000}) * 4));
+  EXPECT_TRUE(torch::equal(loaded->get("model/a.bias"), torch::full({10}, 4.0f)));
+  EXPECT_TRUE(torch::equal(wrong_shape, torch::zeros({3})));
+}
+
+// Every checkpoint damaged after the in-place read began: refuse rather than train on from
+// half-overwritten weights.
+TEST(SdkCheckpointer, AllCheckpointsDamagedAfterAnInPlaceReadThrows) {
+  const auto out = fresh_dir("clobbered");
+  auto ckpt = solo(out);
+  ckpt->save(request(5, replicated_state(1.0f)));
+  const auto shard = out / "checkpoints" / "step-000000005" / "shard-00000-of-00001.h5";
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(shard) - 16));
+    f.write("garbage!", 8);
+  }
+  torch::Tensor big = torch::zeros({1000});
+  EXPECT_FALSE(ckpt->load_latest(wants_all).has_value());  // nothing given in place: nullopt
+  try {
+    ckpt->load_latest(wants_all, [&](const std::string& name) { return name == "model/big" ? big : torch::Tensor(); });
+    FAIL() << "expected StorageError";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("in place"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("move"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SdkCheckpointer, UncommittedDirectoryIsIgnored) {

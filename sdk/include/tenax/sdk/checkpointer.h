@@ -3,8 +3,10 @@
 //
 // save_async() is COLLECTIVE (every rank, same step, same replicated names, in the same order):
 // it first waits for the previous save of this Checkpointer, then snapshots — copies to host
-// memory, into the previous save's buffers when shapes match — only what this rank writes (its byte-balanced share of the replicated tensors plus
-// its own per-rank tensors) and returns. A background thread then writes the rank's HDF5 shard
+// memory, into the previous save's buffers when shapes match — only what this rank writes (its
+// byte-balanced share of the replicated tensors plus its own per-rank tensors) and returns;
+// tensors in replicated_copied_late are copied by the writer thread instead, and the caller
+// waits for that copy (wait_for_snapshot) before it modifies them. A background thread then writes the rank's HDF5 shard
 // and takes part in the commit, which is coordinated through the rendezvous store (keys under
 // this generation's "gen/<n>/ckpt/..."), never through the training communicator:
 //   rank 0 prepares the tmp directory → every rank writes its shard and reports its checksum →
@@ -77,6 +79,13 @@ struct SaveRequest {
   std::int64_t step = 0;
   std::int64_t epoch = 0;
   NamedTensors replicated;  ///< identical on every rank; split by bytes across ranks
+  /// Like `replicated`, but save_async() does not copy them before it returns: the writer
+  /// thread copies them first, while training goes on, and the caller must call
+  /// Checkpointer::wait_for_snapshot() before it next modifies any of them. The Trainer puts
+  /// the parameters and the optimizer state here and waits before the optimizer step, so the
+  /// copy overlaps the next forward and backward pass (CheckFreq's pipelined snapshot, FAST
+  /// '21). Tensors not on the CPU or not contiguous are copied at the call as usual.
+  NamedTensors replicated_copied_late;
   NamedTensors per_rank;    ///< this rank's own tensors (RNG, ...), written by this rank
   nlohmann::json trainer_state = nlohmann::json::object();
   nlohmann::json arguments = nlohmann::json::object();
@@ -116,11 +125,17 @@ class Checkpointer {
   /// an unsupported dtype, ConfigError for trainer_state/arguments that are not JSON objects.
   std::optional<SaveResult> save_async(SaveRequest request);
 
+  /// Returns once the save in flight (if any) has copied its `replicated_copied_late`
+  /// tensors, after which the caller may modify them again. The time blocked here counts as
+  /// the save's stall (SaveResult::snapshot_seconds).
+  void wait_for_snapshot();
+
   /// Waits for the save in flight; nullopt when there is none to collect.
   std::optional<SaveResult> wait();
 
-  /// save_async() then wait(); returns the committed directory, throws StorageError when the
-  /// save was not committed.
+  /// A synchronous save: the same commit as save_async() but written straight from the
+  /// request's tensors (no snapshot copy, as the caller waits anyway), then wait(). Returns
+  /// the committed directory, throws StorageError when the save was not committed.
   std::filesystem::path save(SaveRequest request);
 
   /// Returns, for a tensor name, the tensor a load should fill in place (say a model
@@ -146,6 +161,12 @@ class Checkpointer {
 
  private:
   struct Job;
+  /// How start() gets the bytes the writer reads.
+  enum class Snapshot {
+    kCopy,      ///< copied before start() returns (replicated_copied_late: by the writer)
+    kNoCopy,    ///< the request's own tensors, for a caller that waits for the write
+  };
+  std::optional<SaveResult> start(SaveRequest request, Snapshot snapshot);
   void start_writer(std::shared_ptr<Job> job);
 
   std::filesystem::path root_;
