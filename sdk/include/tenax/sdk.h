@@ -6,6 +6,7 @@
 #include "tenax/sdk/data.h"
 #include "tenax/sdk/grad_sync.h"
 #include "tenax/sdk/lr_schedule.h"
+#include "tenax/sdk/metrics.h"
 #include "tenax/sdk/model.h"
 #include "tenax/sdk/sampler.h"
 #include "tenax/sdk/state_capture.h"
