@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -134,6 +135,38 @@ TEST_F(TextDatasetFiles, LabelIdsFollowSortedOrder) {
     EXPECT_NE(std::string(e.what()).find("o.csv:3: label 'spoiled' is not one of the 2 known"),
               std::string::npos) << e.what();
   }
+}
+
+// Mangled files (random bytes spliced into a valid one): a ConfigError or records, never a
+// crash or another exception (run under ASan in build-asan).
+TEST_F(TextDatasetFiles, MangledFilesFailCleanly) {
+  const std::string valid[] = {
+      "text,label\n\"a, \"\"b\"\"\",1\nplain,0\n\"multi\nline\",1\n",
+      "text\tlabel\na\t1\nb\t0\n",
+      "{\"text\": \"a\", \"label\": 1}\n{\"text\": \"b\", \"label\": \"x\"}\n"};
+  const char* names[] = {"m.csv", "m.tsv", "m.jsonl"};
+  std::mt19937_64 rng(7);
+  const std::string alphabet = "\",\t\n\r{}:[]\\ab\xC3\xA9\xFF\x80";
+  std::size_t rejected = 0, read = 0;
+  for (int round = 0; round < 600; ++round) {
+    const std::size_t which = static_cast<std::size_t>(round) % 3;
+    std::string data = valid[which];
+    for (int edits = 1 + static_cast<int>(rng() % 4); edits > 0; --edits) {
+      const std::size_t at = rng() % (data.size() + 1);
+      const char c = rng() % 2 ? alphabet[rng() % alphabet.size()] : static_cast<char>(rng());
+      if (rng() % 3 == 0 && at < data.size()) data.erase(at, 1);
+      else data.insert(at, 1, c);
+    }
+    try {
+      const TextRecords r = read_text_records(write(names[which], data));
+      ASSERT_EQ(r.labels.size(), r.size());
+      ++read;
+    } catch (const ConfigError&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 50u);
+  EXPECT_GT(read, 50u);
 }
 
 // The fetched data set: the split sizes of README.md, two labels, and no text shared between
