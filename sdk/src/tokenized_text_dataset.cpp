@@ -1,0 +1,47 @@
+#include "tenax/sdk/tokenized_text_dataset.h"
+
+#include <torch/torch.h>
+
+#include "tenax/core/error.h"
+
+namespace tenax::sdk {
+
+TokenizedTextDataset::TokenizedTextDataset(const TextRecords& records, const LabelMap& labels,
+                                           const BertTokenizer& tokenizer,
+                                           std::int64_t max_length)
+    : labels_(labels.ids(records)) {
+  const auto options =
+      EncodeOptions().truncation(Truncation::kLongestFirst).max_length(max_length);
+  encodings_.reserve(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    try {
+      encodings_.push_back(records.paired
+                               ? tokenizer.encode(records.texts[i], records.text_pairs[i], options)
+                               : tokenizer.encode(records.texts[i], options));
+    } catch (const Error& e) {
+      throw ConfigError(records.path + ":" + std::to_string(records.lines[i]) + ": " + e.what());
+    }
+  }
+}
+
+const Encoding& TokenizedTextDataset::encoding(std::int64_t index) const {
+  if (index < 0 || index >= size()) {
+    throw Error("TokenizedTextDataset: index " + std::to_string(index) + " outside [0, " +
+                std::to_string(size()) + ")");
+  }
+  return encodings_[static_cast<std::size_t>(index)];
+}
+
+Example TokenizedTextDataset::get(std::int64_t index) const {
+  const Encoding& e = encoding(index);
+  const auto length = static_cast<std::int64_t>(e.size());
+  torch::Tensor input = torch::empty({2, length}, torch::kInt64);
+  auto a = input.accessor<std::int64_t, 2>();
+  for (std::int64_t i = 0; i < length; ++i) {
+    a[0][i] = e.input_ids[static_cast<std::size_t>(i)];
+    a[1][i] = e.token_type_ids[static_cast<std::size_t>(i)];
+  }
+  return {input, torch::tensor(labels_[static_cast<std::size_t>(index)], torch::kInt64)};
+}
+
+}  // namespace tenax::sdk
