@@ -7,12 +7,13 @@
 
 namespace tenax::sdk::detail {
 
-torch::Tensor additive_attention_mask(const torch::Tensor& attention_mask, torch::ScalarType dtype) {
+torch::Tensor additive_attention_mask(const torch::Tensor& attention_mask,
+                                      torch::ScalarType dtype) {
   const auto extended = attention_mask.unsqueeze(1).unsqueeze(2).to(dtype);
-  const double lowest = dtype == torch::kFloat64 ? std::numeric_limits<double>::lowest()
-                        : dtype == torch::kFloat16 ? -65504.0
+  const double lowest = dtype == torch::kFloat64    ? std::numeric_limits<double>::lowest()
+                        : dtype == torch::kFloat16  ? -65504.0
                         : dtype == torch::kBFloat16 ? -3.3895313892515355e38
-                                                     : double(std::numeric_limits<float>::lowest());
+                                                    : double(std::numeric_limits<float>::lowest());
   return (1.0 - extended) * lowest;
 }
 

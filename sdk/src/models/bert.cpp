@@ -3,6 +3,7 @@
 #include <string>
 
 #include <torch/nn/functional/loss.h>
+#include <torch/nn/init.h>
 
 #include "models/attention.h"
 #include "models/bert_layers.h"
@@ -65,7 +66,9 @@ BertForSequenceClassification::BertForSequenceClassification(BertConfig config)
   classifier_ =
       register_module("classifier", torch::nn::Linear(config_.hidden_size, config_.num_labels()));
   torch::NoGradGuard no_grad;
-  classifier_->weight.normal_(0.0, config_.initializer_range);
+  // nn::init::normal_ rather than Tensor::normal_: the latter's inline optional<Generator>
+  // default trips GCC 12's -Wmaybe-uninitialized in the -O1 sanitizer build.
+  torch::nn::init::normal_(classifier_->weight, 0.0, config_.initializer_range);
   classifier_->bias.zero_();
 }
 

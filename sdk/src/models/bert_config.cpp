@@ -22,7 +22,8 @@ bool read_int(const json& j, const std::string& where, const char* key, std::int
               bool required) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) {
-    if (required) fail(where, key, "missing (this key fixes a tensor shape and has no safe default)");
+    if (required)
+      fail(where, key, "missing (this key fixes a tensor shape and has no safe default)");
     return false;
   }
   if (!it->is_number_integer()) fail(where, key, "expected an integer, got " + it->dump());
@@ -50,8 +51,9 @@ ProblemType parse_problem_type(const std::string& where, const std::string& valu
     if (value == problem_type_name(t)) return t;
   }
   fail(where, "problem_type",
-       "\"" + value + "\" is not one of regression, single_label_classification, "
-       "multi_label_classification");
+       "\"" + value +
+           "\" is not one of regression, single_label_classification, "
+           "multi_label_classification");
 }
 
 std::map<std::int64_t, std::string> parse_id2label(const json& value, const std::string& where) {
@@ -67,7 +69,8 @@ std::map<std::int64_t, std::string> parse_id2label(const json& value, const std:
       id = -1;
     }
     if (id < 0) fail(where, "id2label", "key \"" + it.key() + "\" is not a class index");
-    if (!it.value().is_string()) fail(where, "id2label", "label of \"" + it.key() + "\" is not a string");
+    if (!it.value().is_string())
+      fail(where, "id2label", "label of \"" + it.key() + "\" is not a string");
     out[id] = it.value().get<std::string>();
   }
   return out;
@@ -178,7 +181,8 @@ BertConfig BertConfig::from_json_string(const std::string& text, const std::stri
     fail(where, "position_embedding_type",
          "\"" + *pos + "\" is not supported: Tenax's BERT has only \"absolute\" positions");
   }
-  if (auto pt = read_string(j, where, "problem_type")) c.problem_type = parse_problem_type(where, *pt);
+  if (auto pt = read_string(j, where, "problem_type"))
+    c.problem_type = parse_problem_type(where, *pt);
 
   // transformers: id2label wins; else num_labels; else 2 labels.
   if (j.contains("id2label") && !j["id2label"].is_null()) {

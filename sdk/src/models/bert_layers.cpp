@@ -23,9 +23,9 @@ BertEmbeddings::BertEmbeddings(const BertConfig& config) {
       "word_embeddings",
       torch::nn::Embedding(torch::nn::EmbeddingOptions(config.vocab_size, config.hidden_size)
                                .padding_idx(config.pad_token_id)));
-  position_embeddings_ = register_module(
-      "position_embeddings",
-      torch::nn::Embedding(config.max_position_embeddings, config.hidden_size));
+  position_embeddings_ =
+      register_module("position_embeddings",
+                      torch::nn::Embedding(config.max_position_embeddings, config.hidden_size));
   token_type_embeddings_ = register_module(
       "token_type_embeddings", torch::nn::Embedding(config.type_vocab_size, config.hidden_size));
   layer_norm_ = register_module("LayerNorm", make_layer_norm(config));
@@ -35,7 +35,8 @@ BertEmbeddings::BertEmbeddings(const BertConfig& config) {
 torch::Tensor BertEmbeddings::forward(const torch::Tensor& input_ids,
                                       const torch::Tensor& token_type_ids) {
   const auto position_ids =
-      torch::arange(input_ids.size(1), torch::TensorOptions().dtype(torch::kInt64).device(input_ids.device()))
+      torch::arange(input_ids.size(1),
+                    torch::TensorOptions().dtype(torch::kInt64).device(input_ids.device()))
           .unsqueeze(0);
   // transformers' order of additions: (word + token_type) + position.
   auto embeddings = word_embeddings_(input_ids) + token_type_embeddings_(token_type_ids);
@@ -59,9 +60,9 @@ torch::Tensor BertSelfAttention::forward(const torch::Tensor& hidden,
   auto split_heads = [&](const torch::Tensor& x) {
     return x.view({batch, seq, heads_, head_dim_}).permute({0, 2, 1, 3});
   };
-  auto context = scaled_dot_product_attention(split_heads(query_(hidden)), split_heads(key_(hidden)),
-                                              split_heads(value_(hidden)), additive_mask,
-                                              dropout_p_, is_training());
+  auto context = scaled_dot_product_attention(
+      split_heads(query_(hidden)), split_heads(key_(hidden)), split_heads(value_(hidden)),
+      additive_mask, dropout_p_, is_training());
   return context.permute({0, 2, 1, 3}).contiguous().view({batch, seq, heads_ * head_dim_});
 }
 
@@ -78,7 +79,8 @@ torch::Tensor BertResidualOutput::forward(const torch::Tensor& hidden,
 
 BertAttention::BertAttention(const BertConfig& config) {
   self_ = register_module("self", std::make_shared<BertSelfAttention>(config));
-  output_ = register_module("output", std::make_shared<BertResidualOutput>(config, config.hidden_size));
+  output_ =
+      register_module("output", std::make_shared<BertResidualOutput>(config, config.hidden_size));
 }
 
 torch::Tensor BertAttention::forward(const torch::Tensor& hidden,
@@ -87,7 +89,8 @@ torch::Tensor BertAttention::forward(const torch::Tensor& hidden,
 }
 
 BertIntermediate::BertIntermediate(const BertConfig& config) {
-  dense_ = register_module("dense", torch::nn::Linear(config.hidden_size, config.intermediate_size));
+  dense_ =
+      register_module("dense", torch::nn::Linear(config.hidden_size, config.intermediate_size));
 }
 
 torch::Tensor BertIntermediate::forward(const torch::Tensor& hidden) {
@@ -114,7 +117,8 @@ BertEncoder::BertEncoder(const BertConfig& config) {
 }
 
 torch::Tensor BertEncoder::forward(torch::Tensor hidden, const torch::Tensor& additive_mask) {
-  for (const auto& layer : *layers_) hidden = layer->as<BertLayer>()->forward(hidden, additive_mask);
+  for (const auto& layer : *layers_)
+    hidden = layer->as<BertLayer>()->forward(hidden, additive_mask);
   return hidden;
 }
 
@@ -130,10 +134,10 @@ void init_bert_weights(torch::nn::Module& module, double initializer_range) {
   torch::NoGradGuard no_grad;
   for (const auto& child : module.modules(/*include_self=*/false)) {
     if (auto* linear = child->as<torch::nn::Linear>()) {
-      linear->weight.normal_(0.0, initializer_range);
+      torch::nn::init::normal_(linear->weight, 0.0, initializer_range);
       if (linear->bias.defined()) linear->bias.zero_();
     } else if (auto* embedding = child->as<torch::nn::Embedding>()) {
-      embedding->weight.normal_(0.0, initializer_range);
+      torch::nn::init::normal_(embedding->weight, 0.0, initializer_range);
       if (auto pad = embedding->options.padding_idx()) embedding->weight[*pad].zero_();
     } else if (auto* norm = child->as<torch::nn::LayerNorm>()) {
       norm->weight.fill_(1.0);

@@ -1,7 +1,7 @@
 // The building blocks of BertModel, named as transformers names them so that the parameter
-// paths come out as "embeddings.word_embeddings.weight", "encoder.layer.0.attention.self.query.weight",
-// "encoder.layer.0.output.LayerNorm.bias", "pooler.dense.weight", ...
-// Private to sdk/. Thread-safety: as torch::nn::Module.
+// paths come out as "embeddings.word_embeddings.weight",
+// "encoder.layer.0.attention.self.query.weight", "encoder.layer.0.output.LayerNorm.bias",
+// "pooler.dense.weight", ... Private to sdk/. Thread-safety: as torch::nn::Module.
 #pragma once
 
 #include <torch/nn/module.h>

@@ -97,7 +97,8 @@ LoadingInfo load_weights(torch::nn::Module& model, const fs::path& path) {
   auto read = storage::read_safetensors(path);
   if (!read.is_ok()) {
     if (read.status().code() == StatusCode::kNotFound) {
-      throw StorageError(path.string() + ": missing (a Hugging Face model directory needs "
+      throw StorageError(path.string() +
+                         ": missing (a Hugging Face model directory needs "
                          "model.safetensors; .bin checkpoints are not supported)");
     }
     throw StorageError("cannot load " + path.string() + ": " + read.status().message());
@@ -132,15 +133,17 @@ LoadingInfo load_weights(torch::nn::Module& model, const fs::path& path) {
 void log_loading_info(const LoadingInfo& info, const fs::path& dir) {
   auto log = logger("tenax.sdk");
   if (!info.unexpected_keys.empty()) {
-    log->warn("Some weights of the model checkpoint at {} were not used when initializing "
-              "BertForSequenceClassification: {}",
-              dir.string(), join(info.unexpected_keys));
+    log->warn(
+        "Some weights of the model checkpoint at {} were not used when initializing "
+        "BertForSequenceClassification: {}",
+        dir.string(), join(info.unexpected_keys));
   }
   if (!info.missing_keys.empty()) {
-    log->warn("Some weights of BertForSequenceClassification were not initialized from the "
-              "model checkpoint at {} and are newly initialized: {}\nYou should probably TRAIN "
-              "this model on a down-stream task to be able to use it for predictions and inference.",
-              dir.string(), join(info.missing_keys));
+    log->warn(
+        "Some weights of BertForSequenceClassification were not initialized from the "
+        "model checkpoint at {} and are newly initialized: {}\nYou should probably TRAIN "
+        "this model on a down-stream task to be able to use it for predictions and inference.",
+        dir.string(), join(info.missing_keys));
   }
 }
 
@@ -193,7 +196,8 @@ std::shared_ptr<BertForSequenceClassification> BertForSequenceClassification::fr
 }
 
 void BertForSequenceClassification::save_pretrained(const fs::path& dir_in) const {
-  const fs::path dir = fs::absolute(dir_in).lexically_normal();
+  fs::path dir = fs::absolute(dir_in).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "out/" names the directory "out"
   check_replaceable(dir);
   const fs::path parent = dir.parent_path();
   fs::create_directories(parent);

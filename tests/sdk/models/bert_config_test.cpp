@@ -14,11 +14,16 @@ namespace {
 using nlohmann::json;
 
 json tiny() {
-  return json{{"model_type", "bert"},        {"vocab_size", 50},
-              {"hidden_size", 8},            {"num_hidden_layers", 2},
-              {"num_attention_heads", 2},    {"intermediate_size", 16},
-              {"max_position_embeddings", 16}, {"type_vocab_size", 2},
-              {"hidden_act", "gelu"},        {"position_embedding_type", "absolute"}};
+  return json{{"model_type", "bert"},
+              {"vocab_size", 50},
+              {"hidden_size", 8},
+              {"num_hidden_layers", 2},
+              {"num_attention_heads", 2},
+              {"intermediate_size", 16},
+              {"max_position_embeddings", 16},
+              {"type_vocab_size", 2},
+              {"hidden_act", "gelu"},
+              {"position_embedding_type", "absolute"}};
 }
 
 // Parsing `j` must throw a ConfigError whose message names the source and contains `needle`.
@@ -111,7 +116,8 @@ TEST(BertConfig, BadJsonAndMissingFileNameTheFile) {
     BertConfig::from_json_file("/nonexistent/config.json");
     ADD_FAILURE();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/config.json: cannot open"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/config.json: cannot open"),
+              std::string::npos);
   }
 }
 

@@ -63,8 +63,10 @@ TEST(BertRoundTrip, FineTunedModelSavesTheFileTransformersLoadedAndMatchesItsLog
       << meta.at("model_safetensors_sha256") << ")";
 
   torch::NoGradGuard no_grad;
-  const auto logits = model->forward(parity.at("input_ids"), parity.at("attention_mask"),
-                                     parity.at("token_type_ids")).logits;
+  const auto logits = model
+                          ->forward(parity.at("input_ids"), parity.at("attention_mask"),
+                                    parity.at("token_type_ids"))
+                          .logits;
   const double diff = (logits - roundtrip.at("logits")).abs().max().item<double>();
   std::cout << "max |diff| of fine-tuned logits vs transformers: " << diff << "\n";
   EXPECT_LE(diff, 1e-4);
@@ -77,8 +79,10 @@ TEST(BertRoundTrip, FineTunedModelSavesTheFileTransformersLoadedAndMatchesItsLog
   EXPECT_TRUE(reloaded->loading_info().missing_keys.empty());
   EXPECT_TRUE(reloaded->loading_info().unexpected_keys.empty());
   EXPECT_EQ(reloaded->config().num_labels(), test::kGoldenNumLabels);
-  EXPECT_TRUE(torch::equal(reloaded->forward(parity.at("input_ids"), parity.at("attention_mask"),
-                                             parity.at("token_type_ids")).logits,
+  EXPECT_TRUE(torch::equal(reloaded
+                               ->forward(parity.at("input_ids"), parity.at("attention_mask"),
+                                         parity.at("token_type_ids"))
+                               .logits,
                            logits));
   for (const char* file : {"vocab.txt", "tokenizer_config.json", "config.json"}) {
     EXPECT_TRUE(fs::exists(saved / file)) << file;

@@ -18,20 +18,24 @@ fs::path minilm_dir() {
   const fs::path dir = root / "all-minilm-l6-v2";
   if (!fs::exists(dir / "model.safetensors") || !fs::exists(dir / "config.json")) {
     throw std::runtime_error(
-        dir.string() + " has no all-MiniLM-L6-v2 weights (config.json, model.safetensors): run "
+        dir.string() +
+        " has no all-MiniLM-L6-v2 weights (config.json, model.safetensors): run "
         "tools/fetch_assets.sh (make test does), or point TENAX_ASSETS at a directory holding "
         "all-minilm-l6-v2/");
   }
   return dir;
 }
 
-fs::path goldens_dir() { return fs::path(TENAX_SOURCE_DIR) / "tests" / "sdk" / "models" / "goldens"; }
+fs::path goldens_dir() {
+  return fs::path(TENAX_SOURCE_DIR) / "tests" / "sdk" / "models" / "goldens";
+}
 
 namespace {
 storage::SafetensorsFile open_goldens(const fs::path& file) {
   auto read = storage::read_safetensors(file);
   if (!read.is_ok()) {
-    throw std::runtime_error("cannot read goldens " + file.string() + ": " + read.status().message() +
+    throw std::runtime_error("cannot read goldens " + file.string() + ": " +
+                             read.status().message() +
                              " (regenerate with tools/goldens/model_goldens.py)");
   }
   return std::move(read).value();
@@ -55,8 +59,8 @@ std::map<std::string, std::string> read_golden_metadata(const fs::path& file) {
   return open_goldens(file).metadata();
 }
 
-std::shared_ptr<sdk::BertForSequenceClassification> minilm_with_golden_head(const fs::path& assets,
-                                                                            const fs::path& goldens) {
+std::shared_ptr<sdk::BertForSequenceClassification> minilm_with_golden_head(
+    const fs::path& assets, const fs::path& goldens) {
   auto model = sdk::BertForSequenceClassification::from_pretrained(
       assets, sdk::BertPretrainedOptions().num_labels(kGoldenNumLabels));
   const auto parity = read_goldens(goldens / "minilm_parity.safetensors");
