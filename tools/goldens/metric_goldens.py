@@ -3,7 +3,7 @@
 accuracy, F1 (binary, macro), Matthews correlation, Pearson and Spearman on fixed vectors, which
 tests/text/metrics_test.cpp compares with tenax::sdk's metrics.
 
-    .venv-goldens/bin/python tools/goldens/metric_goldens.py    (tools/goldens/requirements.txt)
+    .venv-goldens/bin/python tools/goldens/metric_goldens.py    (tools/goldens/requirements-text.txt)
 """
 import json
 import math

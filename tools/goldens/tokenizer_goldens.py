@@ -5,7 +5,7 @@ tenax::sdk::BertTokenizer id by id.
 
 Run from the repository root after tools/fetch_assets.sh, in a venv (never the system Python):
     python3 -m venv .venv-goldens
-    .venv-goldens/bin/pip install -r tools/goldens/requirements.txt
+    .venv-goldens/bin/pip install -r tools/goldens/requirements-text.txt
     .venv-goldens/bin/python tools/goldens/tokenizer_goldens.py
 
 Only local files are read (no hub). Each line is one call:
