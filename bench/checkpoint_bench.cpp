@@ -1,10 +1,20 @@
-// Checkpoint throughput, async stall and reshard load of a BERT-base-sized training state
-// (110 M float32 parameters + AdamW exp_avg and exp_avg_sq: about 1.3 GB). Run by
+// Checkpoint throughput, async stall and reshard load of a real BERT-base training state: a
+// BertForSequenceClassification with bert-base-uncased's shapes (110 M float32 parameters)
+// plus its AdamW exp_avg and exp_avg_sq after one step: about 1.3 GB. Run by
 // bench/checkpoint_bench.sh, which measures `dd` on the same disk in the same invocation and
 // prints the ratios; this program prints one "name seconds bytes" line per measurement.
 //
 //   checkpoint_bench DIR [--reshard-writers N]
 //
+// - save_sync: Checkpointer::save (write, fsync, checksums, commit) of the whole state, 1 rank.
+// - async_stall: the time a training step is blocked by an async save: save_async() itself
+//   plus the wait before the optimizer step for the copy that runs beside the forward and
+//   backward pass (real ones: batch 8 x 128 tokens). step_plain / step_with_save are the
+//   whole step's times without and with that save, to show what the overlap costs.
+// - load_same: a cold resume of that checkpoint into the existing model and optimizer state
+//   (read in place, as the Trainer and PyTorch DCP do); load_fresh: the same into newly
+//   allocated tensors (each page then faults in once, which dd does not pay).
+// - load_reshard: the same bytes written by N ranks, loaded in place by one.
 // Cold reads drop the page cache first (echo 3 > /proc/sys/vm/drop_caches, root only); the
 // output says whether that worked.
 #include <chrono>
@@ -12,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +31,8 @@
 
 #include "tenax/elastic/in_memory_store.h"
 #include "tenax/sdk/checkpointer.h"
+#include "tenax/sdk/models/bert.h"
+#include "tenax/sdk/state_capture.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -37,43 +50,39 @@ bool drop_caches() {
   return static_cast<bool>(f);
 }
 
-// BERT-base's parameter shapes (embeddings, 12 encoder layers, pooler), HF names.
-NamedTensors bert_base_state() {
-  NamedTensors params;
-  auto add = [&](const std::string& name, std::vector<std::int64_t> shape) {
-    params.emplace_back(name, torch::randn(shape));
-  };
-  add("bert.embeddings.word_embeddings.weight", {30522, 768});
-  add("bert.embeddings.position_embeddings.weight", {512, 768});
-  add("bert.embeddings.token_type_embeddings.weight", {2, 768});
-  add("bert.embeddings.LayerNorm.weight", {768});
-  add("bert.embeddings.LayerNorm.bias", {768});
-  for (int l = 0; l < 12; ++l) {
-    const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
-    for (const char* m : {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
-      add(p + m + ".weight", {768, 768});
-      add(p + m + ".bias", {768});
-    }
-    add(p + "attention.output.LayerNorm.weight", {768});
-    add(p + "attention.output.LayerNorm.bias", {768});
-    add(p + "intermediate.dense.weight", {3072, 768});
-    add(p + "intermediate.dense.bias", {3072});
-    add(p + "output.dense.weight", {768, 3072});
-    add(p + "output.dense.bias", {768});
-    add(p + "output.LayerNorm.weight", {768});
-    add(p + "output.LayerNorm.bias", {768});
+// A real training setup: bert-base shapes, AdamW, one batch of random tokens.
+struct Training {
+  std::shared_ptr<tenax::sdk::BertForSequenceClassification> model;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  tenax::sdk::Batch batch;
+
+  Training() {
+    tenax::sdk::BertConfig config;  // defaults are bert-base-uncased's
+    model = std::make_shared<tenax::sdk::BertForSequenceClassification>(config);
+    optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(2e-5));
+    batch.input_ids = torch::randint(1000, 30000, {8, 128}, torch::kInt64);
+    batch.attention_mask = torch::ones({8, 128}, torch::kInt64);
+    batch.token_type_ids = torch::zeros({8, 128}, torch::kInt64);
+    batch.labels = torch::randint(0, 2, {8}, torch::kInt64);
   }
-  add("bert.pooler.dense.weight", {768, 768});
-  add("bert.pooler.dense.bias", {768});
-  NamedTensors state;
-  for (const auto& [name, t] : params) state.emplace_back("model/" + name, t);
-  for (const auto& [name, t] : params) {
-    state.emplace_back("optim/" + name + "/exp_avg", torch::randn_like(t));
-    state.emplace_back("optim/" + name + "/exp_avg_sq", torch::rand_like(t));
-    state.emplace_back("optim/" + name + "/step", torch::tensor(std::int64_t{1000}));
+  void forward_backward() {
+    optimizer->zero_grad();
+    model->forward(batch).loss.backward();
   }
-  return state;
-}
+  NamedTensors params() const {
+    NamedTensors out;
+    for (const auto& item : model->named_parameters(true)) out.emplace_back(item.key(), item.value());
+    return out;
+  }
+  // What the Trainer checkpoints: model/<name> and optim/<name>/..., as views.
+  NamedTensors state() const {
+    NamedTensors out;
+    const NamedTensors p = params();
+    for (const auto& [name, t] : p) out.emplace_back("model/" + name, t.detach());
+    for (auto& e : tenax::sdk::capture_adamw_state(*optimizer, p, tenax::sdk::Capture::kView)) out.push_back(std::move(e));
+    return out;
+  }
+};
 
 std::uint64_t bytes_of(const NamedTensors& state) {
   std::uint64_t n = 0;
@@ -89,10 +98,10 @@ std::uint64_t dir_bytes(const fs::path& dir) {
   return n;
 }
 
-tenax::sdk::SaveRequest request(const NamedTensors& state, int rank) {
+tenax::sdk::SaveRequest request(const NamedTensors& state, int rank, bool copied_late = false) {
   tenax::sdk::SaveRequest r;
   r.step = 100;
-  r.replicated = state;
+  (copied_late ? r.replicated_copied_late : r.replicated) = state;
   r.per_rank = {{"rng/rank" + std::to_string(rank) + "/cpu", torch::ones({5056}, torch::kUInt8)}};
   return r;
 }
@@ -114,18 +123,34 @@ double save_with_ranks(const fs::path& out, const NamedTensors& state, int world
   return since(start);
 }
 
-double load_all(const fs::path& out, std::uint64_t expect_bytes) {
+// Loads every model/optim tensor; in place into `into` when given. Returns the seconds.
+double load_all(const fs::path& out, std::uint64_t expect_bytes, const NamedTensors* into) {
   tenax::sdk::Checkpointer reader(out, 0, 1, 0, std::make_unique<tenax::elastic::InMemoryStore>());
+  std::map<std::string, torch::Tensor> destinations;
+  if (into != nullptr) {
+    for (const auto& [name, t] : *into) destinations.emplace(name, t);
+  }
   const auto start = Clock::now();
-  auto loaded = reader.load_latest([](const std::string& n) { return n.rfind("model/", 0) == 0 || n.rfind("optim/", 0) == 0; });
+  auto loaded = reader.load_latest(
+      [](const std::string& n) { return n.rfind("model/", 0) == 0 || n.rfind("optim/", 0) == 0; },
+      [&](const std::string& n) {
+        const auto it = destinations.find(n);
+        return it == destinations.end() ? torch::Tensor() : it->second;
+      });
   const double seconds = since(start);
   std::uint64_t got = 0;
+  std::uint64_t in_place = 0;
   if (loaded) {
-    for (const auto& [name, t] : loaded->tensors) got += static_cast<std::uint64_t>(t.numel()) * t.element_size();
+    for (const auto& [name, t] : loaded->tensors) {
+      got += static_cast<std::uint64_t>(t.numel()) * t.element_size();
+      const auto it = destinations.find(name);
+      if (it != destinations.end() && it->second.data_ptr() == t.data_ptr()) in_place += static_cast<std::uint64_t>(t.nbytes());
+    }
   }
-  if (got != expect_bytes) {
-    std::fprintf(stderr, "load of %s returned %llu bytes, expected %llu\n", out.c_str(),
-                 static_cast<unsigned long long>(got), static_cast<unsigned long long>(expect_bytes));
+  if (got != expect_bytes || (into != nullptr && in_place + 8 * 1000 < expect_bytes)) {
+    std::fprintf(stderr, "load of %s returned %llu bytes (%llu in place), expected %llu\n", out.c_str(),
+                 static_cast<unsigned long long>(got), static_cast<unsigned long long>(in_place),
+                 static_cast<unsigned long long>(expect_bytes));
     std::exit(1);
   }
   return seconds;
@@ -144,7 +169,10 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--reshard-writers") reshard_writers = std::atoi(argv[i + 1]);
   }
   torch::manual_seed(0);
-  const NamedTensors state = bert_base_state();
+  Training training;
+  training.forward_backward();
+  training.optimizer->step();  // creates the AdamW state
+  const NamedTensors state = training.state();
   const std::uint64_t tensor_bytes = bytes_of(state);
   std::printf("state %llu bytes in %zu tensors\n", static_cast<unsigned long long>(tensor_bytes), state.size());
 
@@ -153,28 +181,50 @@ int main(int argc, char** argv) {
   const double sync_s = save_with_ranks(dir / "sync", state, 1);
   std::printf("save_sync %.4f %llu\n", sync_s, static_cast<unsigned long long>(dir_bytes(dir / "sync")));
 
-  // 2. Async save, one rank: the training thread's stall is save_async()'s duration.
+  // 2. Async save in a training step, one rank, as the Trainer does it.
   fs::remove_all(dir / "async");
   {
     tenax::sdk::Checkpointer ckpt(dir / "async", 0, 1, 0, std::make_unique<tenax::elastic::InMemoryStore>());
-    // A first save warms what a long run has warm (allocator, page tables); the second is timed.
-    (void)ckpt.save_async(request(state, 0));
+    // A first save warms what a long run has warm (staging buffers, page tables).
+    (void)ckpt.save_async(request(state, 0, true));
     (void)ckpt.wait();
-    auto r = request(state, 0);
+    auto step_start = Clock::now();
+    training.forward_backward();
+    training.optimizer->step();
+    const double step_plain = since(step_start);
+
+    auto r = request(state, 0, true);
     r.step = 200;
-    const auto start = Clock::now();
+    step_start = Clock::now();
     (void)ckpt.save_async(std::move(r));
-    const double stall = since(start);
+    const double call = since(step_start);
+    training.forward_backward();
+    const auto wait_start = Clock::now();
+    ckpt.wait_for_snapshot();
+    const double blocked = since(wait_start);
+    training.optimizer->step();
+    const double step_with_save = since(step_start);
     const auto done = ckpt.wait();
-    std::printf("async_stall %.4f %llu\n", stall, static_cast<unsigned long long>(tensor_bytes));
-    std::printf("async_total %.4f %llu\n", stall + done->write_seconds, static_cast<unsigned long long>(tensor_bytes));
+    if (!done || !done->committed) {
+      std::fprintf(stderr, "async save failed: %s\n", done ? done->error.c_str() : "no result");
+      return 1;
+    }
+    std::printf("async_stall %.4f %llu\n", call + blocked, static_cast<unsigned long long>(tensor_bytes));
+    std::printf("async_call %.4f 0\n", call);
+    std::printf("async_wait_before_update %.4f 0\n", blocked);
+    std::printf("step_plain %.4f 0\n", step_plain);
+    std::printf("step_with_save %.4f 0\n", step_with_save);
   }
 
-  // 3. Cold load of the 1-rank checkpoint (every tensor read and verified).
+  // 3. Cold loads of the 1-rank checkpoint (every tensor read and verified).
   const bool cold = drop_caches();
   std::printf("cache_dropped %d 0\n", cold ? 1 : 0);
-  const double load_s = load_all(dir / "sync", tensor_bytes);
+  const NamedTensors live = training.state();
+  const double load_s = load_all(dir / "sync", tensor_bytes, &live);
   std::printf("load_same %.4f %llu\n", load_s, static_cast<unsigned long long>(dir_bytes(dir / "sync")));
+  drop_caches();
+  const double fresh_s = load_all(dir / "sync", tensor_bytes, nullptr);
+  std::printf("load_fresh %.4f %llu\n", fresh_s, static_cast<unsigned long long>(dir_bytes(dir / "sync")));
 
   // 4. Reshard: written by N ranks, loaded by a rank of another world (every rank reads the
   //    whole replicated state through the manifest's index, whatever shard holds it).
@@ -183,7 +233,7 @@ int main(int argc, char** argv) {
   std::printf("save_%d_ranks %.4f %llu\n", reshard_writers, nsave_s,
               static_cast<unsigned long long>(dir_bytes(dir / "reshard")));
   drop_caches();
-  const double reshard_s = load_all(dir / "reshard", tensor_bytes);
+  const double reshard_s = load_all(dir / "reshard", tensor_bytes, &live);
   std::printf("load_reshard %.4f %llu\n", reshard_s, static_cast<unsigned long long>(dir_bytes(dir / "reshard")));
   return 0;
 }
