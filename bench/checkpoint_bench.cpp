@@ -165,8 +165,10 @@ int main(int argc, char** argv) {
   }
   const fs::path dir = argv[1];
   int reshard_writers = 4;
+  int save_repeats = 0;  // > 0: only time that many synchronous saves (for profiling)
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--reshard-writers") reshard_writers = std::atoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--save-repeats") save_repeats = std::atoi(argv[i + 1]);
   }
   torch::manual_seed(0);
   Training training;
@@ -175,6 +177,12 @@ int main(int argc, char** argv) {
   const NamedTensors state = training.state();
   const std::uint64_t tensor_bytes = bytes_of(state);
   std::printf("state %llu bytes in %zu tensors\n", static_cast<unsigned long long>(tensor_bytes), state.size());
+
+  for (int i = 0; i < save_repeats; ++i) {
+    fs::remove_all(dir / "sync");
+    std::printf("save_sync %.4f\n", save_with_ranks(dir / "sync", state, 1));
+  }
+  if (save_repeats > 0) return 0;
 
   // 1. Synchronous save, one rank: the whole write + fsync + commit.
   fs::remove_all(dir / "sync");
