@@ -1,6 +1,11 @@
 #include "tenax/sdk/checkpointer.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <future>
 #include <utility>
@@ -192,6 +197,12 @@ std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snap
 void Checkpointer::start_writer(std::shared_ptr<Job> job) {
   in_flight_ = job;
   writer_ = std::thread([job, store = store_.get()] {
+    // Lowest CPU priority (for this thread only, Linux): the writer's hashing and page-cache
+    // copying should fill the cores the training threads leave idle rather than slow every
+    // OpenMP region of the step by taking a core from it (bench/checkpoint_bench.cpp).
+    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19) != 0) {
+      logger("tenax.checkpoint")->debug("could not lower the writer thread's priority: {}", std::strerror(errno));
+    }
     // The late copies first: the training thread may be waiting for them (wait_for_snapshot).
     // Plain memcpy, one thread: it overlaps the training thread's compute instead of
     // competing with it for the intra-op thread pool.
