@@ -5,8 +5,14 @@
 //       --max-steps 60 --save-steps 20 --fail-at-step 30 --fail-rank 1   (one command line)
 //
 // --fail-at-step S --fail-rank R: rank R SIGKILLs itself right after step S, in the first
-// generation only (TENAX_RESTART_COUNT=0), so the restarted job runs through.
+// generation only (TENAX_RESTART_COUNT=0), so the restarted job runs through. So that a test
+// knows which checkpoint the resume must use, the kill waits until the last save before S is
+// committed (async saves commit in the background, and a crash loses the one in flight).
 #include <csignal>
+#include <thread>
+#include <filesystem>
+#include <cstdio>
+#include <chrono>
 #include <unistd.h>
 #include <cstdlib>
 #include <iostream>
@@ -67,14 +73,23 @@ class Regressor final : public tenax::sdk::Model {
   torch::nn::Dropout dropout_;
 };
 
-/// Kills this process with SIGKILL after step `step` on rank `rank`, first generation only.
+/// Kills this process with SIGKILL after step `step` on rank `rank`, first generation only,
+/// once the last checkpoint before that step is committed (waits up to a minute for it).
 class FailureInjection final : public tenax::sdk::TrainerCallback {
  public:
   FailureInjection(std::int64_t step, int rank, std::int64_t restart_count)
       : step_(step), rank_(rank), armed_(restart_count == 0) {}
-  void on_step_end(const tenax::sdk::TrainingArguments&, tenax::sdk::TrainerState& state,
+  void on_step_end(const tenax::sdk::TrainingArguments& args, tenax::sdk::TrainerState& state,
                    tenax::sdk::TrainerControl&) override {
     if (armed_ && state.global_step == step_ && state.rank == rank_) {
+      if (args.save_steps > 0 && step_ >= args.save_steps) {
+        char name[32];
+        std::snprintf(name, sizeof name, "step-%09lld", static_cast<long long>(step_ / args.save_steps * args.save_steps));
+        const auto manifest = std::filesystem::path(args.output_dir) / "checkpoints" / name / "manifest.json";
+        for (int i = 0; i < 6000 && !std::filesystem::exists(manifest); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
       tenax::logger("example")->warn("failure injection: rank {} kills itself with SIGKILL after step {}",
                                      rank_, step_);
       std::raise(SIGKILL);

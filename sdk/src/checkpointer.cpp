@@ -197,10 +197,13 @@ std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snap
 void Checkpointer::start_writer(std::shared_ptr<Job> job) {
   in_flight_ = job;
   writer_ = std::thread([job, store = store_.get()] {
-    // Lowest CPU priority (for this thread only, Linux): the writer's hashing and page-cache
-    // copying should fill the cores the training threads leave idle rather than slow every
-    // OpenMP region of the step by taking a core from it (bench/checkpoint_bench.cpp).
-    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19) != 0) {
+    // A lower CPU priority for this thread only (Linux: nice is per thread). At nice 0 the
+    // writer's hashing and page-cache copying took a core from every OpenMP region of a
+    // CPU-bound step: +50 % step time during a BERT-base save on 2 cores; at nice 10 +3.5 %
+    // (bench/checkpoint_bench.cpp). Nice 19 removed even that but starved the writer so long
+    // that a commit due in milliseconds was still pending ten steps later: more work lost at
+    // a crash (tests/integration/kill_resume_test.cpp caught it).
+    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10) != 0) {
       logger("tenax.checkpoint")->debug("could not lower the writer thread's priority: {}", std::strerror(errno));
     }
     // The late copies first: the training thread may be waiting for them (wait_for_snapshot).
