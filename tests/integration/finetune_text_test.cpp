@@ -42,17 +42,17 @@ fs::path work_dir() {
   return dir;
 }
 
-struct Run {
+struct JobRun {
   int exit_code = -1;
   std::string log;     // stdout and stderr together
   std::string stdout_text;
 };
 
-Run run_command(const std::string& command, const fs::path& dir) {
+JobRun run_command(const std::string& command, const fs::path& dir) {
   fs::create_directories(dir);
   const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
   const int status = std::system((command + " > " + out.string() + " 2> " + err.string()).c_str());
-  Run r;
+  JobRun r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   auto slurp = [](const fs::path& p) {
     std::ifstream in(p);
@@ -91,7 +91,7 @@ TEST(IntegrationFinetuneText, KilledRankResumesFinishesAndSavesALoadableModel) {
       " --max-length 32 --per-device-train-batch-size 8 --per-device-eval-batch-size 32 --learning-rate 1e-4"
       " --save-steps 5 --logging-steps 4 --train-limit 256 --eval-limit 96 --threads 1"
       " --fail-at-step 8 --fail-rank 1";
-  const Run r = run_command(cmd, dir);
+  const JobRun r = run_command(cmd, dir);
   ASSERT_EQ(r.exit_code, 0) << r.log;
   EXPECT_NE(r.log.find("SIGKILL"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("at step 5"), std::string::npos) << "resumed from the step-5 checkpoint\n" << r.log;
@@ -138,7 +138,7 @@ TEST(IntegrationFinetuneText, KilledRankResumesFinishesAndSavesALoadableModel) {
 
 TEST(IntegrationFinetuneText, MissingAssetsAreAUsageErrorThatSaysHowToFetchThem) {
   const fs::path dir = work_dir() / "no-assets";
-  const Run r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
+  const JobRun r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
                                 " --model-dir " + (dir / "nowhere").string(),
                             dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
@@ -148,7 +148,7 @@ TEST(IntegrationFinetuneText, MissingAssetsAreAUsageErrorThatSaysHowToFetchThem)
 
 TEST(IntegrationFinetuneText, BadFlagValueIsAUsageErrorNamingTheFlag) {
   const fs::path dir = work_dir() / "bad-flag";
-  const Run r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
+  const JobRun r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
                                 " --max-length abc",
                             dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;

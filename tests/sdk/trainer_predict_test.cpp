@@ -109,7 +109,10 @@ TEST_P(TrainerPredict, EveryRankGetsEveryRowInDatasetOrder) {
   ASSERT_EQ(outputs.size(), static_cast<std::size_t>(world));
   for (const auto& out : outputs) {
     ASSERT_EQ(out.predictions.sizes(), expected_logits.sizes());
-    EXPECT_TRUE(torch::equal(out.predictions, expected_logits)) << out.predictions << expected_logits;
+    // Close, not equal: a GEMM's rows may round differently with another batch composition;
+    // a row out of place or a dropout mask is off by far more than this.
+    EXPECT_TRUE(torch::allclose(out.predictions, expected_logits, 1e-5, 1e-6)) << out.predictions << expected_logits;
+    EXPECT_TRUE(torch::equal(out.predictions, outputs.front().predictions)) << "every rank gets the same bytes";
     ASSERT_TRUE(out.label_ids.defined());
     EXPECT_TRUE(torch::equal(out.label_ids, data->y())) << out.label_ids;
     ASSERT_EQ(out.metrics.count("test_loss"), 1u);
