@@ -7,7 +7,6 @@
 // --fail-at-step S --fail-rank R: rank R SIGKILLs itself right after step S, in the first
 // generation only (TENAX_RESTART_COUNT=0), so the restarted job runs through.
 #include <csignal>
-#include <unistd.h>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -20,6 +19,7 @@
 #include "tenax/elastic/worker_context.h"
 #include "tenax/core/exit_codes.h"
 #include "tenax/sdk/trainer.h"
+#include "fault_injection.h"
 
 namespace {
 
@@ -65,47 +65,6 @@ class Regressor final : public tenax::sdk::Model {
  private:
   torch::nn::Linear fc1_, fc2_, out_;
   torch::nn::Dropout dropout_;
-};
-
-/// Kills this process with SIGKILL after step `step` on rank `rank`, first generation only.
-class FailureInjection final : public tenax::sdk::TrainerCallback {
- public:
-  FailureInjection(std::int64_t step, int rank, std::int64_t restart_count)
-      : step_(step), rank_(rank), armed_(restart_count == 0) {}
-  void on_step_end(const tenax::sdk::TrainingArguments&, tenax::sdk::TrainerState& state,
-                   tenax::sdk::TrainerControl&) override {
-    if (armed_ && state.global_step == step_ && state.rank == rank_) {
-      tenax::logger("example")->warn("failure injection: rank {} kills itself with SIGKILL after step {}",
-                                     rank_, step_);
-      std::raise(SIGKILL);
-    }
-  }
-
- private:
-  std::int64_t step_;
-  int rank_;
-  bool armed_;
-};
-
-/// Sends `signal` to the agent (this worker's parent) after step `step`, from rank 0 — the way
-/// Slurm's warning signal or scancel reaches a job — so that the preemption path can be tested.
-class PreemptionInjection final : public tenax::sdk::TrainerCallback {
- public:
-  PreemptionInjection(std::int64_t step, int signal) : step_(step), signal_(signal) {}
-  void on_step_end(const tenax::sdk::TrainingArguments&, tenax::sdk::TrainerState& state,
-                   tenax::sdk::TrainerControl&) override {
-    if (!sent_ && state.global_step == step_ && state.rank == 0) {
-      tenax::logger("example")->warn("preemption injection: sending {} to the agent (pid {}) after step {}",
-                                     signal_ == SIGUSR1 ? "SIGUSR1" : "SIGTERM", ::getppid(), step_);
-      ::kill(::getppid(), signal_);
-      sent_ = true;
-    }
-  }
-
- private:
-  std::int64_t step_;
-  int signal_;
-  bool sent_ = false;
 };
 
 struct Options {
@@ -194,11 +153,11 @@ int main(int argc, char** argv) {
 
     tenax::sdk::Trainer trainer(model, options.args, data, context);
     if (options.fail_at_step >= 0) {
-      trainer.add_callback(std::make_shared<FailureInjection>(options.fail_at_step, options.fail_rank,
+      trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(options.fail_at_step, options.fail_rank,
                                                               context.restart_count()));
     }
     if (options.preempt_at_step >= 0) {
-      trainer.add_callback(std::make_shared<PreemptionInjection>(options.preempt_at_step, options.preempt_signal));
+      trainer.add_callback(std::make_shared<tenax::examples::PreemptionInjection>(options.preempt_at_step, options.preempt_signal));
     }
     const tenax::sdk::TrainOutput out = trainer.train();
     context.finalize();

@@ -19,6 +19,7 @@ void TrainingArguments::validate() const {
   require(max_steps > 0 || num_train_epochs > 0, "max_steps",
           "set max_steps > 0 or num_train_epochs > 0");
   require(per_device_train_batch_size > 0, "per_device_train_batch_size", "must be >= 1");
+  require(per_device_eval_batch_size > 0, "per_device_eval_batch_size", "must be >= 1");
   require(gradient_accumulation_steps > 0, "gradient_accumulation_steps", "must be >= 1");
   require(learning_rate >= 0 && std::isfinite(learning_rate), "learning_rate", "must be >= 0 and finite");
   require(weight_decay >= 0, "weight_decay", "must be >= 0");
@@ -45,6 +46,7 @@ nlohmann::json TrainingArguments::to_json() const {
           {"num_train_epochs", num_train_epochs},
           {"max_steps", max_steps},
           {"per_device_train_batch_size", per_device_train_batch_size},
+          {"per_device_eval_batch_size", per_device_eval_batch_size},
           {"gradient_accumulation_steps", gradient_accumulation_steps},
           {"learning_rate", learning_rate},
           {"weight_decay", weight_decay},

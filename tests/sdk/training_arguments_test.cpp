@@ -27,6 +27,9 @@ TEST(SdkTrainingArguments, ValidArgumentsPassAndBadOnesNameTheField) {
   b.per_device_train_batch_size = 0;
   EXPECT_NE(error_of(b).find("per_device_train_batch_size"), std::string::npos);
   b = a;
+  b.per_device_eval_batch_size = 0;
+  EXPECT_NE(error_of(b).find("per_device_eval_batch_size"), std::string::npos);
+  b = a;
   b.warmup_ratio = 1.5;
   EXPECT_NE(error_of(b).find("warmup_ratio"), std::string::npos);
   b = a;

@@ -6,15 +6,20 @@
 // train() first restores the newest committed checkpoint under args.output_dir (model,
 // AdamW moments, this rank's RNG, data position), then trains to max_steps, logging every
 // logging_steps and saving every save_steps and at the end.
-// Thread-safety: one training thread. train() is collective (all ranks call it).
+// predict() and evaluate() run the model in eval mode over another dataset, each rank on a
+// contiguous shard, and gather the logits so that every rank gets all rows in dataset order.
+// Thread-safety: one training thread. train(), predict() and evaluate() are collective (all
+// ranks call them, in the same order).
 //
 //   tenax::sdk::Trainer trainer(model, args, dataset, ctx);
 //   trainer.add_callback(std::make_shared<MyCallback>());
 //   auto out = trainer.train();
+//   Logs m = trainer.evaluate(*validation, compute_accuracy);   // {"eval_accuracy": ..., ...}
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/optim/adamw.h>
@@ -24,6 +29,7 @@
 #include "tenax/sdk/data.h"
 #include "tenax/sdk/lr_schedule.h"
 #include "tenax/sdk/model.h"
+#include "tenax/sdk/prediction.h"
 #include "tenax/sdk/state_capture.h"
 #include "tenax/sdk/trainer_callback.h"
 #include "tenax/sdk/training_arguments.h"
@@ -62,6 +68,19 @@ class Trainer {
   /// Collective. Restores, trains, saves. Throws on failure (the launcher restarts the job).
   TrainOutput train();
 
+  /// Collective. The model's logits and the labels for every sample of `dataset`, in dataset
+  /// order, on every rank: each rank runs prediction_step over its contiguous shard in batches
+  /// of per_device_eval_batch_size (eval mode, no autograd), then the rows are allgathered.
+  /// metrics: <prefix>_loss (sample-weighted mean, when the batches carry labels),
+  /// <prefix>_runtime, <prefix>_samples_per_second, and compute_metrics' values prefixed.
+  /// The model's train/eval mode is restored afterwards. Fires on_predict.
+  virtual PredictionOutput predict(const Dataset& dataset, const ComputeMetrics& compute_metrics = {},
+                                   const std::string& metric_key_prefix = "test");
+  /// Collective. predict()'s metrics with the "eval" prefix (eval_loss, eval_accuracy, ...),
+  /// appended to state().log_history and reported through on_log and on_evaluate.
+  virtual Logs evaluate(const Dataset& dataset, const ComputeMetrics& compute_metrics = {},
+                        const std::string& metric_key_prefix = "eval");
+
   const TrainerState& state() const { return state_; }
   const TrainingArguments& args() const { return args_; }
   Model& model() { return *model_; }
@@ -72,6 +91,8 @@ class Trainer {
   /// Forward and backward of one micro-batch (the loss divided by the number of micro-batches
   /// per step when accumulating); returns that detached loss.
   virtual torch::Tensor training_step(Model& model, const Batch& batch);
+  /// Forward of one evaluation micro-batch without autograd (the model is in eval mode).
+  virtual PredictionStepOutput prediction_step(Model& model, const Batch& batch);
   /// AdamW over all trainable parameters with args' betas, eps and weight decay.
   virtual std::unique_ptr<torch::optim::AdamW> create_optimizer();
   /// The schedule for a run of `num_training_steps` optimizer steps.
@@ -85,6 +106,9 @@ class Trainer {
   /// `must_succeed` (final save, or on_save_error = "stop").
   void report_save(const SaveResult& result, bool must_succeed);
   Batch load_batch(const std::vector<std::int64_t>& indices) const;
+  /// predict() without the callback: shard, prediction_step, gather, metrics.
+  PredictionOutput prediction_loop(const Dataset& dataset, const ComputeMetrics& compute_metrics,
+                                   const std::string& metric_key_prefix);
 
   template <typename Fn>
   void notify(Fn&& fn) {

@@ -62,6 +62,10 @@ class TrainerCallback {
   virtual void on_step_begin(const TrainingArguments&, TrainerState&, TrainerControl&) {}
   virtual void on_step_end(const TrainingArguments&, TrainerState&, TrainerControl&) {}
   virtual void on_log(const TrainingArguments&, TrainerState&, TrainerControl&, const Logs&) {}
+  /// After Trainer::evaluate, with its prefixed metrics (eval_loss, eval_accuracy, ...).
+  virtual void on_evaluate(const TrainingArguments&, TrainerState&, TrainerControl&, const Logs& /*metrics*/) {}
+  /// After Trainer::predict, with its prefixed metrics (test_loss, ...).
+  virtual void on_predict(const TrainingArguments&, TrainerState&, TrainerControl&, const Logs& /*metrics*/) {}
   /// After a checkpoint committed; `checkpoint_dir` is the committed directory. With async
   /// saves this comes when the commit is known: at the next save point or the end of training,
   /// on every rank at the same step.

@@ -22,6 +22,7 @@ struct TrainingArguments {
   double num_train_epochs = 3.0;           ///< used when max_steps <= 0
   std::int64_t max_steps = -1;             ///< > 0 overrides num_train_epochs
   std::int64_t per_device_train_batch_size = 8;
+  std::int64_t per_device_eval_batch_size = 8;  ///< predict()/evaluate() batch per rank
   /// Micro-batches per optimizer step (gradients are synchronised once, after the last). On an
   /// elastic resume into another world size it is recomputed so that the global batch
   /// (world x per_device_train_batch_size x gradient_accumulation_steps) stays the checkpoint's.

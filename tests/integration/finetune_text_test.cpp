@@ -1,0 +1,158 @@
+// examples/finetune_text end to end, small: `tenax run` starts 2 workers that fine-tune
+// all-MiniLM-L6-v2 on a slice of Rotten Tomatoes (max_length 32, 12 steps); rank 1 SIGKILLs
+// itself after step 8; the agent restarts the generation, which resumes from the step-5
+// checkpoint and finishes; rank 0 prints TENAX_RESULT and writes <output>/model, which loads
+// back with BertForSequenceClassification::from_pretrained and holds the final checkpoint's
+// weights. Needs the assets of tools/fetch_assets.sh (fails, never skips, without them).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tenax/sdk/models/bert.h"
+#include "tenax/storage/checkpoint_reader.h"
+#include "tenax/storage/layout.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kMaxSteps = 12;
+
+fs::path assets_dir() {
+  const char* env = std::getenv("TENAX_ASSETS");
+  return env != nullptr && *env != '\0' ? fs::path(env) : fs::path(TENAX_SOURCE_DIR) / ".assets";
+}
+
+fs::path work_dir() {
+  static const fs::path dir = [] {
+    auto d = fs::path(::testing::TempDir()) / ("tenax-finetune-" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+struct Run {
+  int exit_code = -1;
+  std::string log;     // stdout and stderr together
+  std::string stdout_text;
+};
+
+Run run_command(const std::string& command, const fs::path& dir) {
+  fs::create_directories(dir);
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const int status = std::system((command + " > " + out.string() + " 2> " + err.string()).c_str());
+  Run r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  r.stdout_text = slurp(out);
+  r.log = r.stdout_text + slurp(err);
+  return r;
+}
+
+nlohmann::json result_line(const std::string& stdout_text) {
+  std::istringstream lines(stdout_text);
+  std::string line;
+  int found = 0;
+  nlohmann::json result;
+  while (std::getline(lines, line)) {
+    if (line.rfind("TENAX_RESULT ", 0) != 0) continue;
+    ++found;
+    result = nlohmann::json::parse(line.substr(13), nullptr, false);
+  }
+  EXPECT_EQ(found, 1) << "exactly one TENAX_RESULT line (from rank 0)\n" << stdout_text;
+  return result;
+}
+
+TEST(IntegrationFinetuneText, KilledRankResumesFinishesAndSavesALoadableModel) {
+  ASSERT_TRUE(fs::exists(assets_dir() / "all-minilm-l6-v2" / "model.safetensors"))
+      << "run `bash tools/fetch_assets.sh` first (assets under " << assets_dir() << ")";
+  const fs::path dir = work_dir() / "kill";
+  const std::string cmd =
+      std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts 2 --run-dir " + (dir / "run").string() +
+      " -- " + FINETUNE_BINARY + " --output-dir " + (dir / "train").string() + " --model-dir " +
+      (assets_dir() / "all-minilm-l6-v2").string() + " --data-dir " +
+      (assets_dir() / "data" / "rotten_tomatoes").string() + " --max-steps " + std::to_string(kMaxSteps) +
+      " --max-length 32 --per-device-train-batch-size 8 --per-device-eval-batch-size 32 --learning-rate 1e-4"
+      " --save-steps 5 --logging-steps 4 --train-limit 256 --eval-limit 96 --threads 1"
+      " --fail-at-step 8 --fail-rank 1";
+  const Run r = run_command(cmd, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_NE(r.log.find("SIGKILL"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("at step 5"), std::string::npos) << "resumed from the step-5 checkpoint\n" << r.log;
+  std::ifstream agent_file(dir / "run" / "agent.json");
+  const auto agent = nlohmann::json::parse(agent_file, nullptr, false);
+  EXPECT_EQ(agent["restarts"], 1) << agent.dump();
+
+  const nlohmann::json result = result_line(r.stdout_text);
+  ASSERT_TRUE(result.is_object()) << r.stdout_text;
+  EXPECT_EQ(result["global_step"], kMaxSteps);
+  EXPECT_EQ(result["world_size"], 2);
+  EXPECT_EQ(result["resumed_from_step"], 5);
+  for (const char* key : {"test_accuracy", "test_f1"}) {
+    ASSERT_TRUE(result[key].is_number()) << key;
+    EXPECT_GE(result[key].get<double>(), 0.0) << key;
+    EXPECT_LE(result[key].get<double>(), 1.0) << key;
+  }
+  for (const char* key : {"train_samples_per_second", "train_runtime_s", "eval_runtime_s"}) {
+    ASSERT_TRUE(result[key].is_number()) << key;
+    EXPECT_GT(result[key].get<double>(), 0.0) << key;
+  }
+
+  // The saved model loads and is the trained one: its weights equal the final checkpoint's.
+  auto model = tenax::sdk::BertForSequenceClassification::from_pretrained(dir / "train" / "model");
+  const auto& id2label = model->config().id2label;
+  ASSERT_EQ(id2label.size(), 2u);
+  EXPECT_EQ(id2label.at(0), "fresh");
+  EXPECT_EQ(id2label.at(1), "rotten");
+  EXPECT_TRUE(fs::exists(dir / "train" / "model" / "vocab.txt"));
+  auto reader = tenax::storage::CheckpointReader::open(dir / "train" / "checkpoints" /
+                                                       tenax::storage::step_dir_name(kMaxSteps));
+  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+  int compared = 0;
+  for (const auto& item : model->named_parameters()) {
+    auto saved = reader.value().read("model/" + item.key());
+    ASSERT_TRUE(saved.is_ok()) << item.key() << ": " << saved.status().to_string();
+    const torch::Tensor p = item.value().contiguous();
+    ASSERT_EQ(saved.value().bytes.size(), static_cast<std::size_t>(p.nbytes())) << item.key();
+    EXPECT_EQ(std::memcmp(saved.value().bytes.data(), p.data_ptr(), p.nbytes()), 0) << item.key() << " differs";
+    ++compared;
+  }
+  EXPECT_EQ(compared, static_cast<int>(model->parameters().size()));
+}
+
+TEST(IntegrationFinetuneText, MissingAssetsAreAUsageErrorThatSaysHowToFetchThem) {
+  const fs::path dir = work_dir() / "no-assets";
+  const Run r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
+                                " --model-dir " + (dir / "nowhere").string(),
+                            dir);
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_NE(r.log.find("tools/fetch_assets.sh"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("--model-dir"), std::string::npos) << r.log;
+}
+
+TEST(IntegrationFinetuneText, BadFlagValueIsAUsageErrorNamingTheFlag) {
+  const fs::path dir = work_dir() / "bad-flag";
+  const Run r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
+                                " --max-length abc",
+                            dir);
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_NE(r.log.find("--max-length 'abc' is not an integer"), std::string::npos) << r.log;
+}
+
+}  // namespace
