@@ -67,6 +67,8 @@ def main():
                    help="do not save at the last step (Tenax always does)")
     p.add_argument("--logging-steps", type=int, default=10)
     p.add_argument("--threads", type=int, default=0, help="0: torch's default")
+    p.add_argument("--train-limit", type=int, default=0, help="first N train texts (0: all)")
+    p.add_argument("--eval-limit", type=int, default=0, help="first N test texts (0: all)")
     a = p.parse_args()
 
     import torch
@@ -82,6 +84,10 @@ def main():
     set_seed(a.seed)
     train_texts, train_labels = read_csv(os.path.join(a.data_dir, "train.csv"))
     test_texts, test_labels = read_csv(os.path.join(a.data_dir, "test.csv"))
+    if a.train_limit > 0:  # the splits are hash-bucketed: a prefix is an unbiased sample
+        train_texts, train_labels = train_texts[:a.train_limit], train_labels[:a.train_limit]
+    if a.eval_limit > 0:
+        test_texts, test_labels = test_texts[:a.eval_limit], test_labels[:a.eval_limit]
     names = sorted(set(train_labels))  # tenax::sdk::LabelMap: sorted as strings
     label2id = {n: i for i, n in enumerate(names)}
     unknown = set(test_labels) - set(names)
@@ -115,7 +121,6 @@ def main():
     batch = a.per_device_train_batch_size
     kwargs = dict(
         output_dir=a.output_dir,
-        overwrite_output_dir=True,
         num_train_epochs=a.epochs,
         max_steps=a.max_steps,
         per_device_train_batch_size=batch,
@@ -140,6 +145,9 @@ def main():
     # transformers renamed evaluation_strategy to eval_strategy in 4.41.
     kwargs["eval_strategy" if "eval_strategy" in TrainingArguments.__dataclass_fields__
            else "evaluation_strategy"] = "no"
+    fields = TrainingArguments.__dataclass_fields__
+    if "overwrite_output_dir" in fields:  # gone in transformers 5
+        kwargs["overwrite_output_dir"] = True
     args = TrainingArguments(**kwargs)
 
     class FinalSave(TrainerCallback):
