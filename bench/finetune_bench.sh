@@ -15,7 +15,7 @@
 #   held-out test accuracy of each, and Tenax - HF-Debian in points (target |delta| <= 1)
 #
 # Usage: bench/finetune_bench.sh [BUILD_DIR] [--ranks N]
-#   env: ROUNDS (3), THREADS (2: all cores of the reference machine), STEPS (150; 0 = EPOCHS),
+#   env: ROUNDS (3), THREADS (2: all cores of the reference machine), STEPS (300; 0 = EPOCHS),
 #        EPOCHS (1, when STEPS=0), BATCH (16, the global batch), MAX_LENGTH (64), LR (5e-5),
 #        SEED (42), EVAL_LIMIT (0 = the whole test split; a prefix for smoke runs), PEERS ("debian pypi"), TENAX_ASSETS (.assets), WORK (BUILD_DIR/bench-finetune)
 # Needs: the build (make build), the assets (tools/fetch_assets.sh), and the venvs
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 repo=$(cd "$(dirname "$0")/.." && pwd)
-rounds=${ROUNDS:-3} threads=${THREADS:-2} steps=${STEPS:-150} epochs=${EPOCHS:-1}
+rounds=${ROUNDS:-3} threads=${THREADS:-2} steps=${STEPS:-300} epochs=${EPOCHS:-1}
 batch=${BATCH:-16} max_length=${MAX_LENGTH:-64} lr=${LR:-5e-5} seed=${SEED:-42}
 eval_limit=${EVAL_LIMIT:-0}
 peers=${PEERS:-debian pypi}
