@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build test demo bench asan tsan fuzz clean
+.PHONY: all deps assets configure build test demo bench bench-finetune asan tsan fuzz clean
 
 all: build
 
@@ -34,6 +34,14 @@ demo: build
 # Benchmarks (not tests): each figure is a ratio against a baseline run in the same invocation.
 bench: build
 	bash bench/checkpoint_bench.sh $(BUILD)
+
+# Fine-tuning throughput and accuracy against Hugging Face's Trainer on Debian's torch 1.13 and
+# on current PyPI torch (bench/README.md). Creates the two venvs first (bench/setup_hf_peers.sh;
+# the PyPI one downloads several GB once). FINETUNE_BENCH_ARGS=--ranks 2 for 2 Tenax ranks.
+FINETUNE_BENCH_ARGS ?=
+bench-finetune: build
+	bash bench/setup_hf_peers.sh
+	bash bench/finetune_bench.sh $(BUILD) $(FINETUNE_BENCH_ARGS)
 
 # Sanitizer builds, each in its own directory.
 asan:

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Fine-tuning benchmark (issue: transformer fine-tuning matching Hugging Face). One invocation
+# runs the same job — all-MiniLM-L6-v2 -> BertForSequenceClassification on the Rotten Tomatoes
+# train split, same batch, max_length, steps, learning rate, schedule, seed, threads, and the
+# same checkpoint cadence (only the final save, inside the timed loop on both sides) — with:
+#   Tenax       examples/finetune_text under `tenax run` (1 rank, or --ranks N)
+#   HF-Debian   bench/hf_trainer_finetune.py in .venv-hf-debian: transformers 4.44.2 on Debian's
+#               python3-torch 1.13 — the same libtorch build Tenax links (the like-for-like peer)
+#   HF-PyPI     the same script in .venv-hf-pypi: current PyPI torch + transformers
+# and prints, as medians over rounds (each round runs the three back to back, so a change in
+# machine load hits all of them; ratios are taken within a round):
+#   samples/s of each (samples processed per second of the training loop, same count on both
+#   sides: steps x global batch / train runtime)
+#   Tenax / HF-Debian   (target >= 1.0 on 1 rank)        Tenax / HF-PyPI   (shown)
+#   held-out test accuracy of each, and Tenax - HF-Debian in points (target |delta| <= 1)
+#
+# Usage: bench/finetune_bench.sh [BUILD_DIR] [--ranks N]
+#   env: ROUNDS (3), THREADS (2: all cores of the reference machine), STEPS (300; 0 = EPOCHS),
+#        EPOCHS (1, when STEPS=0), BATCH (16, the global batch), MAX_LENGTH (64), LR (5e-5),
+#        SEED (42), EVAL_LIMIT (0 = the whole test split; a prefix for smoke runs), PEERS ("debian pypi"), TENAX_ASSETS (.assets), WORK (BUILD_DIR/bench-finetune)
+# Needs: the build (make build), the assets (tools/fetch_assets.sh), and the venvs
+# (bash bench/setup_hf_peers.sh); `make bench-finetune` does all three.
+set -euo pipefail
+build=build ranks=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --ranks) ranks=$2; shift 2 ;;
+    --ranks=*) ranks=${1#--ranks=}; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "finetune_bench: unknown option $1" >&2; exit 2 ;;
+    *) build=$1; shift ;;
+  esac
+done
+repo=$(cd "$(dirname "$0")/.." && pwd)
+rounds=${ROUNDS:-3} threads=${THREADS:-2} steps=${STEPS:-300} epochs=${EPOCHS:-1}
+batch=${BATCH:-16} max_length=${MAX_LENGTH:-64} lr=${LR:-5e-5} seed=${SEED:-42}
+eval_limit=${EVAL_LIMIT:-0}
+peers=${PEERS:-debian pypi}
+assets=${TENAX_ASSETS:-$repo/.assets}
+work=${WORK:-$build/bench-finetune}
+tenax="$build/launcher/tenax"
+finetune="$build/examples/finetune_text/finetune_text"
+
+die() { echo "finetune_bench: $*" >&2; exit 2; }
+for f in "$tenax" "$finetune"; do [ -x "$f" ] || die "$f is missing; run 'make build' first"; done
+for f in all-minilm-l6-v2/model.safetensors data/rotten_tomatoes/train.csv data/rotten_tomatoes/test.csv; do
+  [ -s "$assets/$f" ] || die "$assets/$f is missing; run 'bash tools/fetch_assets.sh'"
+done
+for p in $peers; do
+  [ -x "$repo/.venv-hf-$p/bin/python" ] || die "$repo/.venv-hf-$p is missing; run 'bash bench/setup_hf_peers.sh $p'"
+done
+[ $((batch % ranks)) -eq 0 ] || die "BATCH $batch is not divisible by --ranks $ranks"
+[ "$ranks" -eq 1 ] || [ $((threads % ranks)) -eq 0 ] || die "THREADS $threads is not divisible by --ranks $ranks"
+rank_threads=$((ranks > 1 ? threads / ranks : threads))
+per_device=$((batch / ranks))
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+
+# Identical settings for every system. Only the final checkpoint is saved (save_steps 0; the
+# Tenax Trainer always saves the last step, and hf_trainer_finetune.py does the same).
+if [ "$steps" -gt 0 ]; then length=(--max-steps "$steps"); what="$steps steps"; else length=(--epochs "$epochs"); what="$epochs epoch(s)"; fi
+common=(--model-dir "$assets/all-minilm-l6-v2" --data-dir "$assets/data/rotten_tomatoes" "${length[@]}"
+        --max-length "$max_length" --learning-rate "$lr" --seed "$seed" --save-steps 0 --logging-steps 50
+        --per-device-eval-batch-size 64 --eval-limit "$eval_limit")
+export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONWARNINGS=ignore
+
+echo "finetune bench: $what, global batch $batch, max_length $max_length, lr $lr, seed $seed," \
+     "$threads threads; Tenax on $ranks rank(s) x $rank_threads thread(s) x batch $per_device;" \
+     "$rounds round(s); $(nproc) cores, load now $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# run_system NAME ROUND -> writes $work/NAME-ROUND.log, prints the result JSON with "load" added
+run_system() {
+  local name=$1 round=$2 log="$work/$1-$2.log" out="$work/$1-$2" load0 rc=0
+  rm -rf "$out"
+  load0=$(cut -d' ' -f1 /proc/loadavg)
+  case $name in
+    tenax)
+      OMP_NUM_THREADS=$rank_threads "$tenax" run --nproc-per-node "$ranks" --max-restarts 0 --run-dir "$out/run" -- \
+        "$finetune" --output-dir "$out/train" "${common[@]}" --per-device-train-batch-size "$per_device" \
+        --threads "$rank_threads" --save-total-limit 1 >"$log" 2>&1 || rc=$? ;;
+    hf-*)
+      OMP_NUM_THREADS=$threads "$repo/.venv-$name/bin/python" "$repo/bench/hf_trainer_finetune.py" \
+        --output-dir "$out" "${common[@]}" --per-device-train-batch-size "$batch" --threads "$threads" \
+        >"$log" 2>&1 || rc=$? ;;
+  esac
+  local line
+  line=$(grep -m1 -E '^(TENAX|HF)_RESULT ' "$log" | sed -E 's/^(TENAX|HF)_RESULT //' || true)
+  if [ "$rc" -ne 0 ] || [ -z "$line" ]; then
+    tail -20 "$log" >&2
+    die "$name (round $round) failed (exit $rc, log $log)"
+  fi
+  rm -rf "$out"  # checkpoints: ~270 MB each
+  python3 -c 'import json, sys; r = json.loads(sys.argv[1]); r["load"] = float(sys.argv[2]); r["load_end"] = float(sys.argv[3]); print(json.dumps(r))' \
+    "$line" "$load0" "$(cut -d' ' -f1 /proc/loadavg)"
+}
+
+results="$work/results.jsonl"
+: >"$results"
+for round in $(seq 1 "$rounds"); do
+  for name in tenax $(for p in $peers; do echo "hf-$p"; done); do
+    r=$(run_system "$name" "$round")
+    echo "$r" | python3 -c 'import json, sys; r = json.loads(sys.stdin.read()); print("  round %s %-10s %7.2f samples/s  train %6.1f s  step %d  test acc %.4f  load %.1f->%.1f" % (sys.argv[1], sys.argv[2], r["train_samples_per_second"], r["train_runtime_s"], r["global_step"], r["test_accuracy"], r["load"], r["load_end"]))' "$round" "$name"
+    echo "{\"round\":$round,\"system\":\"$name\",\"result\":$r}" >>"$results"
+  done
+done
+
+python3 - "$results" "$ranks" "$rank_threads" "$threads" "$(nproc)" <<'PY'
+import json, statistics, sys
+path, ranks, rank_threads, threads, cores = sys.argv[1], *map(int, sys.argv[2:])
+rows = [json.loads(l) for l in open(path)]
+by = {}
+for r in rows:
+    by.setdefault(r["system"], {})[r["round"]] = r["result"]
+systems = [s for s in ("tenax", "hf-debian", "hf-pypi") if s in by]
+rounds = sorted(by["tenax"])
+med = lambda xs: statistics.median(xs)
+def col(s, k): return [by[s][i][k] for i in rounds]
+label = {"tenax": f"Tenax ({ranks} rank{'s' if ranks > 1 else ''} x {rank_threads} thr)",
+         "hf-debian": f"HF-Debian ({threads} thr)", "hf-pypi": f"HF-PyPI ({threads} thr)"}
+def versions(s):
+    r = by[s][rounds[0]]
+    return "libtorch 1.13 (Debian)" if s == "tenax" else f"torch {r['torch']}, transformers {r['transformers']}"
+print(f"\nmedians of {len(rounds)} round(s)")
+print(f"{'system':28} {'versions':40} {'samples/s':>9} {'train s':>8} {'test acc':>8} {'test F1':>8}")
+for s in systems:
+    print(f"{label[s]:28} {versions(s):40} {med(col(s, 'train_samples_per_second')):9.2f} "
+          f"{med(col(s, 'train_runtime_s')):8.1f} {med(col(s, 'test_accuracy')):8.4f} {med(col(s, 'test_f1')):8.4f}")
+print(f"\n{'measure':40} {'ratio':>8}  target")
+for s, target in (("hf-debian", ">= 1.0" if ranks == 1 else "(shown)"), ("hf-pypi", "(shown)")):
+    if s not in by:
+        continue
+    ratios = [by["tenax"][i]["train_samples_per_second"] / by[s][i]["train_samples_per_second"] for i in rounds]
+    print(f"{'samples/s Tenax / ' + label[s].split(' ')[0]:40} {med(ratios):8.3f}  {target}   "
+          f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)})")
+for s in ("hf-debian", "hf-pypi"):
+    if s not in by:
+        continue
+    d = [100 * (by["tenax"][i]["test_accuracy"] - by[s][i]["test_accuracy"]) for i in rounds]
+    print(f"{'test accuracy Tenax - ' + label[s].split(' ')[0] + ' (points)':40} {med(d):+8.2f}  "
+          f"{'|d| <= 1' if s == 'hf-debian' else '(shown)'}")
+n_test = None
+loads = [by[s][i][k] for s in systems for i in rounds for k in ("load", "load_end")]
+print(f"\nmachine load (1-min average) at the starts and ends of the runs: {min(loads):.1f} .. {max(loads):.1f} "
+      f"on {cores} cores" + ("  <- other work was running: throughput figures are disturbed" if max(loads) > cores + 0.5 else ""))
+steps = {by[s][i]["global_step"] for s in systems for i in rounds}
+if len(steps) != 1:
+    print(f"WARNING: the systems ran different step counts: {sorted(steps)}")
+PY
+echo "logs: $work/*.log, results: $results"
