@@ -212,7 +212,8 @@ void Checkpointer::start_writer(std::shared_ptr<Job> job) {
     for (const auto& [source, staged] : job->late_copies) {
       std::memcpy(staged.data_ptr(), source.data_ptr(), static_cast<std::size_t>(source.nbytes()));
     }
-    job->late_copies.clear();  // drops the references to the caller's tensors
+    // The references to the caller's tensors are dropped by the training thread (wait()),
+    // after the join: a tensor is then never freed on this thread, behind libtorch's back.
     job->copied.set_value();
     const auto start = Clock::now();
     const detail::CommitOutcome outcome = detail::run_commit(job->plan, *store, job->cancelled, kCancelLatency);
@@ -239,6 +240,7 @@ std::optional<SaveResult> Checkpointer::wait() {
   SaveResult result = in_flight_->future.get();
   result.snapshot_seconds = in_flight_->snapshot_seconds;
   writer_.join();
+  in_flight_->late_copies.clear();
   // Written: the buffers are free to be copied into next time (never the caller's own).
   if (in_flight_->owns_buffers) staging_ = std::move(in_flight_->keep_alive);
   in_flight_.reset();
