@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <system_error>
@@ -33,6 +34,33 @@ Status data_loss(const fs::path& file, const std::string& tensor, const std::str
 Status hdf5_loss(const fs::path& file, const std::string& tensor, const std::string& call) {
   const std::string cause = detail::error_text();
   return data_loss(file, tensor, call + " failed" + (cause.empty() ? "" : " (" + cause + ")"));
+}
+
+// Reads bytes [begin, end) of `fd` in chunks of at most `chunk`: each into `out` + (its offset
+// from begin) or, when `out` is null, into `scratch` (allocated on first use); `seen` gets
+// every chunk while it is still in the CPU cache. A short file is data loss naming `end`.
+Status read_range(int fd, std::uint64_t begin, std::uint64_t end, char* out, std::unique_ptr<char[]>& scratch,
+                  std::uint64_t chunk, const std::function<void(const char*, std::size_t)>& seen,
+                  const fs::path& path, const std::string& tensor) {
+  for (std::uint64_t pos = begin; pos < end;) {
+    char* where = out != nullptr ? out + (pos - begin) : nullptr;
+    if (where == nullptr) {
+      if (!scratch) scratch.reset(new char[chunk]);
+      where = scratch.get();
+    }
+    const auto want = static_cast<std::size_t>(std::min(chunk, end - pos));
+    const ssize_t n = ::pread(fd, where, want, static_cast<off_t>(pos));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return data_loss(path, tensor, std::string("cannot read: ") + std::strerror(errno));
+    if (n == 0) {
+      return data_loss(path, tensor,
+                       "the file ends at byte " + std::to_string(pos) + ", the manifest needs " +
+                           std::to_string(end) + " (truncated)");
+    }
+    seen(where, static_cast<std::size_t>(n));
+    pos += static_cast<std::uint64_t>(n);
+  }
+  return Status::ok();
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -178,23 +206,15 @@ Status CheckpointReader::read_direct(const IndexEntry& entry, void* destination)
   std::lock_guard<std::mutex> lock(state_->mutex);
   StatusOr<int> fd = state_->direct_fd(path, entry.shard);
   if (!fd.is_ok()) return fd.status();
-  auto* out = static_cast<char*>(destination);
   Xxh3 hash;
-  constexpr std::uint64_t kChunk = std::uint64_t{8} << 20;  // hashed while still in the cache
-  for (std::uint64_t done = 0; done < entry.nbytes;) {
-    const auto want = static_cast<std::size_t>(std::min(kChunk, entry.nbytes - done));
-    const ssize_t n = ::pread(fd.value(), out + done, want, static_cast<off_t>(*entry.offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return data_loss(path, entry.name, std::string("cannot read: ") + std::strerror(errno));
-    if (n == 0) {
-      return data_loss(path, entry.name,
-                       "the file ends at byte " + std::to_string(*entry.offset + done) + ", the tensor needs " +
-                           std::to_string(*entry.offset + entry.nbytes) + " (truncated)");
-    }
-    hash.update(out + done, static_cast<std::size_t>(n));
-    done += static_cast<std::uint64_t>(n);
+  std::unique_ptr<char[]> unused;
+  if (Status s = read_range(fd.value(), *entry.offset, *entry.offset + entry.nbytes, static_cast<char*>(destination),
+                            unused, std::uint64_t{8} << 20, [&](const char* p, std::size_t n) { hash.update(p, n); },
+                            path, entry.name);
+      !s.is_ok()) {
+    return s;
   }
-  const std::uint64_t checksum = entry.nbytes > 0 ? hash.digest() : xxh3_64("", 0);
+  const std::uint64_t checksum = hash.digest();  // of nothing, for an empty tensor
   if (checksum != entry.checksum) {
     return data_loss(path, entry.name,
                      "checksum " + checksum_hex(checksum) + " does not match manifest " + checksum_hex(entry.checksum));
@@ -337,28 +357,10 @@ Status CheckpointReader::stream_shard(const ShardSummary& shard,
   std::uint64_t pos = 0;
   // Reads [pos, end) into `out` (or the scratch buffer when null), feeding the file's hash.
   auto read_span = [&](std::uint64_t end, char* out, const std::string& tensor) -> Status {
-    const std::uint64_t start = pos;
-    while (pos < end) {
-      char* where = out;
-      if (where == nullptr) {
-        if (!scratch) scratch.reset(new char[kChunk]);
-        where = scratch.get();
-      } else {
-        where += pos - start;
-      }
-      const auto want = static_cast<std::size_t>(std::min(kChunk, end - pos));
-      const ssize_t n = ::pread(fd.value(), where, want, static_cast<off_t>(pos));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return data_loss(path, tensor, std::string("cannot read: ") + std::strerror(errno));
-      if (n == 0) {
-        return data_loss(path, tensor,
-                         "the file ends at byte " + std::to_string(pos) + ", the manifest needs " +
-                             std::to_string(end) + " (truncated)");
-      }
-      file_hash.update(where, static_cast<std::size_t>(n));
-      pos += static_cast<std::uint64_t>(n);
-    }
-    return Status::ok();
+    Status status = read_range(fd.value(), pos, end, out, scratch, kChunk,
+                               [&](const char* p, std::size_t n) { file_hash.update(p, n); }, path, tensor);
+    if (status.is_ok()) pos = end;
+    return status;
   };
   for (const IndexEntry* entry : regions) {
     if (*entry->offset < pos) {
@@ -397,23 +399,6 @@ Status CheckpointReader::stream_shard(const ShardSummary& shard,
     }
   }
   return Status::ok();
-}
-
-std::vector<std::string> CheckpointReader::names_in_file_order() const {
-  std::map<std::string, std::size_t> shard_index;
-  for (std::size_t i = 0; i < manifest_.shards.size(); ++i) shard_index[manifest_.shards[i].file] = i;
-  std::vector<const IndexEntry*> entries;
-  entries.reserve(manifest_.tensors.size());
-  for (const auto& [name, entry] : manifest_.tensors) entries.push_back(&entry);
-  std::stable_sort(entries.begin(), entries.end(), [&](const IndexEntry* a, const IndexEntry* b) {
-    const std::size_t sa = shard_index[a->shard], sb = shard_index[b->shard];
-    if (sa != sb) return sa < sb;
-    return a->offset.value_or(0) < b->offset.value_or(0);
-  });
-  std::vector<std::string> names;
-  names.reserve(entries.size());
-  for (const IndexEntry* e : entries) names.push_back(e->name);
-  return names;
 }
 
 StatusOr<TensorData> CheckpointReader::read(const std::string& name) const {

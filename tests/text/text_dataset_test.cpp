@@ -61,7 +61,7 @@ TEST_F(TextDatasetFiles, CsvFollowsRfc4180) {
   EXPECT_FALSE(r.paired);
 }
 
-TEST_F(TextDatasetFiles, CsvErrorsNameFileLineAndWhatToDo) {
+TEST_F(TextDatasetFiles, CsvErrorsNameFileLineAndTheRemedy) {
   const std::string missing = error_of(write("m.csv", "sentence,label\nx,1\n"));
   EXPECT_NE(missing.find("m.csv:1: no column 'text'"), std::string::npos) << missing;
   EXPECT_NE(missing.find("columns: sentence, label"), std::string::npos) << missing;

@@ -75,9 +75,6 @@ class CheckpointReader {
   /// Whole-file checksum of every shard, then every tensor read through HDF5 and verified
   /// (dtype, shape, offset, checksum). First fault wins.
   [[nodiscard]] Status verify_all() const;
-  /// Every tensor name, ordered by shard and position in it: reading in this order reads
-  /// each file front to back.
-  std::vector<std::string> names_in_file_order() const;
 
  private:
   struct State;
