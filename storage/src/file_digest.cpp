@@ -42,21 +42,6 @@ void read_chunks(const std::filesystem::path& path, std::size_t chunk,
 
 }  // namespace
 
-FileDigest digest_file(const std::filesystem::path& path) {
-  constexpr std::size_t kChunk = std::size_t{1} << 20;
-  const std::unique_ptr<char[]> buffer(new char[kChunk]);  // not zeroed: read() fills it
-  Xxh3 hash;
-  FileDigest digest;
-  read_chunks(
-      path, kChunk, [&](std::size_t&) { return buffer.get(); },
-      [&](const char* p, std::size_t n) {
-        hash.update(p, n);
-        digest.bytes += n;
-      });
-  digest.checksum = hash.digest();
-  return digest;
-}
-
 FileDigest read_file_into(const std::filesystem::path& path, void* buffer, std::size_t capacity) {
   auto* out = static_cast<char*>(buffer);
   char extra = 0;  // one byte past the capacity tells a longer file

@@ -13,8 +13,6 @@ struct FileDigest {
   std::uint64_t checksum = 0;  ///< XXH3-64 of those bytes
 };
 
-/// Reads `path` to the end. Throws StorageError naming the path on an I/O error.
-FileDigest digest_file(const std::filesystem::path& path);
 
 /// Bytes of a file that are known without reading them: `nbytes` at `offset` equal `data`.
 struct KnownRegion {
@@ -25,7 +23,7 @@ struct KnownRegion {
 
 /// Size and XXH3-64 of the whole file `path`, which must be `file_size` bytes long, taking the
 /// bytes of `regions` (sorted by offset, disjoint, inside the file) from memory and reading
-/// only the rest. The same digest as digest_file(), without reading back what was just
+/// only the rest: the digest of the whole file, without reading back what was just
 /// written from memory. Throws StorageError for an I/O error, a file of another size, or
 /// regions that are unsorted, overlap or lie outside the file.
 FileDigest digest_file_with_regions(const std::filesystem::path& path, std::uint64_t file_size,
