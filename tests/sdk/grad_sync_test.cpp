@@ -40,6 +40,39 @@ TEST_P(SdkGradSyncTest, AveragesGradientsAcrossRanksAndBroadcastsParameters) {
   }
 }
 
+TEST_P(SdkGradSyncTest, LaterBackwardPassesAccumulateIntoTheBucketViews) {
+  const int world = GetParam();
+  std::vector<torch::Tensor> second(static_cast<size_t>(world));
+  // Not std::vector<bool>: its elements share words, so ranks (threads) writing their own
+  // element race with each other and lose updates.
+  std::vector<char> same_storage(static_cast<size_t>(world), 0);
+  testing::run_ranks(world, [&](elastic::Communicator& comm) {
+    const int r = comm.rank();
+    auto w = torch::ones({4, 3}).set_requires_grad(true);
+    auto b = torch::ones({5}).set_requires_grad(true);
+    GradSync sync(comm, {w, b}, GradSyncOptions{16});
+    (w * static_cast<float>(r)).sum().backward();
+    (b * 2.0f).sum().backward();
+    sync.synchronize();
+    const void* first_ptr = w.grad().data_ptr();
+    // The next step: gradients zeroed in place, two backward passes accumulate (as with
+    // gradient accumulation), then one synchronize.
+    sync.zero_grad();
+    (w * static_cast<float>(r + 1)).sum().backward();
+    (w * 3.0f).sum().backward();
+    (b * static_cast<float>(r)).sum().backward();
+    sync.synchronize();
+    same_storage[static_cast<size_t>(r)] = w.grad().data_ptr() == first_ptr ? 1 : 0;
+    second[static_cast<size_t>(r)] = torch::cat({w.grad().reshape({-1}), b.grad()}).clone();
+  });
+  const float mean_r = static_cast<float>(world - 1) / 2.0f;
+  const auto expected = torch::cat({torch::full({12}, mean_r + 1.0f + 3.0f), torch::full({5}, mean_r)});
+  for (int r = 0; r < world; ++r) {
+    EXPECT_TRUE(torch::allclose(second[static_cast<size_t>(r)], expected)) << "rank " << r;
+    EXPECT_EQ(same_storage[static_cast<size_t>(r)], 1) << "rank " << r << ": the gradient was reallocated";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSizes, SdkGradSyncTest, ::testing::Values(1, 2, 3, 4));
 
 }  // namespace

@@ -3,12 +3,17 @@
 // Parameters are packed, in reverse registration order as DDP does, into flat float32
 // buckets of at most `bucket_cap_bytes`; after backward() each bucket is allreduced (sum)
 // through the generation's Communicator and divided by the world size. The order of
-// collectives is fixed, so every rank issues the same sequence.
+// collectives is fixed, so every rank issues the same sequence. After the first
+// synchronize() each gradient is a view into its bucket (DDP's gradient_as_bucket_view), so
+// later backward passes accumulate into the buckets and nothing is copied. Zero them with
+// GradSync::zero_grad() (in place), not the optimizer's zero_grad(), which detaches (1.x:
+// refused for views) or drops (2.x: the next synchronize() copies again) them. With one rank
+// nothing is packed or copied at all.
 // Thread-safety: training thread only. synchronize() and broadcast_parameters() are collective.
 //
 //   GradSync sync(ctx.communicator(), model->parameters());
 //   sync.broadcast_parameters();            // identical replicas at start
-//   loss.backward(); sync.synchronize(); optimizer.step();
+//   sync.zero_grad(); loss.backward(); sync.synchronize(); optimizer.step();
 #pragma once
 
 #include <cstddef>
@@ -34,6 +39,9 @@ class GradSync {
   /// gradient on this rank contributes zeros (and receives the average).
   void synchronize();
 
+  /// Zeroes every parameter's gradient in place (keeping the bucket views). Not collective.
+  void zero_grad();
+
   /// Collective: copies rank `root`'s parameter values to every rank.
   void broadcast_parameters(int root = 0);
 
@@ -43,6 +51,7 @@ class GradSync {
   struct Bucket {
     std::vector<std::size_t> params;  // indices into params_
     std::int64_t numel = 0;
+    torch::Tensor flat;  // allocated at the first multi-rank synchronize()
   };
   elastic::Communicator& comm_;
   std::vector<torch::Tensor> params_;
