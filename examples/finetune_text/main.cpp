@@ -4,6 +4,10 @@
 //
 //   tenax run --nproc-per-node 2 -- ./finetune_text --output-dir runs/ft
 //       --epochs 1 --save-steps 100 --fail-at-step 150 --fail-rank 1   (one command line)
+//   tenax run --nproc-per-node 2 -- ./finetune_text --config examples/finetune_text/finetune.toml
+//
+// Every TrainingArguments field and the example's own settings (options.h) are keys of the
+// TOML file and flags; `finetune_text --help` lists them with their defaults.
 //
 // Only the train split trains; validation is evaluated after training (the place for model
 // selection); test is evaluated once, at the end. Rank 0 writes the fine-tuned model to
@@ -98,7 +102,7 @@ int run(const FinetuneOptions& o) {
   require_assets(o);
   // Ranks share the machine's cores: a fixed, small thread count per rank avoids
   // oversubscription and keeps the arithmetic the same from run to run.
-  torch::set_num_threads(o.threads);
+  torch::set_num_threads(static_cast<int>(o.threads));
   auto context = tenax::elastic::WorkerContext::from_env();
   tenax::set_log_identity({context.rank(), static_cast<int>(context.generation()), "worker"});
   auto log = tenax::logger("example", tenax::LogPolicy::kRankZeroOnly);
@@ -132,10 +136,11 @@ int run(const FinetuneOptions& o) {
   tenax::sdk::Trainer trainer(model, o.args, train, context, tenax::sdk::text_collator(tokenizer.pad_id()));
   if (o.fail_at_step >= 0) {
     trainer.add_callback(
-        std::make_shared<tenax::examples::FailureInjection>(o.fail_at_step, o.fail_rank, context.restart_count()));
+        std::make_shared<tenax::examples::FailureInjection>(o.fail_at_step, static_cast<int>(o.fail_rank),
+                                                       context.restart_count()));
   }
   if (o.preempt_at_step >= 0) {
-    trainer.add_callback(std::make_shared<tenax::examples::PreemptionInjection>(o.preempt_at_step, o.preempt_signal));
+    trainer.add_callback(std::make_shared<tenax::examples::PreemptionInjection>(o.preempt_at_step, o.preempt_signal_number()));
   }
   const tenax::sdk::TrainOutput trained = trainer.train();
   if (trained.preempted) {

@@ -1,11 +1,13 @@
 #include "options.h"
 
-#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <vector>
 
 #include "tenax/core/error.h"
+#include "tenax/core/exit_codes.h"
+#include "tenax/sdk/training_arguments_io.h"
 
 namespace tenax::examples {
 namespace {
@@ -18,42 +20,54 @@ std::string assets_root() {
 }
 
 constexpr const char* kUsage =
-    "usage: finetune_text --output-dir DIR [--model-dir DIR] [--data-dir DIR]\n"
-    "       [--epochs X] [--max-steps N] [--max-length N]\n"
-    "       [--per-device-train-batch-size N] [--per-device-eval-batch-size N]\n"
-    "       [--learning-rate X] [--weight-decay X] [--warmup-steps N] [--seed N]\n"
-    "       [--save-steps N] [--save-total-limit N] [--logging-steps N] [--threads N]\n"
-    "       [--train-limit N] [--eval-limit N]\n"
-    "       [--fail-at-step S --fail-rank R] [--preempt-at-step S [--preempt-signal USR1|TERM]]\n"
-    "defaults: --model-dir $TENAX_ASSETS/all-minilm-l6-v2, --data-dir $TENAX_ASSETS/data/rotten_tomatoes\n"
-    "          ($TENAX_ASSETS defaults to .assets; fetch with `bash tools/fetch_assets.sh`), --epochs 1,\n"
-    "          --max-length 64, --per-device-train-batch-size 16, --per-device-eval-batch-size 64,\n"
-    "          --learning-rate 5e-5, --weight-decay 0, --warmup-steps 0, --seed 42, --save-steps 100,\n"
-    "          --save-total-limit 2, --logging-steps 20, --threads 1\n";
+    "usage: finetune_text [--config FILE.toml] [--KEY VALUE]... [--print-config]\n"
+    "Fine-tunes a BERT model (all-MiniLM-L6-v2) for text classification (Rotten Tomatoes).\n"
+    "  --config FILE.toml  TrainingArguments keys at the top level of the file (nested ones as\n"
+    "                      tables: [lr_scheduler_kwargs]), this program's keys in a [finetune]\n"
+    "                      table. examples/finetune_text/finetune.toml is the `make demo` job.\n"
+    "  --KEY VALUE         any key below; the command line beats the file, which beats the\n"
+    "                      defaults. --learning_rate 3e-5, --learning-rate=3e-5 (dashes or\n"
+    "                      underscores), --bf16 or --bf16 false, --report_to jsonl,tensorboard\n"
+    "  --epochs X          the same as --num_train_epochs X\n"
+    "  --print-config      print the resolved configuration as TOML and exit\n"
+    "  --help              this text\n"
+    "output_dir is required. model_dir and data_dir default to $TENAX_ASSETS/all-minilm-l6-v2 and\n"
+    "$TENAX_ASSETS/data/rotten_tomatoes ($TENAX_ASSETS defaults to .assets; fetch them with\n"
+    "`bash tools/fetch_assets.sh`). fail_at_step with fail_rank, and preempt_at_step with\n"
+    "preempt_signal (USR1 or TERM), inject a failure or a preemption (tests, `make demo`).\n"
+    "Unknown keys and bad values are errors (exit 2).\n"
+    "Keys, types and defaults:\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::cerr << "finetune_text: " << message << "\n" << kUsage;
-  std::exit(2);
+[[noreturn]] void config_error(const std::string& message) {
+  std::cerr << "finetune_text: configuration error: " << message << "\n"
+            << "(finetune_text --help lists the keys)\n";
+  std::exit(kExitUsage);
 }
 
-std::int64_t to_int(const std::string& flag, const std::string& value, std::int64_t min) {
-  char* end = nullptr;
-  errno = 0;
-  const long long x = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || errno != 0) usage_error(flag + " '" + value + "' is not an integer");
-  if (x < min) usage_error(flag + " must be >= " + std::to_string(min) + ", got " + value);
-  return x;
+void require(bool ok, const std::string& key, const std::string& why) {
+  if (!ok) throw ConfigError("finetune." + key + ": " + why);
 }
 
-double to_double(const std::string& flag, const std::string& value, double min) {
-  char* end = nullptr;
-  const double x = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0' || !(x == x)) usage_error(flag + " '" + value + "' is not a number");
-  if (x < min) usage_error(flag + " must be >= " + std::to_string(min) + ", got " + value);
-  return x;
+void validate(const FinetuneOptions& o) {
+  require(!o.model_dir.empty(), "model_dir", "is required");
+  require(!o.data_dir.empty(), "data_dir", "is required");
+  require(o.max_length >= 3 && o.max_length <= 512, "max_length",
+          "must be in [3, 512] (512: BERT's position embeddings), got " + std::to_string(o.max_length));
+  require(o.threads >= 1, "threads", "must be >= 1, got " + std::to_string(o.threads));
+  require(o.train_limit >= 0, "train_limit", "must be >= 0 (0: all), got " + std::to_string(o.train_limit));
+  require(o.eval_limit >= 0, "eval_limit", "must be >= 0 (0: all), got " + std::to_string(o.eval_limit));
+  require(o.fail_at_step == -1 || o.fail_at_step >= 1, "fail_at_step",
+          "must be >= 1 (or -1: none), got " + std::to_string(o.fail_at_step));
+  require(o.fail_rank >= 0, "fail_rank", "must be >= 0, got " + std::to_string(o.fail_rank));
+  require(o.preempt_at_step == -1 || o.preempt_at_step >= 1, "preempt_at_step",
+          "must be >= 1 (or -1: none), got " + std::to_string(o.preempt_at_step));
+  require(o.preempt_signal == "USR1" || o.preempt_signal == "TERM", "preempt_signal",
+          "must be USR1 or TERM, got '" + o.preempt_signal + "'");
 }
 
 }  // namespace
+
+int FinetuneOptions::preempt_signal_number() const { return preempt_signal == "TERM" ? SIGTERM : SIGUSR1; }
 
 FinetuneOptions parse_options(int argc, char** argv) {
   FinetuneOptions o;
@@ -67,47 +81,37 @@ FinetuneOptions parse_options(int argc, char** argv) {
   o.args.save_steps = 100;
   o.args.save_total_limit = 2;  // a MiniLM checkpoint with AdamW moments is ~270 MB
   o.args.logging_steps = 20;
-  o.preempt_signal = SIGUSR1;
+
+  sdk::ArgumentParser parser(o.args);
+  parser.add_section("finetune", [&o](auto&& field) { o.for_each_own_field(field); });
+  std::vector<std::string> arguments;
+  bool print_config = false;
   for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage << parser.keys_help();
+      std::exit(kExitDone);
     }
-    if (flag.rfind("--", 0) != 0) usage_error("unexpected argument '" + flag + "'");
-    if (i + 1 >= argc) usage_error(flag + " needs a value");
-    const std::string value = argv[++i];
-    if (flag == "--output-dir") o.args.output_dir = value;
-    else if (flag == "--model-dir") o.model_dir = value;
-    else if (flag == "--data-dir") o.data_dir = value;
-    else if (flag == "--epochs") o.args.num_train_epochs = to_double(flag, value, 0.0);
-    else if (flag == "--max-steps") o.args.max_steps = to_int(flag, value, -1);
-    else if (flag == "--max-length") o.max_length = to_int(flag, value, 3);
-    else if (flag == "--per-device-train-batch-size") o.args.per_device_train_batch_size = to_int(flag, value, 1);
-    else if (flag == "--per-device-eval-batch-size") o.args.per_device_eval_batch_size = to_int(flag, value, 1);
-    else if (flag == "--learning-rate") o.args.learning_rate = to_double(flag, value, 0.0);
-    else if (flag == "--weight-decay") o.args.weight_decay = to_double(flag, value, 0.0);
-    else if (flag == "--warmup-steps") o.args.warmup_steps = to_int(flag, value, 0);
-    else if (flag == "--seed") o.args.seed = static_cast<std::uint64_t>(to_int(flag, value, 0));
-    else if (flag == "--save-steps") o.args.save_steps = to_int(flag, value, 0);
-    else if (flag == "--save-total-limit") o.args.save_total_limit = to_int(flag, value, 0);
-    else if (flag == "--logging-steps") o.args.logging_steps = to_int(flag, value, 1);
-    else if (flag == "--threads") o.threads = static_cast<int>(to_int(flag, value, 1));
-    else if (flag == "--train-limit") o.train_limit = to_int(flag, value, 0);
-    else if (flag == "--eval-limit") o.eval_limit = to_int(flag, value, 0);
-    else if (flag == "--fail-at-step") o.fail_at_step = to_int(flag, value, 1);
-    else if (flag == "--fail-rank") o.fail_rank = static_cast<int>(to_int(flag, value, 0));
-    else if (flag == "--preempt-at-step") o.preempt_at_step = to_int(flag, value, 1);
-    else if (flag == "--preempt-signal") {
-      if (value != "USR1" && value != "TERM") usage_error("--preempt-signal must be USR1 or TERM, got " + value);
-      o.preempt_signal = value == "USR1" ? SIGUSR1 : SIGTERM;
+    if (a == "--print-config") {
+      print_config = true;
+    } else if (a == "--epochs") {  // the example's flag from before the config file
+      arguments.push_back("--num_train_epochs");
+    } else if (a.rfind("--epochs=", 0) == 0) {
+      arguments.push_back("--num_train_epochs=" + a.substr(9));
     } else {
-      usage_error("unknown flag " + flag);
+      arguments.push_back(a);
     }
   }
-  if (o.args.output_dir.empty()) usage_error("--output-dir is required");
-  if (o.args.max_steps <= 0 && o.args.num_train_epochs <= 0) usage_error("--epochs must be > 0 when --max-steps is not set");
-  if (o.max_length > 512) usage_error("--max-length must be <= 512 (BERT's position embeddings), got " + std::to_string(o.max_length));
+  try {
+    parser.parse(arguments);
+    validate(o);
+  } catch (const ConfigError& e) {
+    config_error(e.what());
+  }
+  if (print_config) {
+    std::cout << parser.to_toml();
+    std::exit(kExitDone);
+  }
   return o;
 }
 

@@ -1,6 +1,8 @@
-// The command line of examples/finetune_text, parsed into TrainingArguments plus the example's
-// own settings. A bad flag is a usage error: parse_options prints it with the usage and exits 2
-// (the launcher does not restart a job whose workers exit 2).
+// The configuration of examples/finetune_text: TrainingArguments plus the example's own
+// settings, from an optional TOML file (`--config FILE.toml`: TrainingArguments keys at the top
+// level, the example's keys in a [finetune] table) and `--key value` flags, which win. A bad key
+// or value is a configuration error: parse_options prints it and exits 2 (the launcher does not
+// restart a job whose workers exit 2).
 #pragma once
 
 #include <cstdint>
@@ -15,16 +17,34 @@ struct FinetuneOptions {
   std::string model_dir;          ///< a Hugging Face BERT directory
   std::string data_dir;           ///< {train,validation,test}.csv with columns text,label
   std::int64_t max_length = 64;
-  int threads = 1;                ///< torch intra-op threads per rank
+  std::int64_t threads = 1;       ///< torch intra-op threads per rank
   std::int64_t train_limit = 0;   ///< first N training rows only (0: all)
   std::int64_t eval_limit = 0;    ///< first N validation and test rows only (0: all)
-  std::int64_t fail_at_step = -1;
-  int fail_rank = 0;
-  std::int64_t preempt_at_step = -1;
-  int preempt_signal = 0;         ///< SIGUSR1 or SIGTERM
+  std::int64_t fail_at_step = -1;  ///< -1: no injected failure
+  std::int64_t fail_rank = 0;
+  std::int64_t preempt_at_step = -1;  ///< -1: no injected preemption
+  std::string preempt_signal = "USR1";  ///< USR1 or TERM
+
+  /// The example's own settings (not `args`), by name: the [finetune] table and their --flags.
+  template <typename Field>
+  void for_each_own_field(Field&& field) {
+    field("model_dir", model_dir);
+    field("data_dir", data_dir);
+    field("max_length", max_length);
+    field("threads", threads);
+    field("train_limit", train_limit);
+    field("eval_limit", eval_limit);
+    field("fail_at_step", fail_at_step);
+    field("fail_rank", fail_rank);
+    field("preempt_at_step", preempt_at_step);
+    field("preempt_signal", preempt_signal);
+  }
+  /// SIGUSR1 or SIGTERM.
+  int preempt_signal_number() const;
 };
 
-/// Parses argv; on --help prints the usage and exits 0, on a bad flag exits 2 naming it.
+/// Parses argv; on --help prints the usage and exits 0, with --print-config prints the resolved
+/// configuration as TOML and exits 0, on a bad flag, file, key or value exits 2 naming it.
 FinetuneOptions parse_options(int argc, char** argv);
 
 }  // namespace tenax::examples

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 #include <torch/version.h>
+#include <ATen/autocast_mode.h>
 
 namespace tenax::compat {
 
@@ -18,6 +19,28 @@ inline std::string optimizer_state_key(const torch::Tensor& param) {
 #else
 /// Key of a parameter in torch::optim::Optimizer::state(): the TensorImpl pointer in 2.x.
 inline void* optimizer_state_key(const torch::Tensor& param) { return param.unsafeGetTensorImpl(); }
+#endif
+
+// Autocast state of one device type (CPU or CUDA). torch 2.4 replaced the per-device functions
+// (deprecated there, an error under -Werror) by ones taking the device type.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+inline bool autocast_enabled(at::DeviceType d) { return at::autocast::is_autocast_enabled(d); }
+inline void set_autocast_enabled(at::DeviceType d, bool on) { at::autocast::set_autocast_enabled(d, on); }
+inline at::ScalarType autocast_dtype(at::DeviceType d) { return at::autocast::get_autocast_dtype(d); }
+inline void set_autocast_dtype(at::DeviceType d, at::ScalarType t) { at::autocast::set_autocast_dtype(d, t); }
+#else
+inline bool autocast_enabled(at::DeviceType d) {
+  return d == at::kCPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
+}
+inline void set_autocast_enabled(at::DeviceType d, bool on) {
+  if (d == at::kCPU) at::autocast::set_cpu_enabled(on); else at::autocast::set_enabled(on);
+}
+inline at::ScalarType autocast_dtype(at::DeviceType d) {
+  return d == at::kCPU ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
+}
+inline void set_autocast_dtype(at::DeviceType d, at::ScalarType t) {
+  if (d == at::kCPU) at::autocast::set_autocast_cpu_dtype(t); else at::autocast::set_autocast_gpu_dtype(t);
+}
 #endif
 
 }  // namespace tenax::compat

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <limits>
 #include <optional>
 
 #include <torch/torch.h>
@@ -10,8 +11,14 @@
 #include "tenax/core/error.h"
 #include "tenax/core/exit_codes.h"
 #include "tenax/core/logging.h"
+#include "commit_protocol.h"
+#include "tenax/sdk/argument_changes.h"
+#include "tenax/sdk/autocast.h"
+#include "tenax/sdk/callbacks/default_callbacks.h"
 #include "tenax/sdk/checkpointer.h"
+#include "tenax/sdk/determinism.h"
 #include "tenax/sdk/grad_sync.h"
+#include "tenax/sdk/optimizer_groups.h"
 #include "tenax/sdk/preemption.h"
 #include "tenax/sdk/sampler.h"
 #include "tenax/storage/checkpoint_directory.h"
@@ -37,20 +44,41 @@ std::uint64_t derived_seed(std::uint64_t seed, int rank, std::int64_t step) {
   return seed + 1000003ull * static_cast<std::uint64_t>(rank) + 7919ull * static_cast<std::uint64_t>(step);
 }
 
-// The global batch recorded by the newest committed checkpoint that opens, if any (the
-// manifest only: no shard is read).
-std::optional<std::int64_t> saved_global_batch(const Checkpointer& checkpointer) {
+// What the newest committed checkpoint whose manifest opens recorded (the manifest only: no
+// shard is read): the run's global batch and arguments, checked before anything is loaded.
+struct SavedRun {
+  std::string dir;
+  std::optional<std::int64_t> global_batch;
+  nlohmann::json arguments;
+};
+
+std::optional<SavedRun> newest_saved_run(const Checkpointer& checkpointer) {
   storage::CheckpointDirectory directory(checkpointer.root());
   const auto steps = directory.committed_steps();
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     auto reader = storage::CheckpointReader::open(directory.step_dir(*it));
     if (!reader.is_ok()) continue;
+    SavedRun run;
+    run.dir = directory.step_dir(*it).string();
     const nlohmann::json& state = reader.value().manifest().trainer_state;
     if (state.contains("train_batch_size") && state["train_batch_size"].is_number_integer()) {
-      return state["train_batch_size"].get<std::int64_t>();
+      run.global_batch = state["train_batch_size"].get<std::int64_t>();
     }
+    run.arguments = reader.value().manifest().arguments;
+    return run;
   }
   return std::nullopt;
+}
+
+// A resume with arguments that would make it another run is refused before anything is
+// loaded (argument_changes.h says which); the harmless changes are logged.
+void check_resumed_arguments(const nlohmann::json& recorded, const TrainingArguments& args, const std::string& dir) {
+  const std::vector<ArgumentChange> changes = diff_arguments(recorded, args);
+  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
+  for (const ArgumentChange& change : changes) {
+    if (change.kind == ArgumentChangeKind::kHarmless) log->info("resuming with a changed argument: {}", describe(change));
+  }
+  if (has_breaking(changes)) throw ConfigError(breaking_changes_message(changes, dir));
 }
 
 }  // namespace
@@ -66,6 +94,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
   if (!model_) throw ConfigError("Trainer: model is null");
   if (!train_dataset_) throw ConfigError("Trainer: train_dataset is null");
   args_.validate();
+  callbacks_ = default_callbacks(args_);  // progress bar, JSONL and TensorBoard per args
   state_.rank = context_.rank();
   state_.world_size = context_.world_size();
   state_.generation = context_.generation();
@@ -85,7 +114,12 @@ torch::Tensor Trainer::compute_loss(Model& model, const Batch& batch) {
 
 torch::Tensor Trainer::training_step(Model& model, const Batch& batch) {
   model.train();
-  torch::Tensor loss = compute_loss(model, batch);
+  torch::Tensor loss;
+  {
+    // The parameters' device decides which autocast applies (CPU or CUDA).
+    AutocastGuard autocast(model.parameters().front().device().type(), args_.bf16);
+    loss = compute_loss(model, batch);
+  }
   // Divided only when accumulating: with one micro-batch the arithmetic stays exactly what it
   // was (bit-exact resume compares against runs without accumulation too).
   if (accumulation_steps_ > 1) loss = loss / static_cast<double>(accumulation_steps_);
@@ -94,14 +128,20 @@ torch::Tensor Trainer::training_step(Model& model, const Batch& batch) {
 }
 
 std::unique_ptr<torch::optim::AdamW> Trainer::create_optimizer() {
+  // transformers' two groups: weight decay for all but biases and LayerNorm parameters.
   torch::optim::AdamWOptions options(args_.learning_rate);
   options.betas({args_.adam_beta1, args_.adam_beta2}).eps(args_.adam_epsilon).weight_decay(args_.weight_decay);
-  return std::make_unique<torch::optim::AdamW>(model_->parameters(), options);
+  return std::make_unique<torch::optim::AdamW>(adamw_param_groups(*model_, options), options);
 }
 
 LrSchedule Trainer::create_scheduler(std::int64_t num_training_steps) {
-  return LrSchedule(parse_lr_scheduler_type(args_.lr_scheduler_type),
-                    args_.resolved_warmup_steps(num_training_steps), num_training_steps);
+  const auto& kwargs = args_.lr_scheduler_kwargs;
+  return LrSchedule(LrScheduleOptions(parse_lr_scheduler_type(args_.lr_scheduler_type),
+                                      args_.resolved_warmup_steps(num_training_steps), num_training_steps)
+                        .base_lr(args_.learning_rate)
+                        .num_cycles(kwargs.num_cycles)
+                        .lr_end(kwargs.lr_end)
+                        .power(kwargs.power));
 }
 
 NamedTensors Trainer::named_parameters() const {
@@ -137,6 +177,7 @@ bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer
         return it == param_by_key.end() ? torch::Tensor() : it->second;
       });
   if (!loaded) return false;
+  check_resumed_arguments(loaded->arguments, args_, loaded->dir.string());  // an older one may have loaded
 
   // The data position first: a changed seed or global batch would silently change which
   // samples come next, so both are refused (the run stops) before the optimizer, the RNG and
@@ -157,6 +198,7 @@ bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer
     throw StorageError(loaded->dir.string() + ": the sampler says global batch " + std::to_string(saved_global_batch) +
                        " but the manifest said " + std::to_string(state_.train_batch_size));
   }
+  restored_position_ = {sampler[1].item<std::int64_t>(), sampler[2].item<std::int64_t>()};
 
   torch::NoGradGuard no_grad;
   const NamedTensors params = named_parameters();
@@ -185,8 +227,15 @@ bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer
   }
   state_.global_step = loaded->step;
   state_.resumed_from_step = loaded->step;
-  if (loaded->trainer_state.contains("log_history") && loaded->trainer_state["log_history"].is_array()) {
-    state_.log_history = loaded->trainer_state["log_history"].get<std::vector<nlohmann::json>>();
+  const nlohmann::json& saved_state = loaded->trainer_state;
+  if (saved_state.contains("log_history") && saved_state["log_history"].is_array()) {
+    state_.log_history = saved_state["log_history"].get<std::vector<nlohmann::json>>();
+  }
+  if (saved_state.contains("best_metric") && saved_state["best_metric"].is_number()) {
+    state_.best_metric = saved_state["best_metric"].get<double>();
+  }
+  if (saved_state.contains("best_model_checkpoint") && saved_state["best_model_checkpoint"].is_string()) {
+    state_.best_model_checkpoint = saved_state["best_model_checkpoint"].get<std::string>();
   }
   log->info("resumed from {} at step {} (generation {}, restart {}{})", loaded->dir.string(), loaded->step,
             context_.generation(), context_.restart_count(),
@@ -198,11 +247,27 @@ bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer
   return true;
 }
 
-void Trainer::save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch) {
+void Trainer::save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch,
+                   const Logs& metrics) {
   const int rank = context_.rank();
   SaveRequest request;
   request.step = state_.global_step;
-  request.epoch = state_.global_step / steps_per_epoch;
+  const std::int64_t data_step = state_.global_step + skipped_steps_;
+  request.epoch = data_step / steps_per_epoch;
+  request.metrics = metrics;
+  // As transformers' _save_checkpoint: a better metric makes this checkpoint the best one,
+  // recorded in the state it saves. (Retention and load_best_model_at_end look at the
+  // committed manifests instead, so a save that then fails is never taken for the best.)
+  if (const std::string key = best_metric_key(); !key.empty()) {
+    if (const auto it = metrics.find(key); it != metrics.end()) {
+      const bool better = !state_.best_metric ||
+                          (args_.greater_is_better ? it->second > *state_.best_metric : it->second < *state_.best_metric);
+      if (better) {
+        state_.best_metric = it->second;
+        state_.best_model_checkpoint = storage::CheckpointDirectory(checkpointer.root()).step_dir(request.step).string();
+      }
+    }
+  }
   // Parameters and optimizer state change only in optimizer.step(), which waits for the
   // snapshot (train()): the writer copies them late, overlapping the next step's compute.
   // Everything else (sampler, RNG, user state, which callbacks may change) is copied now.
@@ -210,7 +275,7 @@ void Trainer::save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, s
   NamedTensors& late = args_.save_async ? request.replicated_copied_late : request.replicated;
   for (const auto& [name, p] : params) late.emplace_back("model/" + name, p.detach());
   for (auto& entry : capture_adamw_state(optimizer, params, Capture::kView)) late.push_back(std::move(entry));
-  const std::int64_t cursor = (state_.global_step % steps_per_epoch) * state_.train_batch_size;
+  const std::int64_t cursor = (data_step % steps_per_epoch) * state_.train_batch_size;
   request.replicated.emplace_back(
       "sampler", torch::tensor({static_cast<std::int64_t>(args_.seed), request.epoch, cursor, state_.train_batch_size},
                                torch::kInt64));
@@ -224,6 +289,48 @@ void Trainer::save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, s
   if (!args_.save_async) {
     if (auto done = checkpointer.wait()) report_save(*done, args_.on_save_error == "stop");
   }
+}
+
+std::string Trainer::best_metric_key() const {
+  const std::string& m = args_.metric_for_best_model;
+  if (m.empty()) return m;
+  return starts_with(m, "eval_") ? m : "eval_" + m;
+}
+
+void Trainer::load_parameters_from(const std::filesystem::path& dir) {
+  auto reader = storage::CheckpointReader::open(dir);
+  if (!reader.is_ok()) throw StorageError("cannot load the best model: " + reader.status().to_string());
+  const storage::Manifest& manifest = reader.value().manifest();
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, param] : named_parameters()) {
+    const std::string key = "model/" + name;
+    const auto entry = manifest.tensors.find(key);
+    if (entry == manifest.tensors.end() || !param.sizes().equals(entry->second.shape) ||
+        param.scalar_type() != torch::kFloat32 || !param.is_contiguous() || !param.device().is_cpu()) {
+      throw StorageError(dir.string() + ": parameter '" + name + "' is missing or does not match the model");
+    }
+    torch::Tensor destination = param.detach();
+    const Status read = reader.value().read_into(key, destination.data_ptr(), destination.nbytes());
+    if (!read.is_ok()) throw StorageError(read.to_string());
+  }
+}
+
+void Trainer::log_training(double window_loss, std::int64_t window_steps, double lr, double seconds,
+                           double eta_seconds) {
+  double sums[2] = {window_loss, static_cast<double>(window_steps)};
+  context_.communicator().allreduce(sums, 2, elastic::ElementType::kFloat64, elastic::ReduceOp::kSum);
+  Logs logs{{"loss", sums[0] / std::max(1.0, sums[1])},
+            {"learning_rate", lr},
+            {"epoch", state_.epoch},
+            {"step", static_cast<double>(state_.global_step)},
+            {"samples_per_second", seconds > 0 ? window_steps * state_.train_batch_size / seconds : 0.0}};
+  state_.log_history.push_back(nlohmann::json(logs));
+  // The progress bar (default) shows the same; the log line is for runs without it.
+  logger("tenax.trainer", LogPolicy::kRankZeroOnly)
+      ->log(args_.disable_tqdm ? spdlog::level::info : spdlog::level::debug,
+             "step {}/{} | loss {:.6f} | lr {:.3e} | {:.1f} samples/s | epoch {:.2f} | ETA {}", state_.global_step,
+             state_.max_steps, logs["loss"], lr, logs["samples_per_second"], state_.epoch, format_duration(eta_seconds));
+  notify([&](TrainerCallback& cb) { cb.on_log(args_, state_, control_, logs); });
 }
 
 void Trainer::report_save(const SaveResult& result, bool must_succeed) {
@@ -244,9 +351,14 @@ TrainOutput Trainer::train() {
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
   const int rank = context_.rank();
   const int world = context_.world_size();
+  if (args_.eval_strategy != "no" && !eval_dataset_) {
+    throw ConfigError("TrainingArguments.eval_strategy: '" + args_.eval_strategy +
+                      "' needs an evaluation dataset; call Trainer::set_eval_dataset() or set eval_strategy = \"no\"");
+  }
+  if (args_.full_determinism) enable_full_determinism();
   CheckpointerOptions checkpoint_options;
   checkpoint_options.save_total_limit = static_cast<int>(args_.save_total_limit);
-  checkpoint_options.metric_for_best_model = args_.metric_for_best_model;
+  checkpoint_options.metric_for_best_model = best_metric_key();
   checkpoint_options.greater_is_better = args_.greater_is_better;
   Checkpointer checkpointer(args_.output_dir, context_, checkpoint_options);
 
@@ -254,7 +366,10 @@ TrainOutput Trainer::train() {
   // gradient accumulation absorbs the change of world size.
   accumulation_steps_ = args_.gradient_accumulation_steps;
   const std::int64_t per_pass = args_.per_device_train_batch_size * world;
-  if (const auto saved = saved_global_batch(checkpointer); saved && *saved != per_pass * accumulation_steps_) {
+  const std::optional<SavedRun> saved_run = newest_saved_run(checkpointer);
+  if (saved_run) check_resumed_arguments(saved_run->arguments, args_, saved_run->dir);
+  const std::optional<std::int64_t> saved = saved_run ? saved_run->global_batch : std::nullopt;
+  if (saved && *saved != per_pass * accumulation_steps_) {
     if (*saved % per_pass != 0) {
       throw ConfigError("TrainingArguments.per_device_train_batch_size: the checkpoint under " + args_.output_dir +
                         " was trained with a global batch of " + std::to_string(*saved) +
@@ -279,6 +394,7 @@ TrainOutput Trainer::train() {
   state_.max_steps = max_steps;
   state_.num_train_epochs = (max_steps + steps_per_epoch - 1) / steps_per_epoch;
   state_.logging_steps = args_.logging_steps;
+  state_.eval_steps = args_.resolved_eval_steps();
   state_.save_steps = args_.save_steps;
   state_.train_batch_size = global_batch;
 
@@ -291,14 +407,28 @@ TrainOutput Trainer::train() {
   // Identical replicas first, then a per-rank random stream (dropout differs across ranks).
   grad_sync.broadcast_parameters(0);
   torch::manual_seed(derived_seed(args_.seed, rank, 0));
+  if (context_.generation() > 0 || context_.restart_count() > 0) {
+    notify([&](TrainerCallback& cb) { cb.on_restart(args_, state_, control_); });
+  }
+  skipped_steps_ = 0;
   const bool resumed = restore(checkpointer, *optimizer);
   if (!resumed) {
     log->info("no committed checkpoint under {}; starting from scratch", args_.output_dir);
+  } else {
+    // The data position is (epoch, cursor); it is ahead of the step by the steps that
+    // should_epoch_stop skipped.
+    const auto [epoch, cursor] = restored_position_;
+    skipped_steps_ = epoch * steps_per_epoch + cursor / global_batch - state_.global_step;
+    if (skipped_steps_ < 0) {
+      throw StorageError("the checkpoint's data position (epoch " + std::to_string(epoch) + ", sample " +
+                         std::to_string(cursor) + ") is behind its step " + std::to_string(state_.global_step));
+    }
   }
 
   log->info("training {} steps: {} ranks x {} per device x {} accumulation = global batch {}, {} steps per epoch",
             max_steps, world, args_.per_device_train_batch_size, accumulation_steps_, global_batch, steps_per_epoch);
   notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
+  progress_.report(state_.global_step);
 
   std::optional<PreemptionSignals> preemption;
   if (args_.handle_preemption_signals) preemption.emplace();
@@ -310,21 +440,27 @@ TrainOutput Trainer::train() {
   std::int64_t window_steps = 0, steps_run = 0;
   std::int64_t last_saved = resumed ? state_.global_step : -1;
 
-  while (state_.global_step < max_steps && !control_.should_training_stop) {
+  // With epochs (no max_steps) the run ends after that many epochs of data, also when
+  // should_epoch_stop skipped the rest of some; with max_steps, after that many steps.
+  const std::int64_t data_step_limit = args_.max_steps > 0 ? std::numeric_limits<std::int64_t>::max() : max_steps;
+  while (state_.global_step < max_steps && state_.global_step + skipped_steps_ < data_step_limit &&
+         !control_.should_training_stop) {
     const std::int64_t step = state_.global_step;
-    if (step % steps_per_epoch == 0) notify([&](TrainerCallback& cb) { cb.on_epoch_begin(args_, state_, control_); });
+    const std::int64_t data_step = step + skipped_steps_;  // which global batch of the data order
+    if (data_step % steps_per_epoch == 0) notify([&](TrainerCallback& cb) { cb.on_epoch_begin(args_, state_, control_); });
     notify([&](TrainerCallback& cb) { cb.on_step_begin(args_, state_, control_); });
 
     // This rank's slice of the global batch, in micro-batches of per_device samples; gradients
     // accumulate locally and are synchronised once, after the last micro-batch.
-    const std::vector<std::int64_t> indices = sampler.rank_indices(step, rank, world);
-    optimizer->zero_grad();
+    const std::vector<std::int64_t> indices = sampler.rank_indices(data_step, rank, world);
+    grad_sync.zero_grad();  // in place: gradients stay views into the buckets
     torch::Tensor loss;
     for (std::int64_t micro = 0; micro < accumulation_steps_; ++micro) {
       const auto first = indices.begin() + micro * args_.per_device_train_batch_size;
       const Batch batch = load_batch({first, first + args_.per_device_train_batch_size});
       torch::Tensor micro_loss = training_step(*model_, batch);
       loss = micro == 0 ? micro_loss : loss + micro_loss;
+      if (micro + 1 < accumulation_steps_) notify([&](TrainerCallback& cb) { cb.on_substep_end(args_, state_, control_); });
     }
     grad_sync.synchronize();
     if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, args_.max_grad_norm);
@@ -341,36 +477,63 @@ TrainOutput Trainer::train() {
     ++window_steps;
     ++steps_run;
     state_.global_step = step + 1;
-    state_.epoch = static_cast<double>(state_.global_step) / static_cast<double>(steps_per_epoch);
+    state_.epoch = static_cast<double>(data_step + 1) / static_cast<double>(steps_per_epoch);
+    progress_.report(state_.global_step);
+    // transformers' DefaultFlowCallback: the strategies raise the flags before the callbacks
+    // see them, so a callback can also lower them.
+    bool epoch_end = (data_step + 1) % steps_per_epoch == 0;
+    const bool last_step = state_.global_step == max_steps || data_step + 1 >= data_step_limit;
+    if ((args_.logging_strategy == "steps" && (state_.global_step % args_.logging_steps == 0 || last_step)) ||
+        (args_.logging_strategy == "epoch" && (epoch_end || last_step))) {
+      control_.should_log = true;
+    }
+    if ((args_.eval_strategy == "steps" && state_.global_step % state_.eval_steps == 0) ||
+        (args_.eval_strategy == "epoch" && epoch_end)) {
+      control_.should_evaluate = true;
+    }
+    if ((args_.save_strategy == "steps" && args_.save_steps > 0 && state_.global_step % args_.save_steps == 0) ||
+        (args_.save_strategy == "epoch" && epoch_end)) {
+      control_.should_save = true;
+    }
     notify([&](TrainerCallback& cb) { cb.on_step_end(args_, state_, control_); });
+    if (control_.should_epoch_stop && !epoch_end) {
+      // The rest of this epoch's data is skipped (transformers breaks its epoch loop): the
+      // next step starts the next epoch; the epoch strategies apply now.
+      skipped_steps_ += steps_per_epoch - (data_step + 1) % steps_per_epoch;
+      state_.epoch = static_cast<double>(state_.global_step + skipped_steps_) / static_cast<double>(steps_per_epoch);
+      epoch_end = true;
+      if (args_.logging_strategy == "epoch") control_.should_log = true;
+      if (args_.eval_strategy == "epoch") control_.should_evaluate = true;
+      if (args_.save_strategy == "epoch") control_.should_save = true;
+    }
+    control_.should_epoch_stop = false;
+    if (epoch_end) notify([&](TrainerCallback& cb) { cb.on_epoch_end(args_, state_, control_); });
 
-    if (state_.global_step % args_.logging_steps == 0 || control_.should_log || state_.global_step == max_steps) {
-      double sums[2] = {window_loss, static_cast<double>(window_steps)};
-      context_.communicator().allreduce(sums, 2, elastic::ElementType::kFloat64, elastic::ReduceOp::kSum);
-      const double elapsed = std::chrono::duration<double>(Clock::now() - window_start).count();
-      Logs logs{{"loss", sums[0] / std::max(1.0, sums[1])},
-                {"learning_rate", lr},
-                {"epoch", state_.epoch},
-                {"step", static_cast<double>(state_.global_step)},
-                {"samples_per_second", elapsed > 0 ? window_steps * global_batch / elapsed : 0.0}};
-      nlohmann::json entry(logs);
-      state_.log_history.push_back(entry);
+    // Log, evaluate, save: in transformers' order, so a save carries this step's evaluation.
+    if (control_.should_log) {
+      control_.should_log = false;
       const double per_step = std::chrono::duration<double>(Clock::now() - start).count() / steps_run;
-      log->info("step {}/{} | loss {:.6f} | lr {:.3e} | {:.1f} samples/s | epoch {:.2f} | ETA {}",
-                state_.global_step, max_steps, logs["loss"], lr, logs["samples_per_second"], state_.epoch,
-                format_duration(per_step * (max_steps - state_.global_step)));
-      notify([&](TrainerCallback& cb) { cb.on_log(args_, state_, control_, logs); });
+      log_training(window_loss, window_steps, lr, std::chrono::duration<double>(Clock::now() - window_start).count(),
+                   per_step * static_cast<double>(max_steps - state_.global_step));
       window_loss = 0.0;
       window_steps = 0;
       window_start = Clock::now();
-      control_.should_log = false;
     }
-    if ((args_.save_steps > 0 && state_.global_step % args_.save_steps == 0) || control_.should_save) {
-      save(checkpointer, *optimizer, steps_per_epoch);
-      last_saved = state_.global_step;
+    Logs eval_metrics;
+    if (control_.should_evaluate) {
+      control_.should_evaluate = false;
+      if (!eval_dataset_) {
+        throw ConfigError("a callback asked for an evaluation (TrainerControl.should_evaluate) but there is no "
+                          "evaluation dataset; call Trainer::set_eval_dataset()");
+      }
+      eval_metrics = evaluate(*eval_dataset_, compute_metrics_);
+      window_start = Clock::now();  // samples/s counts training only
+    }
+    if (control_.should_save) {
       control_.should_save = false;
+      save(checkpointer, *optimizer, steps_per_epoch, eval_metrics);
+      last_saved = state_.global_step;
     }
-    if (state_.global_step % steps_per_epoch == 0) notify([&](TrainerCallback& cb) { cb.on_epoch_end(args_, state_, control_); });
 
     // Every rank learns of a preemption signal at the same step (one small allreduce), so all
     // of them stop here together and save one consistent checkpoint (DESIGN.md decision 7).
@@ -384,10 +547,23 @@ TrainOutput Trainer::train() {
     }
   }
   if (last_saved != state_.global_step) {
-    save(checkpointer, *optimizer, steps_per_epoch);
+    save(checkpointer, *optimizer, steps_per_epoch, {});
   }
   // The last save must be known to be committed before train() returns: nothing is lost.
   if (auto last = checkpointer.wait()) report_save(*last, /*must_succeed=*/true);
+  if (args_.load_best_model_at_end && preempt_signal == 0) {
+    // The committed manifests decide (a save that failed is never the best one).
+    const std::optional<std::int64_t> best = detail::best_step(checkpointer.root(), best_metric_key(), args_.greater_is_better);
+    if (!best) {
+      log->warn("load_best_model_at_end: no committed checkpoint records {}; keeping the last model",
+                best_metric_key());
+    } else if (*best != state_.global_step) {
+      const auto dir = storage::CheckpointDirectory(checkpointer.root()).step_dir(*best);
+      load_parameters_from(dir);
+      log->info("loaded the best model from {} ({} = {})", dir.string(), best_metric_key(),
+                state_.best_metric ? *state_.best_metric : 0.0);
+    }
+  }
   if (preempt_signal != 0) {
     log->warn("preempted by {} at step {}: every rank stopped here and the checkpoint is saved; exit {} "
               "to be requeued, and the job resumes from this step",

@@ -81,6 +81,7 @@ PredictionOutput Trainer::prediction_loop(const Dataset& dataset, const ComputeM
       for (std::int64_t i = first; i < std::min(shard.end, first + batch_size); ++i) examples.push_back(dataset.get(i));
       const auto rows = static_cast<std::int64_t>(examples.size());
       PredictionStepOutput step = prediction_step(*model_, collator_(examples));
+      progress_.report(state_.global_step);  // a long evaluation is not a hang
       if (!step.logits.defined() || step.logits.dim() < 1 || step.logits.size(0) != rows) {
         throw Error("prediction_step must return logits with one row per sample (" + std::to_string(rows) + ")");
       }

@@ -1,6 +1,7 @@
 #include "tenax/sdk/training_arguments.h"
 
 #include <cmath>
+#include <initializer_list>
 
 #include "tenax/core/error.h"
 #include "tenax/sdk/lr_schedule.h"
@@ -10,6 +11,15 @@ namespace {
 
 void require(bool ok, const std::string& field, const std::string& why) {
   if (!ok) throw ConfigError("TrainingArguments." + field + ": " + why);
+}
+
+void require_one_of(const std::string& value, const std::string& field, std::initializer_list<const char*> accepted) {
+  std::string list;
+  for (const char* a : accepted) {
+    if (value == a) return;
+    list += list.empty() ? a : std::string(", ") + a;
+  }
+  throw ConfigError("TrainingArguments." + field + ": '" + value + "' is not one of: " + list);
 }
 
 }  // namespace
@@ -29,6 +39,29 @@ void TrainingArguments::validate() const {
   require(warmup_ratio >= 0 && warmup_ratio <= 1, "warmup_ratio", "must be in [0, 1]");
   require(warmup_steps >= 0, "warmup_steps", "must be >= 0");
   require(logging_steps > 0, "logging_steps", "must be >= 1");
+  require_one_of(logging_strategy, "logging_strategy", {"no", "steps", "epoch"});
+  require_one_of(eval_strategy, "eval_strategy", {"no", "steps", "epoch"});
+  require_one_of(save_strategy, "save_strategy", {"no", "steps", "epoch"});
+  require(eval_steps >= 0, "eval_steps", "must be >= 0 (0: logging_steps)");
+  if (lr_scheduler_type == "polynomial") {  // the only schedule that uses it; transformers' rule
+    require(lr_scheduler_kwargs.lr_end >= 0 && lr_scheduler_kwargs.lr_end < learning_rate, "lr_scheduler_kwargs.lr_end",
+            "must be in [0, learning_rate) for the polynomial schedule");
+  }
+  require(lr_scheduler_kwargs.power > 0, "lr_scheduler_kwargs.power", "must be > 0");
+  for (const std::string& r : report_to) require_one_of(r, "report_to", {"none", "jsonl", "tensorboard"});
+  if (load_best_model_at_end) {
+    require(!metric_for_best_model.empty(), "metric_for_best_model",
+            "load_best_model_at_end needs it (e.g. \"eval_loss\" or \"eval_accuracy\")");
+    require(eval_strategy != "no", "eval_strategy", "load_best_model_at_end needs evaluations (\"steps\" or \"epoch\")");
+    require(save_strategy == eval_strategy, "save_strategy",
+            "load_best_model_at_end needs save_strategy == eval_strategy ('" + save_strategy + "' vs '" + eval_strategy +
+                "'), so that every evaluation has its checkpoint");
+    if (save_strategy == "steps") {
+      require(save_steps > 0 && save_steps % resolved_eval_steps() == 0, "save_steps",
+              "load_best_model_at_end needs save_steps to be a multiple of eval_steps (" +
+                  std::to_string(resolved_eval_steps()) + ")");
+    }
+  }
   require(save_steps >= 0, "save_steps", "must be >= 0 (0 disables periodic saves)");
   require(save_total_limit >= 0, "save_total_limit", "must be >= 0 (0 keeps every checkpoint)");
   require(on_save_error == "continue" || on_save_error == "stop", "on_save_error",
@@ -42,30 +75,9 @@ std::int64_t TrainingArguments::resolved_warmup_steps(std::int64_t total_steps) 
 }
 
 nlohmann::json TrainingArguments::to_json() const {
-  return {{"output_dir", output_dir},
-          {"num_train_epochs", num_train_epochs},
-          {"max_steps", max_steps},
-          {"per_device_train_batch_size", per_device_train_batch_size},
-          {"per_device_eval_batch_size", per_device_eval_batch_size},
-          {"gradient_accumulation_steps", gradient_accumulation_steps},
-          {"learning_rate", learning_rate},
-          {"weight_decay", weight_decay},
-          {"adam_beta1", adam_beta1},
-          {"adam_beta2", adam_beta2},
-          {"adam_epsilon", adam_epsilon},
-          {"max_grad_norm", max_grad_norm},
-          {"lr_scheduler_type", lr_scheduler_type},
-          {"warmup_ratio", warmup_ratio},
-          {"warmup_steps", warmup_steps},
-          {"logging_steps", logging_steps},
-          {"save_steps", save_steps},
-          {"save_total_limit", save_total_limit},
-          {"metric_for_best_model", metric_for_best_model},
-          {"greater_is_better", greater_is_better},
-          {"save_async", save_async},
-          {"on_save_error", on_save_error},
-          {"handle_preemption_signals", handle_preemption_signals},
-          {"seed", seed}};
+  nlohmann::json out = nlohmann::json::object();
+  for_each_field(*this, [&](const char* name, const auto& value) { out[name] = value; });
+  return out;
 }
 
 }  // namespace tenax::sdk

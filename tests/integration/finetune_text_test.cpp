@@ -3,7 +3,8 @@
 // itself after step 8; the agent restarts the generation, which resumes from the step-5
 // checkpoint and finishes; rank 0 prints TENAX_RESULT and writes <output>/model, which loads
 // back with BertForSequenceClassification::from_pretrained and holds the final checkpoint's
-// weights. Needs the assets of tools/fetch_assets.sh (fails, never skips, without them).
+// weights. Needs the assets of tools/fetch_assets.sh (fails, never skips, without them). The
+// configuration tests (bad config keys, the committed finetune.toml) stop before any asset is read.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,6 +154,52 @@ TEST(IntegrationFinetuneText, BadFlagValueIsAUsageErrorNamingTheFlag) {
                             dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_NE(r.log.find("--max-length 'abc' is not an integer"), std::string::npos) << r.log;
+}
+
+// Config errors stop the program before it reads a model (no assets needed): exit 2, naming the
+// key and where it is.
+TEST(IntegrationFinetuneText, BadConfigKeyIsAUsageErrorNamingTheKey) {
+  const fs::path dir = work_dir() / "bad-config";
+  fs::create_directories(dir);
+  std::ofstream(dir / "bad.toml") << "output_dir = \"" << (dir / "train").string() << "\"\n"
+                                  << "learnin_rate = 1e-4\n";
+  // --model-dir nowhere: should the key pass, the run stops at the assets check, not in training.
+  JobRun r = run_command(std::string(FINETUNE_BINARY) + " --config " + (dir / "bad.toml").string() +
+                             " --model-dir " + (dir / "nowhere").string(),
+                         dir);
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_NE(r.log.find("bad.toml:2: unknown key 'learnin_rate' (did you mean 'learning_rate'?)"), std::string::npos)
+      << r.log;
+
+  std::ofstream(dir / "bad-section.toml") << "output_dir = \"x\"\n[finetune]\nmax_length = 1000\n";
+  r = run_command(std::string(FINETUNE_BINARY) + " --config " + (dir / "bad-section.toml").string() +
+                      " --model-dir " + (dir / "nowhere").string(),
+                  dir);
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_NE(r.log.find("finetune.max_length: must be in [3, 512]"), std::string::npos) << r.log;
+  EXPECT_FALSE(fs::exists(dir / "train")) << "nothing was started";
+}
+
+// The committed config is the `make demo` job (tools/demo.sh); flags still override it, the
+// example's older --epochs included.
+TEST(IntegrationFinetuneText, CommittedConfigIsTheDemoJobAndFlagsOverrideIt) {
+  const fs::path dir = work_dir() / "print-config";
+  const std::string config = std::string(TENAX_SOURCE_DIR) + "/examples/finetune_text/finetune.toml";
+  JobRun r = run_command(std::string(FINETUNE_BINARY) + " --config " + config + " --print-config", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  for (const char* line : {"num_train_epochs = 1.0\n", "per_device_train_batch_size = 32\n",
+                           "per_device_eval_batch_size = 64\n", "learning_rate = 0.0001\n", "save_steps = 40\n",
+                           "save_total_limit = 2\n", "logging_steps = 10\n", "seed = 42\n", "[finetune]\n",
+                           "max_length = 64\n", "threads = 1\n"}) {
+    EXPECT_NE(r.stdout_text.find(line), std::string::npos) << line << "\n" << r.stdout_text;
+  }
+  r = run_command(std::string(FINETUNE_BINARY) + " --config " + config +
+                      " --print-config --epochs 2 --learning-rate=3e-5 --max-length 32",
+                  dir);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  for (const char* line : {"num_train_epochs = 2.0\n", "learning_rate = 3e-05\n", "max_length = 32\n"}) {
+    EXPECT_NE(r.stdout_text.find(line), std::string::npos) << line << "\n" << r.stdout_text;
+  }
 }
 
 }  // namespace

@@ -87,9 +87,21 @@ std::filesystem::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-// Trains `world` thread-ranks to max_steps on `dir`; returns the global batch of every step run.
+// Stops training after a given step, as a job cut short would (the arguments stay those of the
+// whole run: a resume with another max_steps is refused, it would change the schedule).
+struct StopAfter final : TrainerCallback {
+  explicit StopAfter(std::int64_t step) : step_(step) {}
+  void on_step_end(const TrainingArguments&, TrainerState& s, TrainerControl& c) override {
+    if (s.global_step == step_) c.should_training_stop = true;
+  }
+  std::int64_t step_;
+};
+
+// Trains `world` thread-ranks to max_steps (or to `stop_after`) on `dir`; returns the global
+// batch of every step run.
 std::map<std::int64_t, std::vector<std::int64_t>> train(const std::filesystem::path& dir, int world,
-                                                        std::int64_t max_steps, std::int64_t per_device) {
+                                                        std::int64_t max_steps, std::int64_t per_device,
+                                                        std::int64_t stop_after = -1) {
   RecordingData data;
   auto shared_data = std::shared_ptr<const Dataset>(&data, [](const Dataset*) {});
   std::int64_t first_step = 0;
@@ -97,6 +109,7 @@ std::map<std::int64_t, std::vector<std::int64_t>> train(const std::filesystem::p
   testing::run_contexts(world, [&](elastic::WorkerContext& ctx) {
     torch::manual_seed(3);
     Trainer trainer(std::make_shared<Linear>(), args_for(dir, max_steps, per_device), shared_data, ctx);
+    if (stop_after > 0) trainer.add_callback(std::make_shared<StopAfter>(stop_after));
     trainer.train();
     if (ctx.rank() == 0) {
       first_step = std::max<std::int64_t>(0, trainer.state().resumed_from_step);
@@ -112,7 +125,7 @@ TEST(SdkTrainerReshard, TwoRanksThenOneRankConsumeTheUninterruptedSampleSequence
   ASSERT_EQ(reference.size(), 24u);
 
   const auto dir = fresh_dir("2to1");
-  auto first = train(dir, 2, 16, 4);   // 2 ranks x 4 = the same global batch of 8
+  auto first = train(dir, 2, 24, 4, 16);  // 2 ranks x 4 = the same global batch of 8; stops at 16
   auto second = train(dir, 1, 24, 8);  // resumes from step 16 on 1 rank
   ASSERT_EQ(first.size(), 16u);
   ASSERT_EQ(second.size(), 8u) << "the 1-rank run must start at step 16, not repeat or skip steps";
@@ -137,7 +150,7 @@ TEST(SdkTrainerReshard, TwoRanksThenOneRankConsumeTheUninterruptedSampleSequence
 TEST(SdkTrainerReshard, OneRankThenThreeRanksContinueTheSequence) {
   const auto reference = train(fresh_dir("ref3"), 1, 20, 12);
   const auto dir = fresh_dir("1to3");
-  auto first = train(dir, 1, 8, 12);
+  auto first = train(dir, 1, 20, 12, 8);
   auto second = train(dir, 3, 20, 4);  // 3 x 4 = 12
   ASSERT_EQ(second.size(), 12u);
   for (std::int64_t step = 9; step <= 20; ++step) EXPECT_EQ(second.at(step), reference.at(step)) << step;
@@ -147,7 +160,7 @@ TEST(SdkTrainerReshard, FewerRanksKeepTheGlobalBatchThroughGradientAccumulation)
   // DESIGN.md decision 4: 2 ranks x 4 wrote it; 1 rank x 4 resumes with accumulation 2.
   const auto reference = train(fresh_dir("ref-acc"), 2, 24, 4);
   const auto dir = fresh_dir("2to1acc");
-  train(dir, 2, 16, 4);
+  train(dir, 2, 24, 4, 16);
   const auto second = train(dir, 1, 24, 4);
   ASSERT_EQ(second.size(), 8u) << "resumed at step 16";
   for (std::int64_t step = 17; step <= 24; ++step) EXPECT_EQ(second.at(step), reference.at(step)) << step;
@@ -155,7 +168,7 @@ TEST(SdkTrainerReshard, FewerRanksKeepTheGlobalBatchThroughGradientAccumulation)
 
 TEST(SdkTrainerReshard, AGlobalBatchTheNewWorldCannotDivideIsRefusedNamingTheField) {
   const auto dir = fresh_dir("batch");
-  train(dir, 2, 8, 4);  // global batch 8
+  train(dir, 2, 16, 4, 8);  // global batch 8
   try {
     train(dir, 3, 16, 4);  // 3 x 4 = 12 does not divide 8
     ADD_FAILURE() << "a resume that cannot keep the global batch must be refused";

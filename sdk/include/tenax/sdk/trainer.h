@@ -4,8 +4,13 @@
 // averaging), LrSchedule, Checkpointer and the callbacks — and owns none of the distributed
 // state: the WorkerContext of this generation is borrowed.
 // train() first restores the newest committed checkpoint under args.output_dir (model,
-// AdamW moments, this rank's RNG, data position), then trains to max_steps, logging every
-// logging_steps and saving every save_steps and at the end.
+// AdamW moments, this rank's RNG, data position, best metric), then trains to max_steps. After
+// each step it logs, evaluates (on the dataset given to set_eval_dataset) and saves as the
+// logging/eval/save strategies say ("steps", "epoch" or "no"), in that order, as
+// transformers' Trainer does; callbacks may ask for any of the three through TrainerControl
+// (identically on every rank: these are collective). The last step is always saved; with
+// load_best_model_at_end the parameters of the checkpoint with the best metric_for_best_model
+// are loaded at the end.
 // predict() and evaluate() run the model in eval mode over another dataset, each rank on a
 // contiguous shard, and gather the logits so that every rank gets all rows in dataset order.
 // Thread-safety: one training thread. train(), predict() and evaluate() are collective (all
@@ -18,12 +23,15 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/optim/adamw.h>
 
+#include "tenax/elastic/progress_file.h"
 #include "tenax/elastic/worker_context.h"
 #include "tenax/sdk/checkpointer.h"
 #include "tenax/sdk/data.h"
@@ -64,6 +72,12 @@ class Trainer {
   /// Application state saved and restored atomically with the model (borrowed; it must
   /// outlive train()). Set it before train(), the same way on every rank.
   void set_user_state(UserState& user_state) { user_state_ = &user_state; }
+  /// The dataset evaluate() runs on during train() (eval_strategy) and its metrics; needed when
+  /// eval_strategy is not "no". Set it the same way on every rank.
+  void set_eval_dataset(std::shared_ptr<const Dataset> eval_dataset, ComputeMetrics compute_metrics = {}) {
+    eval_dataset_ = std::move(eval_dataset);
+    compute_metrics_ = std::move(compute_metrics);
+  }
 
   /// Collective. Restores, trains, saves. Throws on failure (the launcher restarts the job).
   TrainOutput train();
@@ -93,7 +107,8 @@ class Trainer {
   virtual torch::Tensor training_step(Model& model, const Batch& batch);
   /// Forward of one evaluation micro-batch without autograd (the model is in eval mode).
   virtual PredictionStepOutput prediction_step(Model& model, const Batch& batch);
-  /// AdamW over all trainable parameters with args' betas, eps and weight decay.
+  /// AdamW with args' betas and eps over transformers' two groups (adamw_param_groups):
+  /// args.weight_decay for every trainable parameter but biases and LayerNorm parameters.
   virtual std::unique_ptr<torch::optim::AdamW> create_optimizer();
   /// The schedule for a run of `num_training_steps` optimizer steps.
   virtual LrSchedule create_scheduler(std::int64_t num_training_steps);
@@ -101,7 +116,15 @@ class Trainer {
  private:
   NamedTensors named_parameters() const;
   bool restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer);
-  void save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch);
+  /// `metrics`: the evaluation of this step, if there was one (best-model tracking).
+  void save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch,
+            const Logs& metrics);
+  /// The step's log entry (loss averaged over ranks since the last one): collective.
+  void log_training(double window_loss, std::int64_t window_steps, double lr, double seconds, double eta_seconds);
+  /// The key of args.metric_for_best_model in evaluation metrics ("accuracy" -> "eval_accuracy").
+  std::string best_metric_key() const;
+  /// Reads the parameters of the checkpoint in `dir` into the model (load_best_model_at_end).
+  void load_parameters_from(const std::filesystem::path& dir);
   /// Logs a finished save and tells the callbacks; raises StorageError when it failed and
   /// `must_succeed` (final save, or on_save_error = "stop").
   void report_save(const SaveResult& result, bool must_succeed);
@@ -122,9 +145,17 @@ class Trainer {
   Collator collator_;
   std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
   UserState* user_state_ = nullptr;
+  std::shared_ptr<const Dataset> eval_dataset_;
+  ComputeMetrics compute_metrics_;
   TrainerState state_;
   TrainerControl control_;
   std::int64_t accumulation_steps_ = 1;  // of this run (may differ from args_ after a resize)
+  /// Global batches of the data order that should_epoch_stop skipped: step s trains on batch
+  /// s + skipped_steps_. Saved as the sampler's (epoch, cursor); 0 unless a callback used it.
+  std::int64_t skipped_steps_ = 0;
+  std::pair<std::int64_t, std::int64_t> restored_position_{0, 0};  ///< (epoch, cursor) of the loaded checkpoint
+  /// Tells `tenax run --hang-timeout` that this worker is alive: every step and eval batch.
+  elastic::ProgressFile progress_ = elastic::ProgressFile::from_env();
 };
 
 }  // namespace tenax::sdk

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,12 @@ struct TrainerState {
   int rank = 0;
   std::int64_t generation = 0;
   std::int64_t resumed_from_step = -1;  ///< -1 when the run started from scratch
+  std::int64_t eval_steps = 0;
   std::vector<nlohmann::json> log_history;
+  /// The best value of args.metric_for_best_model seen by an evaluation so far, and the
+  /// checkpoint saved at that step ("" until one is). Saved in every checkpoint.
+  std::optional<double> best_metric;
+  std::string best_model_checkpoint;
   bool is_world_process_zero() const { return rank == 0; }
   nlohmann::json to_json() const;
 };
@@ -61,6 +67,8 @@ class TrainerCallback {
   virtual void on_epoch_end(const TrainingArguments&, TrainerState&, TrainerControl&) {}
   virtual void on_step_begin(const TrainingArguments&, TrainerState&, TrainerControl&) {}
   virtual void on_step_end(const TrainingArguments&, TrainerState&, TrainerControl&) {}
+  /// After each micro-batch but the last of a step with gradient accumulation.
+  virtual void on_substep_end(const TrainingArguments&, TrainerState&, TrainerControl&) {}
   virtual void on_log(const TrainingArguments&, TrainerState&, TrainerControl&, const Logs&) {}
   /// After Trainer::evaluate, with its prefixed metrics (eval_loss, eval_accuracy, ...).
   virtual void on_evaluate(const TrainingArguments&, TrainerState&, TrainerControl&, const Logs& /*metrics*/) {}
@@ -78,6 +86,9 @@ class TrainerCallback {
   /// Every rank agreed to stop for a preemption signal; the checkpoint of this step is saved.
   /// train() returns right after, with TrainOutput::preempted set.
   virtual void on_preempt(const TrainingArguments&, TrainerState&, TrainerControl&, int /*signal*/) {}
+  /// At the start of train() in a restarted generation (the launcher restarted the workers
+  /// after a failure, a node loss or a requeue); before on_load. state.generation says which.
+  virtual void on_restart(const TrainingArguments&, TrainerState&, TrainerControl&) {}
   /// After state was restored from a checkpoint at the start of train().
   virtual void on_load(const TrainingArguments&, TrainerState&, TrainerControl&,
                        const std::string& /*checkpoint_dir*/) {}

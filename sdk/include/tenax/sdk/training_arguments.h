@@ -1,7 +1,9 @@
 // TrainingArguments: the knobs of a training run, with Hugging Face's names and meanings.
 //
 // A typed value object: fields are set directly (as in Python's dataclass) and `validate()`
-// checks them, throwing ConfigError naming the field. Serialisable into the checkpoint manifest.
+// checks them, throwing ConfigError naming the field. `for_each_field` is the one list of the
+// fields and their names: the manifest record (to_json), the TOML file and the command-line
+// overrides all go through it, so a field added here is known everywhere.
 // Thread-safety: a plain value.
 //
 //   TrainingArguments args;
@@ -12,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,14 +36,41 @@ struct TrainingArguments {
   double adam_beta2 = 0.999;
   double adam_epsilon = 1e-8;
   double max_grad_norm = 1.0;              ///< <= 0 disables clipping
+  /// linear, cosine, cosine_with_restarts, polynomial, constant, constant_with_warmup
   std::string lr_scheduler_type = "linear";
+  /// transformers' lr_scheduler_kwargs, typed. Used only by the schedules that take them.
+  struct LrSchedulerKwargs {
+    double num_cycles = -1.0;  ///< cosine: 0.5, cosine_with_restarts: 1 when < 0 (transformers' defaults)
+    double lr_end = 1e-7;      ///< polynomial: the final rate (absolute, not a multiplier)
+    double power = 1.0;        ///< polynomial
+  } lr_scheduler_kwargs;
   double warmup_ratio = 0.0;
   std::int64_t warmup_steps = 0;           ///< > 0 overrides warmup_ratio
+  /// "no", "steps" (every logging_steps) or "epoch"
+  std::string logging_strategy = "steps";
   std::int64_t logging_steps = 10;
+  /// "no", "steps" (every eval_steps) or "epoch"; needs an eval dataset (Trainer::set_eval_dataset)
+  std::string eval_strategy = "no";
+  std::int64_t eval_steps = 0;             ///< 0: logging_steps (as transformers)
+  /// "no", "steps" (every save_steps) or "epoch". The last step is always saved.
+  std::string save_strategy = "steps";
   std::int64_t save_steps = 500;           ///< 0 disables periodic saves
   std::int64_t save_total_limit = 0;       ///< keep this many newest checkpoints (+ the best); 0 = all
   std::string metric_for_best_model;       ///< e.g. "eval_loss"; its best checkpoint is never pruned
   bool greater_is_better = false;          ///< for metric_for_best_model
+  /// At the end, load the checkpoint with the best metric_for_best_model (needs eval and save
+  /// strategies that coincide, as in transformers).
+  bool load_best_model_at_end = false;
+  /// Forward and loss under bf16 autocast (CPU and CUDA); master weights stay float32.
+  bool bf16 = false;
+  /// Deterministic algorithms everywhere (torch's use_deterministic_algorithms), one interop thread.
+  bool full_determinism = false;
+  /// No progress bar (rank 0 prints one by default: step/total, loss, rate, samples/s, ETA).
+  bool disable_tqdm = false;
+  /// Where metrics go: any of "jsonl" (<logging_dir>/metrics.jsonl), "tensorboard"
+  /// (<logging_dir>/events.out.tfevents.*), or "none".
+  std::vector<std::string> report_to = {"jsonl", "tensorboard"};
+  std::string logging_dir;                 ///< "" : <output_dir>/runs
   /// Tenax: the step stalls only for the snapshot; a background writer does the I/O and the
   /// commit (false: every save completes before training goes on).
   bool save_async = true;
@@ -57,7 +87,55 @@ struct TrainingArguments {
   void validate() const;
   /// Warmup steps for a run of `total_steps` (warmup_steps, else ceil(warmup_ratio * total)).
   std::int64_t resolved_warmup_steps(std::int64_t total_steps) const;
+  /// Eval every this many steps (eval_steps, or logging_steps when 0).
+  std::int64_t resolved_eval_steps() const { return eval_steps > 0 ? eval_steps : logging_steps; }
+  std::string resolved_logging_dir() const { return logging_dir.empty() ? output_dir + "/runs" : logging_dir; }
+  /// Every field by name (nested ones dotted: "lr_scheduler_kwargs.power").
   nlohmann::json to_json() const;
 };
+
+/// Calls `visit(name, field)` for every field of `args` in declaration order; `field` is a
+/// reference to std::string, double, std::int64_t, std::uint64_t, bool or
+/// std::vector<std::string>. Works on const and non-const arguments.
+template <typename Args, typename Visitor>
+void for_each_field(Args& args, Visitor&& visit) {
+  visit("output_dir", args.output_dir);
+  visit("num_train_epochs", args.num_train_epochs);
+  visit("max_steps", args.max_steps);
+  visit("per_device_train_batch_size", args.per_device_train_batch_size);
+  visit("per_device_eval_batch_size", args.per_device_eval_batch_size);
+  visit("gradient_accumulation_steps", args.gradient_accumulation_steps);
+  visit("learning_rate", args.learning_rate);
+  visit("weight_decay", args.weight_decay);
+  visit("adam_beta1", args.adam_beta1);
+  visit("adam_beta2", args.adam_beta2);
+  visit("adam_epsilon", args.adam_epsilon);
+  visit("max_grad_norm", args.max_grad_norm);
+  visit("lr_scheduler_type", args.lr_scheduler_type);
+  visit("lr_scheduler_kwargs.num_cycles", args.lr_scheduler_kwargs.num_cycles);
+  visit("lr_scheduler_kwargs.lr_end", args.lr_scheduler_kwargs.lr_end);
+  visit("lr_scheduler_kwargs.power", args.lr_scheduler_kwargs.power);
+  visit("warmup_ratio", args.warmup_ratio);
+  visit("warmup_steps", args.warmup_steps);
+  visit("logging_strategy", args.logging_strategy);
+  visit("logging_steps", args.logging_steps);
+  visit("eval_strategy", args.eval_strategy);
+  visit("eval_steps", args.eval_steps);
+  visit("save_strategy", args.save_strategy);
+  visit("save_steps", args.save_steps);
+  visit("save_total_limit", args.save_total_limit);
+  visit("metric_for_best_model", args.metric_for_best_model);
+  visit("greater_is_better", args.greater_is_better);
+  visit("load_best_model_at_end", args.load_best_model_at_end);
+  visit("bf16", args.bf16);
+  visit("full_determinism", args.full_determinism);
+  visit("disable_tqdm", args.disable_tqdm);
+  visit("report_to", args.report_to);
+  visit("logging_dir", args.logging_dir);
+  visit("save_async", args.save_async);
+  visit("on_save_error", args.on_save_error);
+  visit("handle_preemption_signals", args.handle_preemption_signals);
+  visit("seed", args.seed);
+}
 
 }  // namespace tenax::sdk

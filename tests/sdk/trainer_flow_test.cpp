@@ -1,0 +1,538 @@
+// The Trainer's flow against transformers' Trainer: gradient accumulation equals one large
+// batch; logging / eval / save strategies by steps and by epoch; TrainerControl flags set by a
+// callback (stop, save, evaluate); best-model tracking and load_best_model_at_end; bf16
+// autocast; full_determinism. Ranks are threads with real Gloo communicators.
+#include <ATen/Context.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/thread_ranks.h"
+#include "tenax/core/error.h"
+#include "tenax/sdk/autocast.h"
+#include "tenax/sdk/callbacks/early_stopping.h"
+#include "tenax/sdk/trainer.h"
+#include "tenax/storage/checkpoint_directory.h"
+#include "tenax/storage/checkpoint_reader.h"
+
+namespace tenax::sdk {
+namespace {
+
+// x_i: 4 features from a fixed private generator; label: a fixed linear rule, 3 classes.
+class Points final : public Dataset {
+ public:
+  explicit Points(std::int64_t n) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+    x_ = at::randn({n, 4}, gen);
+    y_ = (x_.select(1, 0) * 3 + x_.select(1, 1)).gt(0).to(torch::kInt64) + x_.select(1, 2).gt(0.5).to(torch::kInt64);
+  }
+  std::int64_t size() const override { return x_.size(0); }
+  Example get(std::int64_t i) const override { return {x_[i], y_[i]}; }
+
+ private:
+  torch::Tensor x_, y_;
+};
+
+// No dropout: the arithmetic alone decides the result. Same weights on every rank thread.
+class Mlp final : public Model {
+ public:
+  Mlp() : fc1_(register_module("fc1", torch::nn::Linear(4, 8))), fc2_(register_module("fc2", torch::nn::Linear(8, 3))) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(9);
+    torch::NoGradGuard no_grad;
+    for (auto& p : parameters()) p.copy_(at::randn(p.sizes(), gen) * 0.5);
+  }
+  ModelOutput forward(const Batch& batch) override {
+    ModelOutput out;
+    out.logits = fc2_(torch::tanh(fc1_(batch.inputs)));
+    if (batch.labels.defined()) out.loss = torch::cross_entropy_loss(out.logits, batch.labels);
+    return out;
+  }
+
+ private:
+  torch::nn::Linear fc1_, fc2_;
+};
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  auto dir = std::filesystem::path(::testing::TempDir()) / ("tenax-flow-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+TrainingArguments quiet_args(const std::filesystem::path& dir) {
+  TrainingArguments a;
+  a.output_dir = dir.string();
+  a.learning_rate = 0.05;
+  a.save_steps = 0;
+  a.save_async = false;
+  a.handle_preemption_signals = false;
+  a.report_to = {"none"};
+  a.disable_tqdm = true;
+  return a;
+}
+
+torch::Tensor flat_parameters(Model& model) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : model.parameters()) parts.push_back(p.detach().reshape({-1}).clone());
+  return torch::cat(parts);
+}
+
+std::set<std::int64_t> committed_steps(const std::filesystem::path& dir) {
+  const auto steps = storage::CheckpointDirectory(dir / "checkpoints").committed_steps();
+  return {steps.begin(), steps.end()};
+}
+
+struct Recorder final : TrainerCallback {
+  std::vector<std::int64_t> log_steps, eval_steps, save_steps, epoch_ends;
+  int substeps = 0;
+  void on_log(const TrainingArguments&, TrainerState& s, TrainerControl&, const Logs& logs) override {
+    if (logs.count("loss")) log_steps.push_back(s.global_step);
+  }
+  void on_evaluate(const TrainingArguments&, TrainerState& s, TrainerControl&, const Logs&) override {
+    eval_steps.push_back(s.global_step);
+  }
+  void on_save(const TrainingArguments&, TrainerState& s, TrainerControl&, const std::string&) override {
+    save_steps.push_back(s.global_step);
+  }
+  void on_epoch_end(const TrainingArguments&, TrainerState& s, TrainerControl&) override {
+    epoch_ends.push_back(s.global_step);
+  }
+  void on_substep_end(const TrainingArguments&, TrainerState&, TrainerControl&) override { ++substeps; }
+};
+
+struct StopAt final : TrainerCallback {
+  explicit StopAt(std::int64_t step) : step_(step) {}
+  void on_step_end(const TrainingArguments&, TrainerState& s, TrainerControl& c) override {
+    if (s.global_step == step_) c.should_training_stop = true;
+  }
+  std::int64_t step_;
+};
+
+// --- gradient accumulation -------------------------------------------------------------
+
+TEST(TrainerFlow, GradientAccumulationFourByEightEqualsOneByThirtyTwo) {
+  auto data = std::make_shared<Points>(96);
+  auto train = [&](int world, std::int64_t per_device, std::int64_t accumulation, const std::string& name) {
+    torch::Tensor result;
+    int substeps = 0;
+    testing::run_contexts(world, [&](elastic::WorkerContext& ctx) {
+      auto model = std::make_shared<Mlp>();
+      TrainingArguments a = quiet_args(fresh_dir(name));
+      a.per_device_train_batch_size = per_device;
+      a.gradient_accumulation_steps = accumulation;
+      a.max_steps = 6;
+      a.max_grad_norm = 0.5;  // clipping sees the accumulated gradient, as with one batch
+      Trainer trainer(model, a, data, ctx);
+      auto recorder = std::make_shared<Recorder>();
+      trainer.add_callback(recorder);
+      trainer.train();
+      if (ctx.rank() == 0) {
+        result = flat_parameters(*model);
+        substeps = recorder->substeps;
+      }
+    });
+    return std::make_pair(result, substeps);
+  };
+  const auto [one_batch, no_substeps] = train(1, 32, 1, "acc-1x32");
+  const auto [accumulated, substeps] = train(1, 8, 4, "acc-4x8");
+  const auto [two_ranks, substeps_2] = train(2, 4, 4, "acc-2x4x4");
+  EXPECT_EQ(no_substeps, 0);
+  EXPECT_EQ(substeps, 6 * 3) << "on_substep_end after every micro-batch but the last of each step";
+  EXPECT_FALSE(torch::equal(one_batch, flat_parameters(*std::make_shared<Mlp>()))) << "training changed nothing";
+  EXPECT_TRUE(torch::allclose(accumulated, one_batch, 1e-5, 1e-6)) << (accumulated - one_batch).abs().max();
+  EXPECT_TRUE(torch::allclose(two_ranks, one_batch, 1e-5, 1e-6)) << (two_ranks - one_batch).abs().max();
+}
+
+// --- strategies ------------------------------------------------------------------------
+
+TEST(TrainerFlow, EpochStrategiesLogEvaluateAndSaveAtEveryEpochEnd) {
+  auto data = std::make_shared<Points>(24);  // global batch 8: 3 steps per epoch
+  const auto dir = fresh_dir("epoch");
+  Recorder seen;
+  testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(dir);
+    a.per_device_train_batch_size = 4;
+    a.max_steps = 7;
+    a.logging_strategy = "epoch";
+    a.eval_strategy = "epoch";
+    a.save_strategy = "epoch";
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    trainer.set_eval_dataset(data);
+    auto recorder = std::make_shared<Recorder>();
+    trainer.add_callback(recorder);
+    trainer.train();
+    if (ctx.rank() == 0) seen = *recorder;
+  });
+  EXPECT_EQ(seen.epoch_ends, (std::vector<std::int64_t>{3, 6}));
+  EXPECT_EQ(seen.log_steps, (std::vector<std::int64_t>{3, 6, 7})) << "and the last step";
+  EXPECT_EQ(seen.eval_steps, (std::vector<std::int64_t>{3, 6}));
+  EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{3, 6, 7})) << "epochs, then the final save";
+}
+
+TEST(TrainerFlow, StepStrategiesAndNo) {
+  auto data = std::make_shared<Points>(64);
+  const auto dir = fresh_dir("steps");
+  Recorder seen;
+  testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(dir);
+    a.per_device_train_batch_size = 4;
+    a.max_steps = 10;
+    a.logging_strategy = "no";
+    a.eval_strategy = "steps";
+    a.eval_steps = 4;
+    a.save_strategy = "steps";
+    a.save_steps = 3;
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    trainer.set_eval_dataset(data);
+    auto recorder = std::make_shared<Recorder>();
+    trainer.add_callback(recorder);
+    trainer.train();
+    seen = *recorder;
+    EXPECT_EQ(trainer.state().eval_steps, 4);
+  });
+  EXPECT_TRUE(seen.log_steps.empty()) << "logging_strategy = no";
+  EXPECT_EQ(seen.eval_steps, (std::vector<std::int64_t>{4, 8}));
+  EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{3, 6, 9, 10}));
+}
+
+TEST(TrainerFlow, EvalStrategyWithoutAnEvalDatasetIsAConfigErrorNamingTheField) {
+  auto data = std::make_shared<Points>(16);
+  testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(fresh_dir("no-eval-set"));
+    a.max_steps = 2;
+    a.eval_strategy = "steps";
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    try {
+      trainer.train();
+      ADD_FAILURE() << "train() accepted eval_strategy without a dataset";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("eval_strategy"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("set_eval_dataset"), std::string::npos) << e.what();
+    }
+  });
+}
+
+// --- TrainerControl from a callback ----------------------------------------------------
+
+// Asks for the rest of the epoch to be skipped after one given step.
+struct EpochStopAt final : TrainerCallback {
+  explicit EpochStopAt(std::int64_t step) : step_(step) {}
+  void on_step_end(const TrainingArguments&, TrainerState& s, TrainerControl& c) override {
+    if (s.global_step == step_) c.should_epoch_stop = true;
+  }
+  std::int64_t step_;
+};
+
+TEST(TrainerFlow, ShouldEpochStopSkipsTheRestOfTheEpochAndAResumeKeepsThePosition) {
+  auto data = std::make_shared<Points>(24);  // global batch 8: 3 steps per epoch, 3 epochs = 9
+  const auto dir = fresh_dir("epoch-stop");
+  auto run = [&](bool first) {
+    Recorder seen;
+    std::int64_t final_step = -1;
+    double final_epoch = 0;
+    testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+      TrainingArguments a = quiet_args(dir);
+      a.per_device_train_batch_size = 8;
+      a.num_train_epochs = 3;
+      a.save_strategy = "epoch";
+      Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+      auto recorder = std::make_shared<Recorder>();
+      trainer.add_callback(recorder);
+      if (first) {
+        trainer.add_callback(std::make_shared<EpochStopAt>(1));  // epoch 1 ends after one step
+        trainer.add_callback(std::make_shared<StopAt>(4));       // the job is cut after step 4
+      }
+      const TrainOutput out = trainer.train();
+      seen = *recorder;
+      final_step = out.global_step;
+      final_epoch = trainer.state().epoch;
+    });
+    return std::make_tuple(seen, final_step, final_epoch);
+  };
+  const auto [first, first_step, first_epoch] = run(true);
+  EXPECT_EQ(first.epoch_ends, (std::vector<std::int64_t>{1, 4})) << "the forced end, then a full epoch of 3";
+  EXPECT_EQ(first_step, 4);
+  EXPECT_DOUBLE_EQ(first_epoch, 2.0);
+  EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{1, 4})) << "save_strategy epoch saved the forced end";
+  // The resumed run finds the data position (epoch 2, sample 0) in the checkpoint: it trains
+  // the third epoch only, 3 steps, and ends at step 7 (not at 9, which would be 2 extra epochs' worth).
+  const auto [second, second_step, second_epoch] = run(false);
+  EXPECT_EQ(second_step, 7);
+  EXPECT_DOUBLE_EQ(second_epoch, 3.0);
+  EXPECT_EQ(second.epoch_ends, (std::vector<std::int64_t>{7}));
+}
+
+struct RestartSeen final : TrainerCallback {
+  int restarts = 0;
+  void on_restart(const TrainingArguments&, TrainerState& s, TrainerControl&) override {
+    restarts += s.generation > 0 ? 1 : 100;
+  }
+};
+
+TEST(TrainerFlow, OnRestartFiresInARestartedGenerationOnly) {
+  auto data = std::make_shared<Points>(16);
+  for (std::int64_t generation : {0, 2}) {
+    elastic::WorkerIdentity id;
+    id.generation = generation;
+    id.restart_count = generation;
+    elastic::WorkerContext ctx(id, nullptr, elastic::make_local_communicator());
+    TrainingArguments a = quiet_args(fresh_dir("restart-" + std::to_string(generation)));
+    a.max_steps = 1;
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    auto seen = std::make_shared<RestartSeen>();
+    trainer.add_callback(seen);
+    trainer.train();
+    EXPECT_EQ(seen->restarts, generation > 0 ? 1 : 0) << "generation " << generation;
+  }
+}
+
+struct Steering final : TrainerCallback {
+  std::vector<std::int64_t> evaluated;
+  void on_step_end(const TrainingArguments&, TrainerState& s, TrainerControl& c) override {
+    if (s.global_step == 2) c.should_save = true;
+    if (s.global_step == 3) c.should_evaluate = true;
+    if (s.global_step == 5) c.should_training_stop = true;
+  }
+  void on_evaluate(const TrainingArguments&, TrainerState& s, TrainerControl&, const Logs& m) override {
+    if (m.count("eval_loss")) evaluated.push_back(s.global_step);
+  }
+};
+
+TEST(TrainerFlow, ACallbackStopsTrainingForcesASaveAndForcesAnEvaluation) {
+  auto data = std::make_shared<Points>(64);
+  const auto dir = fresh_dir("steer");
+  std::vector<std::int64_t> evaluated;
+  std::int64_t final_step = -1;
+  testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(dir);
+    a.per_device_train_batch_size = 4;
+    a.max_steps = 20;
+    a.save_strategy = "no";
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    trainer.set_eval_dataset(data);
+    auto steering = std::make_shared<Steering>();
+    trainer.add_callback(steering);
+    const TrainOutput out = trainer.train();
+    if (ctx.rank() == 0) {
+      evaluated = steering->evaluated;
+      final_step = out.global_step;
+    }
+  });
+  EXPECT_EQ(final_step, 5) << "should_training_stop at step 5";
+  EXPECT_EQ(evaluated, (std::vector<std::int64_t>{3})) << "should_evaluate at step 3 only";
+  EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{2, 5})) << "the forced save, then the final one";
+}
+
+// --- best model ------------------------------------------------------------------------
+
+// An evaluation metric that follows a script: the n-th evaluation reports scores[n].
+ComputeMetrics scripted(std::vector<double> scores) {
+  auto calls = std::make_shared<std::size_t>(0);
+  return [scores, calls](const PredictionOutput&) {
+    const double v = scores.at(std::min(*calls, scores.size() - 1));
+    ++*calls;
+    return std::map<std::string, double>{{"score", v}};
+  };
+}
+
+torch::Tensor saved_parameters(const std::filesystem::path& step_dir, Model& like) {
+  auto reader = storage::CheckpointReader::open(step_dir);
+  EXPECT_TRUE(reader.is_ok()) << reader.status().to_string();
+  std::vector<torch::Tensor> parts;
+  for (const auto& item : like.named_parameters()) {
+    torch::Tensor t = torch::empty_like(item.value());
+    EXPECT_TRUE(reader.value().read_into("model/" + item.key(), t.data_ptr(), t.nbytes()).is_ok());
+    parts.push_back(t.reshape({-1}));
+  }
+  return torch::cat(parts);
+}
+
+struct BestCase {
+  bool greater_is_better;
+  std::int64_t expected_best_step;
+  double expected_best;
+};
+
+class TrainerBestModel : public ::testing::TestWithParam<BestCase> {};
+
+TEST_P(TrainerBestModel, LoadBestModelAtEndLoadsTheBestCheckpointsParameters) {
+  const BestCase c = GetParam();
+  auto data = std::make_shared<Points>(64);
+  const auto dir = fresh_dir(c.greater_is_better ? "best-up" : "best-down");
+  // Evaluations at steps 2, 4, 6, 8.
+  const std::vector<double> scores = {0.5, 0.9, 0.2, 0.6};
+  torch::Tensor final_params, last_step_params;
+  TrainerState state;
+  testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(dir);
+    a.per_device_train_batch_size = 4;
+    a.max_steps = 8;
+    a.eval_strategy = "steps";
+    a.eval_steps = 2;
+    a.save_strategy = "steps";
+    a.save_steps = 2;
+    a.save_total_limit = 1;  // the best survives retention
+    a.metric_for_best_model = "score";
+    a.greater_is_better = c.greater_is_better;
+    a.load_best_model_at_end = true;
+    auto model = std::make_shared<Mlp>();
+    Trainer trainer(model, a, data, ctx);
+    trainer.set_eval_dataset(data, scripted(scores));
+    trainer.train();
+    if (ctx.rank() == 0) {
+      final_params = flat_parameters(*model);
+      state = trainer.state();
+    }
+  });
+  const auto step_dir = [&](std::int64_t step) { return storage::CheckpointDirectory(dir / "checkpoints").step_dir(step); };
+  Mlp like;
+  ASSERT_TRUE(state.best_metric.has_value());
+  EXPECT_DOUBLE_EQ(*state.best_metric, c.expected_best);
+  EXPECT_EQ(state.best_model_checkpoint, step_dir(c.expected_best_step).string());
+  EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{c.expected_best_step, 8})) << "newest + best";
+  EXPECT_TRUE(torch::equal(final_params, saved_parameters(step_dir(c.expected_best_step), like)));
+  EXPECT_FALSE(torch::equal(final_params, saved_parameters(step_dir(8), like))) << "the last model was kept";
+}
+
+INSTANTIATE_TEST_SUITE_P(Directions, TrainerBestModel,
+                         ::testing::Values(BestCase{true, 4, 0.9}, BestCase{false, 6, 0.2}));
+
+TEST(TrainerFlow, LoadBestModelAtEndNeedsMatchingStrategies) {
+  TrainingArguments a = quiet_args(fresh_dir("unused"));
+  a.max_steps = 4;
+  a.load_best_model_at_end = true;
+  a.metric_for_best_model = "eval_loss";
+  a.eval_strategy = "steps";
+  a.save_strategy = "epoch";
+  try {
+    a.validate();
+    ADD_FAILURE() << "mismatched strategies accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("TrainingArguments.save_strategy"), std::string::npos) << e.what();
+  }
+  a.save_strategy = "sometimes";
+  EXPECT_THROW(a.validate(), ConfigError);
+}
+
+// --- early stopping and resume checks ------------------------------------------------
+
+TEST(TrainerFlow, EarlyStoppingStopsAtTheEvaluationThatExhaustsPatience) {
+  auto data = std::make_shared<Points>(64);
+  const auto dir = fresh_dir("early-stop");
+  std::int64_t stopped_at = -1;
+  testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(dir);
+    a.per_device_train_batch_size = 4;
+    a.max_steps = 40;
+    a.eval_strategy = "steps";
+    a.eval_steps = 2;
+    a.save_strategy = "steps";
+    a.save_steps = 2;
+    a.metric_for_best_model = "score";
+    a.greater_is_better = true;
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    // Evaluations at steps 2, 4, 6, 8, ...: 0.6 at step 4 is the best; 0.55 and then 0.58 are
+    // two evaluations without improvement, so patience 2 stops at step 8.
+    trainer.set_eval_dataset(data, scripted({0.5, 0.6, 0.55, 0.58, 0.9, 0.95}));
+    trainer.add_callback(std::make_shared<EarlyStoppingCallback>(2, 0.0));
+    const TrainOutput out = trainer.train();
+    if (ctx.rank() == 0) stopped_at = out.global_step;
+  });
+  EXPECT_EQ(stopped_at, 8);
+}
+
+TEST(TrainerFlow, AResumeWithABreakingArgumentChangeIsRefusedAndAHarmlessOneIsNot) {
+  auto data = std::make_shared<Points>(64);
+  const auto dir = fresh_dir("arg-change");
+  auto run = [&](const std::function<void(TrainingArguments&)>& change) {
+    testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+      TrainingArguments a = quiet_args(dir);
+      a.per_device_train_batch_size = 8;
+      a.max_steps = 6;
+      a.save_steps = 3;
+      change(a);
+      Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+      trainer.add_callback(std::make_shared<StopAt>(5));
+      trainer.train();
+    });
+  };
+  run([](TrainingArguments&) {});
+  ASSERT_EQ(committed_steps(dir), (std::set<std::int64_t>{3, 5}));
+  try {
+    run([](TrainingArguments& a) { a.learning_rate = 0.01; a.seed = 7; });
+    ADD_FAILURE() << "a changed learning rate was accepted on resume";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("TrainingArguments.learning_rate"), std::string::npos) << what;
+    EXPECT_NE(what.find("TrainingArguments.seed"), std::string::npos) << "every breaking change is listed: " << what;
+  }
+  EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{3, 5})) << "a refused resume changes nothing";
+  EXPECT_NO_THROW(run([](TrainingArguments& a) { a.logging_steps = 1; }));
+  EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{3, 5, 6})) << "resumed at 5, finished at 6";
+}
+
+// --- precision and determinism ---------------------------------------------------------
+
+TEST(TrainerFlow, AutocastGuardRunsLinearInBf16AndRestoresTheStateWhenNested) {
+  torch::nn::Linear linear(4, 3);
+  const auto x = torch::randn({2, 4});
+  EXPECT_EQ(linear(x).scalar_type(), torch::kFloat32);
+  {
+    AutocastGuard outer(torch::kCPU, true);
+    EXPECT_EQ(linear(x).scalar_type(), torch::kBFloat16);
+    {
+      AutocastGuard disabled(torch::kCPU, false);  // a no-op
+      EXPECT_EQ(linear(x).scalar_type(), torch::kBFloat16);
+    }
+    {
+      AutocastGuard inner(torch::kCPU, true);
+      EXPECT_EQ(linear(x).scalar_type(), torch::kBFloat16);
+    }
+    EXPECT_EQ(linear(x).scalar_type(), torch::kBFloat16) << "the inner guard restored the outer state";
+  }
+  EXPECT_EQ(linear(x).scalar_type(), torch::kFloat32);
+  EXPECT_EQ(linear->weight.scalar_type(), torch::kFloat32);
+}
+
+TEST(TrainerFlow, Bf16TrainingKeepsFloat32MasterWeightsAndLearns) {
+  auto data = std::make_shared<Points>(64);
+  torch::Tensor before = flat_parameters(*std::make_shared<Mlp>());
+  testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(fresh_dir("bf16"));
+    a.per_device_train_batch_size = 16;
+    a.max_steps = 8;
+    a.bf16 = true;
+    auto model = std::make_shared<Mlp>();
+    Trainer trainer(model, a, data, ctx);
+    const TrainOutput out = trainer.train();
+    EXPECT_TRUE(std::isfinite(out.training_loss));
+    for (const auto& p : model->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat32);
+    EXPECT_FALSE(torch::equal(flat_parameters(*model), before));
+    EXPECT_EQ(torch::nn::Linear(4, 3)(torch::randn({1, 4})).scalar_type(), torch::kFloat32) << "autocast left on";
+  });
+}
+
+TEST(TrainerFlow, FullDeterminismTurnsOnDeterministicAlgorithms) {
+  auto data = std::make_shared<Points>(16);
+  const bool before = at::globalContext().deterministicAlgorithms();
+  ASSERT_FALSE(before);
+  testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(fresh_dir("determinism"));
+    a.max_steps = 1;
+    a.full_determinism = true;
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    trainer.train();
+  });
+  EXPECT_TRUE(at::globalContext().deterministicAlgorithms());
+  at::globalContext().setDeterministicAlgorithms(false, false);  // process-wide: put it back
+}
+
+}  // namespace
+}  // namespace tenax::sdk
