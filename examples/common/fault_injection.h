@@ -20,15 +20,16 @@
 
 namespace tenax::examples {
 
-/// Kills this process with SIGKILL after step `step` on rank `rank`, first generation only
+/// Kills this process with SIGKILL (or stops it with SIGSTOP: a hung worker, for
+/// `tenax run --hang-timeout`) after step `step` on rank `rank`, first generation only
 /// (restart_count 0), so the restarted job runs through. So that a test knows which checkpoint
 /// the resume must use, the kill waits (up to a minute) until the last periodic save before
 /// `step` is committed: async saves commit in the background, and a crash loses the one in
 /// flight. (The same change as main's 6a704c0 made inside synthetic_regression.)
 class FailureInjection final : public sdk::TrainerCallback {
  public:
-  FailureInjection(std::int64_t step, int rank, std::int64_t restart_count)
-      : step_(step), rank_(rank), armed_(restart_count == 0) {}
+  FailureInjection(std::int64_t step, int rank, std::int64_t restart_count, int signal = SIGKILL)
+      : step_(step), rank_(rank), armed_(restart_count == 0), signal_(signal) {}
   void on_step_end(const sdk::TrainingArguments& args, sdk::TrainerState& state, sdk::TrainerControl&) override {
     if (armed_ && state.global_step == step_ && state.rank == rank_) {
       if (args.save_steps > 0 && step_ >= args.save_steps) {
@@ -39,8 +40,10 @@ class FailureInjection final : public sdk::TrainerCallback {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
       }
-      logger("example")->warn("failure injection: rank {} kills itself with SIGKILL after step {}", rank_, step_);
-      std::raise(SIGKILL);
+      logger("example")->warn("failure injection: rank {} {} after step {}", rank_,
+                              signal_ == SIGSTOP ? "stops itself with SIGSTOP (hangs)" : "kills itself with SIGKILL", step_);
+      armed_ = false;
+      std::raise(signal_);
     }
   }
 
@@ -48,6 +51,7 @@ class FailureInjection final : public sdk::TrainerCallback {
   std::int64_t step_;
   int rank_;
   bool armed_;
+  int signal_;
 };
 
 /// Sends `signal` to the agent (this worker's parent) after step `step`, from rank 0 — the way

@@ -5,7 +5,8 @@
 //       --max-steps 60 --save-steps 20 --fail-at-step 30 --fail-rank 1   (one command line)
 //
 // --fail-at-step S --fail-rank R: rank R SIGKILLs itself right after step S, in the first
-// generation only (TENAX_RESTART_COUNT=0), so the restarted job runs through.
+// generation only (TENAX_RESTART_COUNT=0), so the restarted job runs through. With
+// --fail-signal STOP it SIGSTOPs itself instead: a hung worker for `tenax run --hang-timeout`.
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -71,6 +72,7 @@ struct Options {
   tenax::sdk::TrainingArguments args;
   std::int64_t fail_at_step = -1;
   int fail_rank = 0;
+  int fail_signal = SIGKILL;
   std::int64_t preempt_at_step = -1;
   int preempt_signal = SIGUSR1;
   std::int64_t dataset_size = 4096;
@@ -80,7 +82,7 @@ struct Options {
 constexpr const char* kUsage =
     "usage: synthetic_regression --output-dir DIR [--max-steps N] [--save-steps N]\n"
     "       [--logging-steps N] [--per-device-batch N] [--learning-rate X] [--seed N]\n"
-    "       [--dataset-size N] [--fail-at-step S --fail-rank R]\n"
+    "       [--dataset-size N] [--fail-at-step S --fail-rank R [--fail-signal KILL|STOP]]\n"
     "       [--preempt-at-step S [--preempt-signal USR1|TERM]]\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -122,6 +124,10 @@ Options parse(int argc, char** argv) {
     else if (flag == "--dataset-size") o.dataset_size = as_int();
     else if (flag == "--fail-at-step") o.fail_at_step = as_int();
     else if (flag == "--fail-rank") o.fail_rank = static_cast<int>(as_int());
+    else if (flag == "--fail-signal") {
+      if (value != "KILL" && value != "STOP") usage_error("--fail-signal must be KILL or STOP, got " + value);
+      o.fail_signal = value == "KILL" ? SIGKILL : SIGSTOP;
+    }
     else if (flag == "--preempt-at-step") o.preempt_at_step = as_int();
     else if (flag == "--preempt-signal") {
       if (value != "USR1" && value != "TERM") usage_error("--preempt-signal must be USR1 or TERM, got " + value);
@@ -154,7 +160,7 @@ int main(int argc, char** argv) {
     tenax::sdk::Trainer trainer(model, options.args, data, context);
     if (options.fail_at_step >= 0) {
       trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(options.fail_at_step, options.fail_rank,
-                                                              context.restart_count()));
+                                                              context.restart_count(), options.fail_signal));
     }
     if (options.preempt_at_step >= 0) {
       trainer.add_callback(std::make_shared<tenax::examples::PreemptionInjection>(options.preempt_at_step, options.preempt_signal));

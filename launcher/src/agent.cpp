@@ -16,6 +16,9 @@
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/kv_service.h"
+#include "tenax/elastic/rendezvous_client.h"
+#include "tenax/elastic/rendezvous_service.h"
+#include "slurm_requeue.h"
 #include "worker_process.h"
 
 extern char** environ;
@@ -25,7 +28,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum class Outcome { kFinished, kFailed, kConfigError, kPreempted, kInterrupted };
+enum class Outcome {
+  kFinished,
+  kFailed,
+  kConfigError,
+  kPreempted,
+  kInterrupted,
+  kRendezvousRestart,  // multi-node: the rendezvous ended the generation (another node)
+  kRendezvousLost,     // multi-node: the rendezvous service is gone
+};
 
 const char* outcome_name(Outcome outcome) {
   switch (outcome) {
@@ -34,6 +45,8 @@ const char* outcome_name(Outcome outcome) {
     case Outcome::kConfigError: return "configuration error";
     case Outcome::kPreempted: return "preempted";
     case Outcome::kInterrupted: return "interrupted";
+    case Outcome::kRendezvousRestart: return "restarted by the rendezvous";
+    case Outcome::kRendezvousLost: return "rendezvous service lost";
   }
   return "unknown";
 }
@@ -41,6 +54,8 @@ const char* outcome_name(Outcome outcome) {
 // One worker of the current generation, with what the agent learned about it.
 struct Worker {
   int rank = 0;
+  int local_rank = 0;
+  std::filesystem::path progress_file;   // empty unless --hang-timeout
   std::optional<WorkerProcess> process;  // empty when it could not be started
   bool stopped_by_agent = false;         // still running when the agent began stopping them
 
@@ -50,7 +65,19 @@ struct Worker {
 struct GenerationRecord {
   int generation = 0;
   Outcome outcome = Outcome::kFailed;
+  std::string reason;  // multi-node: why the rendezvous ended it
   std::vector<nlohmann::json> workers;
+};
+
+// Who runs in one generation: all ranks on this node (single node), or this node's share.
+struct GenerationPlan {
+  int generation = 0;
+  int node_rank = 0;
+  int num_nodes = 1;
+  int rank_offset = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  std::string store_endpoint;
 };
 
 std::string hostname() {
@@ -92,17 +119,28 @@ std::vector<std::string> current_environment() {
 
 class RunLoop {
  public:
-  RunLoop(const RunOptions& options, elastic::KvService& service)
+  RunLoop(const RunOptions& options, elastic::KvService* service, const MultiNodePlan* plan)
       : options_(options),
         service_(service),
+        plan_(plan),
         log_(logger("tenax.launcher")),
-        host_(hostname()),
+        host_(plan ? plan->host : hostname()),
         inherited_env_(current_environment()) {}
 
   int run();
 
  private:
-  GenerationRecord run_generation(int generation, int restart_count);
+  int run_single();
+  int run_multi();
+  // Joins the next generation, waking for signals; nullopt (with `exit_code` set) when the
+  // agent must stop instead.
+  std::optional<elastic::Assignment> join_generation(int& exit_code, Outcome& outcome);
+  // Hosting agent: waits until no other node is left that needs the service.
+  void wait_for_other_nodes();
+  void requeue_if_slurm_rank0(int node_rank);
+  GenerationRecord run_generation(const GenerationPlan& plan, int restart_count);
+  bool hung(Worker& w);
+  std::string where(const Worker& w) const;
   // `signal` to every worker's process group, up to `grace` for them to exit, then SIGKILL.
   void stop_workers(std::vector<Worker>& workers, int signal, std::chrono::seconds grace);
   void stop_workers(std::vector<Worker>& workers) { stop_workers(workers, SIGTERM, options_.grace_period); }
@@ -112,12 +150,16 @@ class RunLoop {
     LogIdentity identity;
     identity.rank = -1;
     identity.generation = generation;
-    identity.role = "agent";
+    // Multi-node: several agents write to one job log (srun), so each line names its host.
+    identity.role = plan_ ? "agent@" + host_ : "agent";
     set_log_identity(identity);
   }
 
   const RunOptions& options_;
-  elastic::KvService& service_;
+  elastic::KvService* service_;      // single node
+  const MultiNodePlan* plan_;        // multi-node
+  std::unique_ptr<elastic::RendezvousService> rdzv_service_;
+  std::unique_ptr<elastic::RendezvousClient> client_;
   std::shared_ptr<spdlog::logger> log_;
   std::string host_;
   std::vector<std::string> inherited_env_;
@@ -125,17 +167,28 @@ class RunLoop {
   std::string endpoint_;
   ShutdownSignals signals_;
   std::vector<GenerationRecord> history_;
+  Clock::time_point next_hang_check_{};
 };
 
 int RunLoop::run() {
+  std::string dir = options_.run_dir.string();
+  // Multi-node: "%n" is this node's id, so that nodes sharing a file system keep their own.
+  for (auto at = dir.find("%n"); plan_ && at != std::string::npos; at = dir.find("%n", at)) {
+    dir.replace(at, 2, plan_->raw_node_id);
+    at += plan_->raw_node_id.size();
+  }
   std::error_code ec;
-  std::filesystem::create_directories(options_.run_dir, ec);
+  std::filesystem::create_directories(dir, ec);
   if (ec) {
-    throw ConfigError("tenax run: cannot create run directory '" + options_.run_dir.string() +
+    throw ConfigError("tenax run: cannot create run directory '" + dir +
                       "': " + ec.message() + "; pass --run-dir with a writable directory");
   }
-  run_dir_ = std::filesystem::absolute(options_.run_dir).lexically_normal();
-  endpoint_ = service_.endpoint();
+  run_dir_ = std::filesystem::absolute(dir).lexically_normal();
+  return plan_ ? run_multi() : run_single();
+}
+
+int RunLoop::run_single() {
+  endpoint_ = service_->endpoint();
 
   const int n = options_.nproc_per_node;
   int restarts = 0;
@@ -143,7 +196,11 @@ int RunLoop::run() {
   Outcome final_outcome = Outcome::kFailed;
   for (int generation = 0;; ++generation) {
     set_identity(generation);
-    GenerationRecord record = run_generation(generation, restarts);
+    GenerationPlan plan;
+    plan.generation = generation;
+    plan.world_size = n;
+    plan.store_endpoint = endpoint_;
+    GenerationRecord record = run_generation(plan, restarts);
     final_outcome = record.outcome;
     history_.push_back(std::move(record));
 
@@ -185,7 +242,7 @@ int RunLoop::run() {
     ++restarts;
     const std::string old_prefix = "gen/" + std::to_string(generation) + "/";
     try {
-      service_.drop_prefix(old_prefix);
+      service_->drop_prefix(old_prefix);
     } catch (const Error& e) {
       log_->warn("could not drop the keys of generation {} ({}): {}", generation, old_prefix,
                  e.what());
@@ -198,30 +255,303 @@ int RunLoop::run() {
   return exit_code;
 }
 
-GenerationRecord RunLoop::run_generation(int generation, int restart_count) {
+int RunLoop::run_multi() {
+  const MultiNodePlan& plan = *plan_;
+  set_identity(0);
   const int n = options_.nproc_per_node;
-  log_->info("starting {} (generation {}): {}", plural(n, "worker"), generation,
-             shell_words(options_.command));
+  if (plan.slurm) {
+    const SlurmJob& job = *plan.slurm;
+    log_->info("Slurm job {}: node {} of {} ({}), task {}, SLURM_RESTART_COUNT={}", job.job_id, job.node_id,
+               job.num_nodes, host_, job.proc_id,
+               job.restart_count ? std::to_string(*job.restart_count) + " (requeued " +
+                                       plural(*job.restart_count, "time") + ")"
+                                 : std::string("unset (first run of the job)"));
+  }
+  const auto heartbeat = elastic::HeartbeatOptions()
+                             .interval(options_.heartbeat_interval)
+                             .liveness(options_.heartbeat_liveness);
+  int bound_port = 0;
+  if (plan.hosts_service) {
+    rdzv_service_ = std::make_unique<elastic::RendezvousService>(
+        elastic::RendezvousOptions(plan.nodes.min, plan.nodes.max)
+            .heartbeat(heartbeat)
+            .join_timeout(std::chrono::duration_cast<std::chrono::milliseconds>(options_.join_timeout)));
+    bound_port = endpoint_port(rdzv_service_->start(plan.rdzv_bind));
+  }
+  const std::string endpoint = plan.connect_endpoint(bound_port);
+  endpoint_ = endpoint;
+  log_->info("node {} on {}: {} per node, {}..{} node(s), rendezvous {} ({})", plan.node_id, host_,
+             plural(n, "worker"), plan.nodes.min, plan.nodes.max, endpoint,
+             plan.hosts_service ? "hosted by this agent" : "hosted by another agent");
+  // The service must be silent for much longer than a heartbeat expiry before a node gives up
+  // on it: a busy host, or the hosting agent stopping its own workers, is not a lost service.
+  const auto service_timeout = std::max<std::chrono::milliseconds>(std::chrono::seconds(30), heartbeat.expiry() * 4);
+  client_ = std::make_unique<elastic::RendezvousClient>(
+      endpoint, elastic::RendezvousClientOptions(plan.node_id, host_, n)
+                    .heartbeat(heartbeat)
+                    .reconnect_backoff_max(std::max<std::chrono::milliseconds>(heartbeat.interval(),
+                                                                                std::chrono::seconds(4)))
+                    .service_timeout(service_timeout));
+
+  int restarts = 0;
+  int exit_code = 1;
+  int last_node_rank = -1;
+  Outcome final_outcome = Outcome::kFailed;
+  for (bool first = true;; first = false) {
+    std::optional<elastic::Assignment> assigned = join_generation(exit_code, final_outcome);
+    if (!assigned) break;
+    const int generation = static_cast<int>(assigned->generation);
+    set_identity(generation);
+    if (!first) {
+      log_->warn("generation {} formed: {} node(s), world size {}; this node runs ranks {}..{} (restart {} of {})",
+                 generation, assigned->num_nodes, assigned->world_size, assigned->rank_offset,
+                 assigned->rank_offset + n - 1, restarts, options_.max_restarts);
+    }
+    last_node_rank = assigned->node_rank;
+    GenerationPlan gplan;
+    gplan.generation = generation;
+    gplan.node_rank = assigned->node_rank;
+    gplan.num_nodes = assigned->num_nodes;
+    gplan.rank_offset = assigned->rank_offset;
+    gplan.world_size = assigned->world_size;
+    gplan.master_addr = assigned->master_host;
+    gplan.store_endpoint = assigned->store_endpoint;
+    // TENAX_RESTART_COUNT counts the job's re-formed generations, the same on every node.
+    GenerationRecord record = run_generation(gplan, generation);
+    final_outcome = record.outcome;
+    history_.push_back(std::move(record));
+
+    if (final_outcome == Outcome::kFinished) {
+      log_->info("all {} of node {} finished; telling the rendezvous (the other nodes go on undisturbed)",
+                 plural(n, "worker"), plan.node_id);
+      if (Status s = client_->finish(); !s.is_ok()) log_->warn("{}", s.to_string());
+      wait_for_other_nodes();
+      exit_code = 0;
+      break;
+    }
+    if (final_outcome == Outcome::kConfigError) {
+      log_->error(
+          "a worker exited with status {} (usage or configuration error; its message is above): "
+          "restarting cannot fix that, so no restart; leaving the rendezvous (the other nodes "
+          "will see it); fix the command line or configuration and submit again",
+          kConfigErrorExitCode);
+      (void)client_->leave();
+      exit_code = kConfigErrorExitCode;
+      break;
+    }
+    if (final_outcome == Outcome::kPreempted) {
+      if (signals_.received() != 0) {
+        log_->info("workers saved their checkpoint after {}", signal_name(signals_.received()));
+      }
+      (void)client_->finish();
+      wait_for_other_nodes();
+      log_->warn("workers were preempted (exit status {}); exiting {} so that the job can be "
+                 "requeued and resume from its checkpoint",
+                 kPreemptedExitCode, kPreemptedExitCode);
+      exit_code = kPreemptedExitCode;
+      break;
+    }
+    if (final_outcome == Outcome::kInterrupted || signals_.received() != 0) {
+      final_outcome = Outcome::kInterrupted;
+      const int sig = signals_.received();
+      log_->warn("agent stopped by {} before its workers saved a checkpoint; leaving the rendezvous; exiting {}",
+                 signal_name(sig), exit_code_for_signal(sig));
+      (void)client_->leave();
+      exit_code = exit_code_for_signal(sig);
+      break;
+    }
+    if (final_outcome == Outcome::kRendezvousLost) {
+      log_->error("node {} lost the rendezvous service at {}: the job cannot re-form without it; exiting 1 "
+                  "(check the agent of the first node: its log says why it stopped)",
+                  plan.node_id, endpoint);
+      exit_code = 1;
+      break;
+    }
+    if (restarts >= options_.max_restarts) {
+      log_->error("restart budget spent ({}); leaving the rendezvous and giving up (raise --max-restarts to "
+                  "allow more)",
+                  plural(restarts, "restart"));
+      (void)client_->leave();
+      exit_code = 1;
+      break;
+    }
+    ++restarts;
+    log_->warn("re-joining the rendezvous for generation {} (restart {} of {})", generation + 1, restarts,
+               options_.max_restarts);
+  }
+  if (final_outcome == Outcome::kPreempted && exit_code == kPreemptedExitCode) {
+    write_summary(exit_code, final_outcome, restarts);
+    requeue_if_slurm_rank0(last_node_rank);
+  } else {
+    write_summary(exit_code, final_outcome, restarts);
+  }
+  client_.reset();
+  if (rdzv_service_) rdzv_service_->stop();
+  return exit_code;
+}
+
+std::optional<elastic::Assignment> RunLoop::join_generation(int& exit_code, Outcome& outcome) {
+  const auto started = Clock::now();
+  // The service fails a round that lacks MIN nodes at --join-timeout; this bound only guards
+  // against a service that accepts the joins but never answers.
+  const auto deadline = started + options_.join_timeout + std::chrono::seconds(30);
+  log_->info("node {} joining the rendezvous at {} (needs {}..{} node(s), join timeout {} s)", plan_->node_id,
+             endpoint_, plan_->nodes.min, plan_->nodes.max, options_.join_timeout.count());
+  auto next_note = started + std::chrono::seconds(10);
+  while (true) {
+    // Slices of one second, so that a signal during the join is acted on at once.
+    StatusOr<elastic::Assignment> assigned = client_->join(std::chrono::seconds(1));
+    if (assigned.is_ok()) return assigned.value();
+    const Status& status = assigned.status();
+    if (status.code() != StatusCode::kDeadlineExceeded) {
+      log_->error("node {} could not join a generation: {}; exiting 1", plan_->node_id, status.message());
+      outcome = status.code() == StatusCode::kUnavailable ? Outcome::kRendezvousLost : Outcome::kFailed;
+      exit_code = 1;
+      return std::nullopt;
+    }
+    if (const int sig = signals_.received(); sig != 0) {
+      log_->warn("received {} while joining; leaving the rendezvous; exiting {}", signal_name(sig),
+                 exit_code_for_signal(sig));
+      (void)client_->leave();
+      outcome = Outcome::kInterrupted;
+      exit_code = exit_code_for_signal(sig);
+      return std::nullopt;
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      log_->error("node {}: no generation formed within {} s of joining ({}); exiting 1", plan_->node_id,
+                  std::chrono::duration_cast<std::chrono::seconds>(now - started).count(), status.message());
+      exit_code = 1;
+      outcome = Outcome::kFailed;
+      return std::nullopt;
+    }
+    if (now >= next_note) {
+      next_note = now + std::chrono::seconds(10);
+      log_->info("still waiting for a generation to form: {}", status.message());
+    }
+  }
+}
+
+void RunLoop::wait_for_other_nodes() {
+  if (!rdzv_service_) return;
+  const int signals_before = signals_.count();
+  auto next_note = Clock::now();
+  while (true) {
+    const elastic::RendezvousSnapshot snapshot = rdzv_service_->snapshot();
+    if (snapshot.live.empty()) return;
+    if (Clock::now() >= next_note) {
+      std::string ids;
+      for (const auto& id : snapshot.live) ids += (ids.empty() ? "" : ", ") + id;
+      log_->info("this agent hosts the rendezvous service: waiting for {} ({}) to finish before stopping it",
+                 plural(static_cast<int>(snapshot.live.size()), "other node"), ids);
+      next_note = Clock::now() + std::chrono::seconds(10);
+    }
+    signals_.wait(std::chrono::milliseconds(100));
+    if (signals_.count() > signals_before) {
+      log_->warn("{} received while waiting for the other nodes; stopping the rendezvous service now",
+                 signal_name(signals_.received()));
+      return;
+    }
+  }
+}
+
+void RunLoop::requeue_if_slurm_rank0(int node_rank) {
+  if (!plan_ || !plan_->slurm) {
+    log_->info("not under Slurm: resubmit the job to resume from its checkpoint");
+    return;
+  }
+  const SlurmJob& job = *plan_->slurm;
+  if (node_rank != 0) {
+    log_->info("node rank {}: the agent of node rank 0 requeues Slurm job {}", node_rank, job.job_id);
+    return;
+  }
+  log_->warn("requeueing Slurm job {} (preempted; SLURM_RESTART_COUNT={}): running `scontrol requeue {}`; Slurm "
+             "then stops this job, this agent included, and starts it again: the requeued run logs "
+             "SLURM_RESTART_COUNT={} and resumes from the checkpoint",
+             job.job_id, job.restart_count ? std::to_string(*job.restart_count) : std::string("unset"), job.job_id,
+             job.restart_count.value_or(0) + 1);
+  const RequeueResult r = requeue_job(job.job_id, job.restart_count.value_or(0), run_dir_, std::chrono::seconds(30));
+  if (r.outcome == RequeueResult::Outcome::kFailed) {
+    log_->error("{}", r.message);
+  } else {
+    log_->warn("{}", r.message);
+  }
+}
+
+// "rank 3 (local 1, pid 4242, host node2, node 1)"; single node: "rank 1 (pid 4242, host h)".
+std::string RunLoop::where(const Worker& w) const {
+  std::string out = "rank " + std::to_string(w.rank) + " (";
+  if (plan_) out += "local " + std::to_string(w.local_rank) + ", ";
+  if (w.process) out += "pid " + std::to_string(w.process->pid()) + ", ";
+  out += "host " + host_;
+  if (plan_) out += ", node " + plan_->node_id;
+  return out + ")";
+}
+
+// --hang-timeout: a worker whose progress file exists and has not changed for that long.
+bool RunLoop::hung(Worker& w) {
+  if (w.progress_file.empty() || w.ended()) return false;
+  std::error_code ec;
+  const auto changed = std::filesystem::last_write_time(w.progress_file, ec);
+  if (ec) return false;  // never reported progress: not judged
+  const auto age = std::filesystem::file_time_type::clock::now() - changed;
+  if (age <= options_.hang_timeout) return false;
+  log_->error("worker {} made no progress for {} s: {} was last written {} s ago (--hang-timeout {} s); "
+              "treating it as hung",
+              where(w), std::chrono::duration_cast<std::chrono::seconds>(age).count(), w.progress_file.string(),
+              std::chrono::duration_cast<std::chrono::seconds>(age).count(), options_.hang_timeout.count());
+  return true;
+}
+
+GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart_count) {
+  const int n = options_.nproc_per_node;
+  const int generation = plan.generation;
+  if (plan_) {
+    log_->info("starting {} (generation {}, node rank {} of {}, ranks {}..{} of {}): {}", plural(n, "worker"),
+               generation, plan.node_rank, plan.num_nodes, plan.rank_offset, plan.rank_offset + n - 1,
+               plan.world_size, shell_words(options_.command));
+  } else {
+    log_->info("starting {} (generation {}): {}", plural(n, "worker"), generation,
+               shell_words(options_.command));
+  }
 
   std::vector<Worker> workers(static_cast<std::size_t>(n));
-  for (int rank = 0; rank < n; ++rank) {
-    Worker& w = workers[static_cast<std::size_t>(rank)];
+  for (int local = 0; local < n; ++local) {
+    Worker& w = workers[static_cast<std::size_t>(local)];
+    const int rank = plan.rank_offset + local;
     w.rank = rank;
+    w.local_rank = local;
     WorkerEnvironment values;
     values.rank = rank;
-    values.world_size = n;
+    values.world_size = plan.world_size;
     values.generation = generation;
     values.restart_count = restart_count;
     values.max_restarts = options_.max_restarts;
-    values.rdzv_endpoint = endpoint_;
+    values.rdzv_endpoint = plan.store_endpoint;
     values.run_dir = run_dir_.string();
+    if (plan_) {
+      values.local_rank = local;
+      values.local_world_size = n;
+      values.group_rank = plan.node_rank;
+      values.group_world_size = plan.num_nodes;
+      values.master_addr = plan.master_addr;
+    }
+    if (options_.hang_timeout.count() > 0) {
+      w.progress_file = run_dir_ / "progress" / ("rank-" + std::to_string(rank));
+      std::error_code ec;
+      std::filesystem::create_directories(w.progress_file.parent_path(), ec);
+      std::filesystem::remove(w.progress_file, ec);  // a stale one from the last generation
+      values.progress_file = w.progress_file.string();
+    }
     try {
       w.process.emplace(
           WorkerProcess::spawn(options_.command, worker_environment(inherited_env_, values)));
       log_->debug("worker rank {} started (pid {})", rank, w.process->pid());
     } catch (const Error& e) {
       log_->error("worker rank {} (host {}) could not be started: {}", rank, host_, e.what());
-      workers.resize(static_cast<std::size_t>(rank) + 1);
+      workers.resize(static_cast<std::size_t>(local) + 1);
+      if (client_) (void)client_->request_restart("worker rank " + std::to_string(rank) + " on " + host_ +
+                                                  " could not be started");
       stop_workers(workers);
       return finish_record(generation, Outcome::kFailed, workers);
     }
@@ -251,6 +581,7 @@ GenerationRecord RunLoop::run_generation(int generation, int restart_count) {
     bool failed = false;
     bool config_error = false;
     bool all_ended = true;
+    std::string failure;
     for (Worker& w : workers) {
       const bool known = w.process->status().has_value();
       std::optional<ExitStatus> status = w.process->poll();
@@ -260,9 +591,19 @@ GenerationRecord RunLoop::run_generation(int generation, int restart_count) {
       }
       if (known) continue;
       if (status->failed()) {
-        log_->error("worker rank {} (pid {}, host {}) {}{}", w.rank, w.process->pid(), host_,
-                    status->kind() == ExitStatus::Kind::kSignaled ? "was " : "",
-                    status->describe());
+        if (plan_) {
+          log_->error("worker {} {}{}", where(w), status->kind() == ExitStatus::Kind::kSignaled ? "was " : "",
+                      status->describe());
+        } else {
+          log_->error("worker rank {} (pid {}, host {}) {}{}", w.rank, w.process->pid(), host_,
+                      status->kind() == ExitStatus::Kind::kSignaled ? "was " : "",
+                      status->describe());
+        }
+        if (failure.empty()) {
+          failure = "worker rank " + std::to_string(w.rank) + " (pid " + std::to_string(w.process->pid()) +
+                    ") on " + host_ + " " + (status->kind() == ExitStatus::Kind::kSignaled ? "was " : "") +
+                    status->describe();
+        }
         failed = true;
         config_error = config_error || status->config_error();
       } else if (status->preempted()) {
@@ -273,7 +614,29 @@ GenerationRecord RunLoop::run_generation(int generation, int restart_count) {
         log_->info("worker rank {} (pid {}) finished", w.rank, w.process->pid());
       }
     }
+    if (!failed && options_.hang_timeout.count() > 0 && Clock::now() >= next_hang_check_) {
+      next_hang_check_ = Clock::now() + std::chrono::seconds(1);
+      for (Worker& w : workers) {
+        if (!hung(w)) continue;
+        failed = true;
+        if (failure.empty()) {
+          failure = "worker rank " + std::to_string(w.rank) + " on " + host_ + " hung (no progress for " +
+                    std::to_string(options_.hang_timeout.count()) + " s)";
+        }
+      }
+    }
     if (failed) {
+      if (client_ && !config_error) {
+        const Status ended = client_->status();
+        if (!ended.is_ok()) {
+          log_->info("(the rendezvous had already ended generation {}: {})", generation, ended.message());
+        }
+        log_->warn("asking every node to restart: {}; stopping the other local workers, then joining "
+                   "generation {}",
+                   failure, generation + 1);
+        const Status asked = client_->request_restart(failure);
+        if (!asked.is_ok()) log_->warn("the rendezvous service did not confirm the restart: {}", asked.to_string());
+      }
       stop_workers(workers);
       return finish_record(generation, config_error ? Outcome::kConfigError : Outcome::kFailed,
                            workers);
@@ -284,6 +647,23 @@ GenerationRecord RunLoop::run_generation(int generation, int restart_count) {
       });
       return finish_record(generation, any_preempted ? Outcome::kPreempted : Outcome::kFinished,
                            workers);
+    }
+    if (client_ && !preempt_deadline) {
+      if (const Status rdzv = client_->status(); !rdzv.is_ok()) {
+        const bool lost = rdzv.code() != StatusCode::kAborted;
+        if (lost) {
+          log_->error("{}; stopping the {} local {} (they cannot re-form a world without it)", rdzv.message(),
+                      n, n == 1 ? "worker" : "workers");
+        } else {
+          log_->warn("{}; stopping the local workers of node {} and joining the next generation", rdzv.message(),
+                     plan_->node_id);
+        }
+        stop_workers(workers);
+        GenerationRecord record =
+            finish_record(generation, lost ? Outcome::kRendezvousLost : Outcome::kRendezvousRestart, workers);
+        record.reason = rdzv.message();
+        return record;
+      }
     }
     if (preempt_deadline && Clock::now() >= *preempt_deadline) {
       for (Worker& w : workers) {
@@ -384,12 +764,24 @@ void RunLoop::write_summary(int exit_code, Outcome outcome, int restarts) {
   summary["nproc_per_node"] = options_.nproc_per_node;
   summary["host"] = host_;
   summary["rdzv_endpoint"] = endpoint_;
+  if (plan_) {
+    summary["node_id"] = plan_->node_id;
+    summary["nnodes"] = std::to_string(plan_->nodes.min) + ":" + std::to_string(plan_->nodes.max);
+    summary["hosts_rendezvous"] = plan_->hosts_service;
+    if (plan_->slurm) {
+      summary["slurm_job_id"] = plan_->slurm->job_id;
+      summary["slurm_node_id"] = plan_->slurm->node_id;
+      summary["slurm_restart_count"] =
+          plan_->slurm->restart_count ? nlohmann::json(*plan_->slurm->restart_count) : nlohmann::json(nullptr);
+    }
+  }
   summary["command"] = options_.command;
   nlohmann::json history = nlohmann::json::array();
   for (const GenerationRecord& g : history_) {
     nlohmann::json entry;
     entry["generation"] = g.generation;
     entry["outcome"] = outcome_name(g.outcome);
+    if (!g.reason.empty()) entry["reason"] = g.reason;
     entry["workers"] = g.workers;
     history.push_back(std::move(entry));
   }
@@ -431,7 +823,8 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& inhe
   std::vector<std::string> env;
   env.reserve(inherited.size() + ours.size());
   for (const std::string& entry : inherited) {
-    if (ours.count(entry.substr(0, entry.find('='))) == 0) env.push_back(entry);
+    const std::string name = entry.substr(0, entry.find('='));
+    if (ours.count(name) == 0 && name != kProgressFileEnv) env.push_back(entry);
   }
   auto put = [&env](const char* name, const std::string& value) {
     env.push_back(std::string(name) + "=" + value);
@@ -439,14 +832,14 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& inhe
   const std::string rank = std::to_string(v.rank);
   const std::string world = std::to_string(v.world_size);
   put("RANK", rank);
-  put("LOCAL_RANK", rank);
+  put("LOCAL_RANK", v.local_rank < 0 ? rank : std::to_string(v.local_rank));
   put("WORLD_SIZE", world);
-  put("LOCAL_WORLD_SIZE", world);
-  put("GROUP_RANK", "0");
-  put("GROUP_WORLD_SIZE", "1");
+  put("LOCAL_WORLD_SIZE", v.local_world_size <= 0 ? world : std::to_string(v.local_world_size));
+  put("GROUP_RANK", std::to_string(v.group_rank));
+  put("GROUP_WORLD_SIZE", std::to_string(v.group_world_size));
   put("ROLE_RANK", rank);
   put("ROLE_WORLD_SIZE", world);
-  put("MASTER_ADDR", "127.0.0.1");
+  put("MASTER_ADDR", v.master_addr);
   put("MASTER_PORT", std::to_string(endpoint_port(v.rdzv_endpoint)));
   put("TORCHELASTIC_RESTART_COUNT", std::to_string(v.restart_count));
   put("TORCHELASTIC_MAX_RESTARTS", std::to_string(v.max_restarts));
@@ -454,6 +847,7 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& inhe
   put("TENAX_RESTART_COUNT", std::to_string(v.restart_count));
   put("TENAX_RDZV_ENDPOINT", v.rdzv_endpoint);
   put("TENAX_RUN_DIR", v.run_dir);
+  if (!v.progress_file.empty()) put(kProgressFileEnv, v.progress_file);
   return env;
 }
 
@@ -470,8 +864,10 @@ int endpoint_port(const std::string& endpoint) {
 }
 
 Agent::Agent(RunOptions options, elastic::KvService& service)
-    : options_(std::move(options)), service_(service) {}
+    : options_(std::move(options)), service_(&service) {}
 
-int Agent::run() { return RunLoop(options_, service_).run(); }
+Agent::Agent(RunOptions options, MultiNodePlan plan) : options_(std::move(options)), plan_(std::move(plan)) {}
+
+int Agent::run() { return RunLoop(options_, service_, plan_ ? &*plan_ : nullptr).run(); }
 
 }  // namespace tenax::launcher

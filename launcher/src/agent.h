@@ -12,6 +12,22 @@
 // Between generations the old generation's keys ("gen/<n>/") are dropped from the service.
 // At the end the run's story is written to <run dir>/agent.json.
 //
+// Multi-node (a MultiNodePlan: --nnodes, --rdzv-endpoint or srun): one agent per node. The
+// agent of the first node also hosts the RendezvousService. Each generation:
+//   join → ASSIGN (generation, node rank, rank offset, world size, store endpoint)
+//   spawn the local workers: RANK = rank offset + local rank, WORLD_SIZE, GROUP_RANK, ...,
+//     TENAX_RDZV_ENDPOINT = the store endpoint of the ASSIGN
+//   watch the workers and the rendezvous:
+//     a local worker failed → request_restart (every node hears of it) → stop the local
+//       workers (TERM, grace, KILL) → join again (restart k of --max-restarts)
+//     the rendezvous ended the generation (another node failed, left or was lost) → stop the
+//       local workers → join again
+//   all local workers exited 0 → FINISHED (the other nodes go on undisturbed) → exit 0
+//   all exited 0/3 after a forwarded signal → FINISHED → exit 3; under Slurm node rank 0
+//     requeues the job once (`scontrol requeue`)
+// The hosting agent stays until every other node has finished or gone: they need its service.
+// The job goes on while at least MIN nodes re-join within --join-timeout.
+//
 // Thread-safety: run() is called once, from the main thread (it installs signal handlers).
 //
 //   tenax::elastic::KvService service;
@@ -20,9 +36,12 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "multi_node_plan.h"
+#include "tenax/elastic/progress_file.h"
 #include "run_options.h"
 
 namespace tenax::elastic {
@@ -47,17 +66,29 @@ struct WorkerEnvironment {
   int max_restarts = 0;
   std::string rdzv_endpoint;  ///< "tcp://127.0.0.1:PORT"
   std::string run_dir;        ///< absolute
+  // Multi-node values; the defaults are one node holding every rank.
+  int local_rank = -1;                    ///< -1: the same as rank
+  int local_world_size = 0;               ///< 0: the same as world_size
+  int group_rank = 0;                     ///< node rank
+  int group_world_size = 1;               ///< nodes in the generation
+  std::string master_addr = "127.0.0.1";  ///< host of node rank 0
+  std::string progress_file;              ///< TENAX_PROGRESS_FILE when not empty (--hang-timeout)
 };
 std::vector<std::string> worker_environment(const std::vector<std::string>& inherited,
                                             const WorkerEnvironment& values);
+
+/// Set for a worker only when --hang-timeout is on: the file whose changes show its progress.
+inline constexpr const char* kProgressFileEnv = elastic::kProgressFileVariable;  // the worker side writes it
 
 /// The port of "tcp://host:PORT"; throws tenax::Error when there is none.
 int endpoint_port(const std::string& endpoint);
 
 class Agent {
  public:
-  /// `service` is borrowed: already started, and it must outlive the agent.
+  /// Single node. `service` is borrowed: already started, and it must outlive the agent.
   Agent(RunOptions options, elastic::KvService& service);
+  /// Multi-node: the agent joins (and, if the plan says so, hosts) the rendezvous itself.
+  Agent(RunOptions options, MultiNodePlan plan);
 
   /// Runs generations until done and returns the exit code for the process (0, 1, 3 or
   /// 128 + signal). Throws ConfigError when the run directory cannot be created.
@@ -65,7 +96,8 @@ class Agent {
 
  private:
   RunOptions options_;
-  elastic::KvService& service_;
+  elastic::KvService* service_ = nullptr;
+  std::optional<MultiNodePlan> plan_;
 };
 
 }  // namespace tenax::launcher

@@ -5,7 +5,13 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <optional>
+
 #include "agent.h"
+#include "multi_node_plan.h"
+#include "slurm_job.h"
 #include "ckpt_command.h"
 #include "run_options.h"
 #include "tenax/core/error.h"
@@ -22,11 +28,17 @@ const char* const kUsage =
     "\n"
     "Commands:\n"
     "  run    start and supervise the workers of a training job on this node\n"
-    "         (tenax run --nproc-per-node N -- PROGRAM ARGS...)\n"
+    "         (tenax run --nproc-per-node N [--nnodes MIN:MAX ...] -- PROGRAM ARGS...)\n"
     "  ckpt   list, verify, inspect, export and compare checkpoints\n"
     "         (tenax ckpt ls|verify|inspect|export|diff ...)\n"
     "\n"
     "Run `tenax <command> --help` for the options of a command.\n";
+
+std::string this_hostname() {
+  char buffer[256] = {};
+  if (::gethostname(buffer, sizeof buffer - 1) != 0) return "";
+  return buffer;
+}
 
 int run_command(const std::vector<std::string>& args) {
   using namespace tenax;
@@ -44,6 +56,11 @@ int run_command(const std::vector<std::string>& args) {
     identity.role = "agent";
     set_log_identity(identity);
     auto log = logger("tenax.launcher");
+
+    // Multi-node when --nnodes/--rdzv-endpoint is given or srun started this agent.
+    std::optional<launcher::MultiNodePlan> plan = launcher::plan_multi_node(
+        options, launcher::slurm_job_from_env(launcher::process_env), this_hostname(), static_cast<int>(::getpid()));
+    if (plan) return launcher::Agent(std::move(options), std::move(*plan)).run();
 
     elastic::KvService service;
     const std::string endpoint = service.start("tcp://127.0.0.1:0");

@@ -35,9 +35,52 @@ int parse_flag_int(const std::string& flag, const std::string& text, int min, co
   return static_cast<int>(value);
 }
 
+const char* const kKnownFlags[] = {"--nproc-per-node", "--max-restarts",       "--run-dir",
+                                   "--grace-period",   "--preempt-grace",      "--hang-timeout",
+                                   "--nnodes",         "--node-id",            "--rdzv-endpoint",
+                                   "--rdzv-host",      "--heartbeat-interval", "--heartbeat-liveness",
+                                   "--join-timeout"};
+
 bool is_known_flag(const std::string& name) {
-  return name == "--nproc-per-node" || name == "--max-restarts" || name == "--run-dir" ||
-         name == "--grace-period" || name == "--preempt-grace";
+  for (const char* flag : kKnownFlags) {
+    if (name == flag) return true;
+  }
+  return false;
+}
+
+std::string known_flags() {
+  std::string out;
+  for (const char* flag : kKnownFlags) out += (out.empty() ? "" : ", ") + std::string(flag);
+  return out;
+}
+
+// "2" → 2:2, "1:4" → 1:4.
+NodeRange parse_nnodes(const std::string& text) {
+  const auto colon = text.find(':');
+  NodeRange range;
+  if (colon == std::string::npos) {
+    range.min = range.max = parse_flag_int("--nnodes", text, 1, "N or MIN:MAX nodes", "1:2");
+  } else {
+    range.min = parse_flag_int("--nnodes", text.substr(0, colon), 1, "N or MIN:MAX nodes", "1:2");
+    range.max = parse_flag_int("--nnodes", text.substr(colon + 1), 1, "N or MIN:MAX nodes", "1:2");
+  }
+  if (range.min > range.max) {
+    usage_error("--nnodes " + text + ": MIN is above MAX; write MIN:MAX, e.g. --nnodes 1:2");
+  }
+  return range;
+}
+
+// "host:port" (or "tcp://host:port") with a port in 0..65535.
+std::string parse_endpoint(const std::string& text) {
+  std::string rest = text.rfind("tcp://", 0) == 0 ? text.substr(6) : text;
+  const auto colon = rest.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  if (colon == std::string::npos || colon == 0 || port.empty() ||
+      port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
+      std::stoi(port) > 65535) {
+    usage_error("--rdzv-endpoint expects HOST:PORT, got '" + text + "'; e.g. --rdzv-endpoint node01:29400");
+  }
+  return rest;
 }
 
 }  // namespace
@@ -64,9 +107,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
       value = arg.substr(eq + 1);
     }
     if (!is_known_flag(name)) {
-      usage_error("unknown flag " + name +
-                  "; known flags: --nproc-per-node, --max-restarts, --run-dir, --grace-period, "
-                  "--preempt-grace (see `tenax run --help`)");
+      usage_error("unknown flag " + name + "; known flags: " + known_flags() + " (see `tenax run --help`)");
     }
     if (!value) {
       if (i + 1 >= args.size() || args[i + 1] == "--") {
@@ -86,6 +127,38 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     } else if (name == "--preempt-grace") {
       options.preempt_grace =
           std::chrono::seconds(parse_flag_int(name, *value, 0, "a whole number of seconds", "120"));
+    } else if (name == "--hang-timeout") {
+      options.hang_timeout =
+          std::chrono::seconds(parse_flag_int(name, *value, 0, "a whole number of seconds", "600"));
+    } else if (name == "--nnodes") {
+      options.nnodes = parse_nnodes(*value);
+    } else if (name == "--node-id") {
+      if (value->empty() || value->size() > 100 ||
+          value->find_first_of(" \t/") != std::string::npos) {
+        usage_error("--node-id expects 1..100 characters without spaces or '/', got '" + *value +
+                    "'; e.g. --node-id 0");
+      }
+      options.node_id = *value;
+    } else if (name == "--rdzv-endpoint") {
+      options.rdzv_endpoint = parse_endpoint(*value);
+    } else if (name == "--rdzv-host") {
+      if (*value == "yes" || *value == "true" || *value == "1") {
+        options.rdzv_host = RdzvHosting::kYes;
+      } else if (*value == "no" || *value == "false" || *value == "0") {
+        options.rdzv_host = RdzvHosting::kNo;
+      } else if (*value == "auto") {
+        options.rdzv_host = RdzvHosting::kAuto;
+      } else {
+        usage_error("--rdzv-host expects yes, no or auto, got '" + *value + "'");
+      }
+    } else if (name == "--heartbeat-interval") {
+      options.heartbeat_interval = std::chrono::milliseconds(
+          parse_flag_int(name, *value, 10, "a whole number of milliseconds", "500"));
+    } else if (name == "--heartbeat-liveness") {
+      options.heartbeat_liveness = parse_flag_int(name, *value, 2, "a whole number of beats", "5");
+    } else if (name == "--join-timeout") {
+      options.join_timeout =
+          std::chrono::seconds(parse_flag_int(name, *value, 1, "a whole number of seconds", "300"));
     } else {  // --run-dir
       if (value->empty()) usage_error("--run-dir needs a directory, e.g. --run-dir ./tenax-run");
       options.run_dir = *value;
@@ -161,12 +234,33 @@ std::string run_usage() {
       << "  --max-restarts K       restarts before giving up (default " << kDefaultMaxRestarts
       << ")\n"
       << "  --run-dir DIR          run directory for agent.json; exported as TENAX_RUN_DIR\n"
-      << "                         (default ./" << kDefaultRunDir << ", created if missing)\n"
+      << "                         (default ./" << kDefaultRunDir << ", created if missing;\n"
+      << "                         multi-node: %n in DIR is replaced by the node id)\n"
       << "  --grace-period SECONDS wait between SIGTERM and SIGKILL when stopping workers\n"
       << "                         (default " << kDefaultGracePeriod.count() << ")\n"
       << "  --preempt-grace SECONDS  time workers get to save a checkpoint after the agent\n"
       << "                         forwards SIGTERM/SIGINT/SIGUSR1 to them, before SIGKILL\n"
       << "                         (default " << kDefaultPreemptGrace.count() << "; match sbatch --signal=B:USR1@N)\n"
+      << "  --hang-timeout SECONDS treat a worker as hung when the file named by its\n"
+      << "                         TENAX_PROGRESS_FILE has not changed for this long (0 = off,\n"
+      << "                         the default; a worker that never writes it is never hung)\n"
+      << "\n"
+      << "Multi-node (one agent per node; under srun the node id, node count and the first\n"
+      << "host of SLURM_JOB_NODELIST are taken from the environment):\n"
+      << "  --nnodes MIN:MAX       nodes a generation needs and may have (or N = N:N); the job\n"
+      << "                         goes on while at least MIN nodes are alive\n"
+      << "  --node-id ID           this node's id, unique in the job; numbers order the ranks\n"
+      << "                         (default: SLURM_NODEID, else <hostname>-<pid>)\n"
+      << "  --rdzv-endpoint HOST:PORT  the rendezvous service (default under Slurm: the first\n"
+      << "                         host of the job, port 29400 + job id % 10000)\n"
+      << "  --rdzv-host yes|no|auto  whether this agent hosts the rendezvous service (auto:\n"
+      << "                         node id 0, or no --rdzv-endpoint given)\n"
+      << "  --heartbeat-interval MS  agent <-> service heartbeat (default "
+      << kDefaultAgentHeartbeat.count() << ")\n"
+      << "  --heartbeat-liveness N   missed beats before a node is lost (default "
+      << kDefaultAgentLiveness << ")\n"
+      << "  --join-timeout SECONDS   fail when fewer than MIN nodes joined by then (default "
+      << kDefaultJoinTimeout.count() << ")\n"
       << "  -h, --help             show this help\n"
       << "\n"
       << "Workers get RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,\n"

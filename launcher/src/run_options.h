@@ -1,7 +1,13 @@
 // The options of `tenax run`, and the pure parser from the command line into them.
 //
 //   tenax run --nproc-per-node N [--max-restarts K] [--run-dir DIR] [--grace-period SECONDS]
-//             [--preempt-grace SECONDS] -- PROGRAM ARGS...
+//             [--preempt-grace SECONDS] [--hang-timeout SECONDS]
+//             [--nnodes MIN:MAX] [--node-id ID] [--rdzv-endpoint HOST:PORT] [--rdzv-host yes|no|auto]
+//             [--heartbeat-interval MS] [--heartbeat-liveness N] [--join-timeout SECONDS]
+//             -- PROGRAM ARGS...
+//
+// The multi-node flags only say what was written; multi_node_plan.h decides, with the Slurm
+// environment, whether this is a multi-node run and who hosts the rendezvous.
 //
 // parse_run_options() touches nothing outside its arguments, so every usage error can be
 // unit-tested; it throws tenax::ConfigError (exit code 2) with a message that names the flag and
@@ -11,6 +17,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +28,19 @@ inline constexpr std::chrono::seconds kDefaultGracePeriod{5};
 /// How long workers get to checkpoint after a preemption signal (Slurm's usual warning lead).
 inline constexpr std::chrono::seconds kDefaultPreemptGrace{120};
 inline constexpr const char* kDefaultRunDir = "tenax-run";
+inline constexpr std::chrono::milliseconds kDefaultAgentHeartbeat{500};
+inline constexpr int kDefaultAgentLiveness = 5;
+inline constexpr std::chrono::seconds kDefaultJoinTimeout{300};
+
+/// --nnodes MIN:MAX (or N = N:N): how many nodes a generation needs and may have.
+struct NodeRange {
+  int min = 1;
+  int max = 1;
+  bool operator==(const NodeRange& o) const { return min == o.min && max == o.max; }
+};
+
+/// --rdzv-host: whether this agent hosts the rendezvous service.
+enum class RdzvHosting { kAuto, kYes, kNo };
 
 struct RunOptions {
   int nproc_per_node = 0;                                   ///< workers on this node (>= 1)
@@ -28,12 +48,25 @@ struct RunOptions {
   std::filesystem::path run_dir = kDefaultRunDir;           ///< agent.json and TENAX_RUN_DIR
   std::chrono::seconds grace_period = kDefaultGracePeriod;  ///< SIGTERM → SIGKILL wait
   std::chrono::seconds preempt_grace = kDefaultPreemptGrace;  ///< forwarded signal → SIGKILL wait
+  /// A worker whose progress file ($TENAX_PROGRESS_FILE) is older than this is hung; 0 = off.
+  std::chrono::seconds hang_timeout{0};
+  std::optional<NodeRange> nnodes;                          ///< --nnodes; unset = not given
+  std::string node_id;                                      ///< --node-id; "" = not given
+  std::string rdzv_endpoint;                                ///< --rdzv-endpoint host:port
+  RdzvHosting rdzv_host = RdzvHosting::kAuto;               ///< --rdzv-host
+  std::chrono::milliseconds heartbeat_interval = kDefaultAgentHeartbeat;
+  int heartbeat_liveness = kDefaultAgentLiveness;
+  std::chrono::seconds join_timeout = kDefaultJoinTimeout;  ///< fewer than MIN nodes by then: fail
   std::vector<std::string> command;                         ///< PROGRAM ARGS... (non-empty)
 
   bool operator==(const RunOptions& other) const {
     return nproc_per_node == other.nproc_per_node && max_restarts == other.max_restarts &&
            run_dir == other.run_dir && grace_period == other.grace_period &&
-           preempt_grace == other.preempt_grace && command == other.command;
+           preempt_grace == other.preempt_grace && hang_timeout == other.hang_timeout &&
+           nnodes == other.nnodes && node_id == other.node_id && rdzv_endpoint == other.rdzv_endpoint &&
+           rdzv_host == other.rdzv_host && heartbeat_interval == other.heartbeat_interval &&
+           heartbeat_liveness == other.heartbeat_liveness && join_timeout == other.join_timeout &&
+           command == other.command;
   }
 };
 

@@ -40,12 +40,13 @@ struct RunResult {
 };
 
 // `fresh`: start from an empty directory; otherwise keep its checkpoints (a resubmitted job).
-RunResult run_job(const std::string& name, const std::string& extra_args, bool fresh = true) {
+RunResult run_job(const std::string& name, const std::string& extra_args, bool fresh = true,
+                  const std::string& agent_args = "") {
   const fs::path out = base_dir() / name;
   if (fresh) fs::remove_all(out);
   fs::create_directories(out);
   const fs::path log = out / "job.log";
-  const std::string cmd = std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts 3 --run-dir " +
+  const std::string cmd = std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts 3 " + agent_args + " --run-dir " +
                           (out / "run").string() + " -- " + EXAMPLE_BINARY + " --output-dir " +
                           (out / "train").string() + " --max-steps " + std::to_string(kMaxSteps) +
                           " --save-steps 20 --logging-steps 10 " + extra_args + " > " + log.string() + " 2>&1";
@@ -141,6 +142,21 @@ TEST_F(IntegrationKillResume, KillBeforeFirstCheckpointRestartsFromScratch) {
   EXPECT_NE(r.log.find("starting from scratch"), std::string::npos) << r.log;
   expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill-early"));
   expect_only_valid_checkpoints("kill-early");
+}
+
+// A worker that stops making progress (SIGSTOP: as a deadlock or a stuck filesystem would look)
+// is found by the agent through the progress file the Trainer rewrites every step, the
+// generation is restarted, and the job still ends bit-identical.
+TEST_F(IntegrationKillResume, HungWorkerIsDetectedRestartedAndResumesBitIdentically) {
+  ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
+  RunResult r = run_job("hang", "--fail-at-step 30 --fail-rank 1 --fail-signal STOP", true, "--hang-timeout 2");
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();
+  EXPECT_NE(r.log.find("SIGSTOP"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("made no progress"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("at step 20"), std::string::npos) << "resumed from the step-20 checkpoint\n" << r.log;
+  expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("hang"));
+  expect_only_valid_checkpoints("hang");
 }
 
 TEST_F(IntegrationKillResume, BadWorkerArgumentIsAConfigErrorNotARestartLoop) {

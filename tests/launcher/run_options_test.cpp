@@ -112,8 +112,8 @@ TEST(LauncherRunOptions, NegativeRestartsAndGraceAreNamed) {
 }
 
 TEST(LauncherRunOptions, UnknownFlagIsNamed) {
-  std::string m = usage_error_of({"--nproc-per-node", "1", "--nnodes", "2", "--", "a"});
-  EXPECT_NE(m.find("unknown flag --nnodes"), std::string::npos) << m;
+  std::string m = usage_error_of({"--nproc-per-node", "1", "--nodes", "2", "--", "a"});
+  EXPECT_NE(m.find("unknown flag --nodes"), std::string::npos) << m;
   m = usage_error_of({"-n", "2", "--", "a"});
   EXPECT_NE(m.find("unknown flag -n"), std::string::npos) << m;
 }

@@ -343,4 +343,19 @@ TEST_F(LauncherRun, AgentSigtermStopsWorkersAndExits143) {
   EXPECT_TRUE(contains(r.log, "received SIGTERM")) << explain(r);
 }
 
+TEST_F(LauncherRun, HangTimeoutStopsAWorkerWhoseProgressFileStopsChanging) {
+  // Rank 1 reports progress once, then hangs; rank 0 never reports (never judged) and waits.
+  TenaxResult r = tenax_workers(
+      2, "if [ \"$RANK\" = 1 ]; then touch \"$TENAX_PROGRESS_FILE\"; fi; sleep 60",
+      {"--hang-timeout", "1", "--max-restarts", "0", "--grace-period", "1"});
+  ASSERT_EQ(r.exit_code, 1) << explain(r);
+  EXPECT_TRUE(has_line(r.log, {"worker rank 1 (pid ", "made no progress for ", "--hang-timeout 1 s"})) << explain(r);
+  EXPECT_EQ(r.summary["history"][0]["workers"][1]["stopped_by_agent"], true) << explain(r);
+}
+
+TEST_F(LauncherRun, SingleNodeRunHasNoProgressFileWithoutHangTimeout) {
+  TenaxResult r = tenax_workers(1, "test -z \"$TENAX_PROGRESS_FILE\"");
+  EXPECT_EQ(r.exit_code, 0) << explain(r);
+}
+
 }  // namespace

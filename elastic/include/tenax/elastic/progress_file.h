@@ -1,0 +1,43 @@
+// How a worker tells its agent that it is making progress (`tenax run --hang-timeout`): it
+// rewrites a small file whose path the agent puts in TENAX_PROGRESS_FILE, and the agent treats
+// a worker whose file has not changed for the timeout as hung (SIGSTOPped, deadlocked in a
+// collective, stuck on I/O) and restarts the generation. The file holds the last reported step.
+//
+// report() is cheap enough to call per step or per batch: it writes at most once per
+// `min_interval` (the agent checks once a second). Without the variable it does nothing. A
+// write that fails is logged once and otherwise ignored: progress reporting must never stop a
+// run. Thread-safety: one thread (the training thread).
+//
+//   auto progress = tenax::elastic::ProgressFile::from_env();
+//   for (...) { train_step(); progress.report(step); }
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+
+namespace tenax::elastic {
+
+inline constexpr const char* kProgressFileVariable = "TENAX_PROGRESS_FILE";
+
+class ProgressFile {
+ public:
+  /// The file named by TENAX_PROGRESS_FILE, or a disabled reporter when it is unset or empty.
+  static ProgressFile from_env(std::chrono::milliseconds min_interval = std::chrono::milliseconds(250));
+  /// Reports to `path` (empty: disabled).
+  explicit ProgressFile(std::filesystem::path path, std::chrono::milliseconds min_interval = std::chrono::milliseconds(250));
+
+  /// Records `step` as the latest progress (rate-limited; the first call always writes).
+  void report(std::int64_t step);
+  bool enabled() const { return !path_.empty(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  std::chrono::milliseconds min_interval_;
+  std::chrono::steady_clock::time_point last_write_{};
+  bool written_ = false;
+  bool warned_ = false;
+};
+
+}  // namespace tenax::elastic

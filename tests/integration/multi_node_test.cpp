@@ -1,0 +1,181 @@
+// The multi-node agent without Slurm: two `tenax run --nnodes` agents on this host, one worker
+// each, rendezvous over 127.0.0.1 (node 0 hosts the service). They finish; a killed worker
+// restarts both nodes and the job ends bit-identical to a single-agent run of the same world
+// size; a killed node (agent and worker) leaves the other to finish alone (--nnodes 1:2).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support/agent_process.h"
+#include "tenax/storage/checkpoint_reader.h"
+#include "tenax/storage/layout.h"
+
+namespace fs = std::filesystem;
+using tenax::testing::ChildProcess;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kMaxSteps = 60;
+constexpr auto kGuard = 90s;  // against a hung test only
+
+fs::path base_dir() {
+  static const fs::path dir = [] {
+    auto d = fs::path(::testing::TempDir()) / ("tenax-multinode-" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// Saves every 20 steps for the short runs, every 100 for the long ones (steps take ~5 ms).
+std::vector<std::string> example_args(const fs::path& out, int max_steps, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {EXAMPLE_BINARY,  "--output-dir",    (out / "train").string(),
+                                   "--max-steps",   std::to_string(max_steps), "--save-steps",
+                                   max_steps > kMaxSteps ? "100" : "20", "--logging-steps", "10"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::vector<std::string> agent_args(const fs::path& out, int node, const std::string& nnodes, int port,
+                                    int max_steps, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {TENAX_BINARY,
+                                   "run",
+                                   "--nproc-per-node",
+                                   "1",
+                                   "--nnodes",
+                                   nnodes,
+                                   "--node-id",
+                                   std::to_string(node),
+                                   "--rdzv-endpoint",
+                                   "127.0.0.1:" + std::to_string(port),
+                                   "--heartbeat-interval",
+                                   "100",
+                                   "--join-timeout",
+                                   "20",
+                                   "--max-restarts",
+                                   "3",
+                                   "--run-dir",
+                                   (out / ("run-node" + std::to_string(node))).string(),
+                                   "--"};
+  const auto example = example_args(out, max_steps, extra);
+  args.insert(args.end(), example.begin(), example.end());
+  return args;
+}
+
+// Gloo binds the address it is told: both "nodes" are this host.
+const std::vector<std::string> kEnv = {"TENAX_GLOO_HOSTNAME=127.0.0.1"};
+
+nlohmann::json summary(const fs::path& out, int node) {
+  const std::string text = tenax::testing::read_text(out / ("run-node" + std::to_string(node)) / "agent.json");
+  return text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
+}
+
+fs::path final_checkpoint(const fs::path& out, int steps = kMaxSteps) {
+  return out / "train" / "checkpoints" / tenax::storage::step_dir_name(steps);
+}
+
+void expect_bit_identical_models(const fs::path& a, const fs::path& b) {
+  auto ra = tenax::storage::CheckpointReader::open(a);
+  auto rb = tenax::storage::CheckpointReader::open(b);
+  ASSERT_TRUE(ra.is_ok()) << ra.status().to_string();
+  ASSERT_TRUE(rb.is_ok()) << rb.status().to_string();
+  int compared = 0;
+  for (const auto& [name, entry] : ra.value().manifest().tensors) {
+    if (name.rfind("model/", 0) != 0) continue;
+    auto ta = ra.value().read(name);
+    auto tb = rb.value().read(name);
+    ASSERT_TRUE(ta.is_ok() && tb.is_ok()) << name;
+    EXPECT_TRUE(ta.value().bytes == tb.value().bytes) << name << " differs";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 6);
+}
+
+// The reference: one agent with 2 workers (the same world size, ranks 0 and 1).
+const fs::path& reference() {
+  static const fs::path out = [] {
+    const fs::path o = base_dir() / "reference";
+    fs::create_directories(o);
+    std::vector<std::string> args = {TENAX_BINARY, "run", "--nproc-per-node", "2", "--run-dir", (o / "run").string(),
+                                     "--"};
+    const auto example = example_args(o, kMaxSteps, {});
+    args.insert(args.end(), example.begin(), example.end());
+    ChildProcess agent(args, o / "job.log");
+    const auto code = agent.wait(kGuard);
+    EXPECT_EQ(code, 0) << agent.log();
+    return o;
+  }();
+  return out;
+}
+
+struct TwoNodes {
+  fs::path out;
+  std::unique_ptr<ChildProcess> node0, node1;
+  std::string logs() const { return "--- node 0 ---\n" + node0->log() + "--- node 1 ---\n" + node1->log(); }
+};
+
+TwoNodes start_two(const std::string& name, const std::string& nnodes, const std::vector<std::string>& extra,
+                   int max_steps = kMaxSteps) {
+  TwoNodes t;
+  t.out = base_dir() / name;
+  fs::remove_all(t.out);
+  fs::create_directories(t.out);
+  const int port = tenax::testing::free_port();
+  t.node0 = std::make_unique<ChildProcess>(agent_args(t.out, 0, nnodes, port, max_steps, extra), t.out / "node0.log", kEnv);
+  t.node1 = std::make_unique<ChildProcess>(agent_args(t.out, 1, nnodes, port, max_steps, extra), t.out / "node1.log", kEnv);
+  return t;
+}
+
+TEST(IntegrationMultiNode, TwoAgentsFinishWithoutRestartingEachOther) {
+  TwoNodes t = start_two("finish", "2", {});
+  ASSERT_EQ(t.node1->wait(kGuard), 0) << t.logs();
+  ASSERT_EQ(t.node0->wait(kGuard), 0) << t.logs();
+  for (int node : {0, 1}) {
+    const auto s = summary(t.out, node);
+    EXPECT_EQ(s["outcome"], "finished") << s.dump(2);
+    EXPECT_EQ(s["restarts"], 0) << s.dump(2);
+    EXPECT_EQ(s["history"][0]["workers"][0]["rank"], node) << s.dump(2);
+  }
+  EXPECT_NE(t.node0->log().find("hosted by this agent"), std::string::npos) << t.logs();
+  EXPECT_EQ(t.node0->log().find("re-rendezvous requested"), std::string::npos) << t.logs();
+  expect_bit_identical_models(final_checkpoint(reference()), final_checkpoint(t.out));
+}
+
+TEST(IntegrationMultiNode, KilledWorkerRestartsBothNodesAndEndsBitIdentical) {
+  TwoNodes t = start_two("kill-worker", "2", {"--fail-at-step", "30", "--fail-rank", "1"});
+  ASSERT_EQ(t.node0->wait(kGuard), 0) << t.logs();
+  ASSERT_EQ(t.node1->wait(kGuard), 0) << t.logs();
+  EXPECT_EQ(summary(t.out, 0)["restarts"], 1) << t.logs();
+  EXPECT_EQ(summary(t.out, 1)["restarts"], 1) << t.logs();
+  // Where, what, and what next, on the node that lost its worker.
+  const std::string log1 = t.node1->log();
+  EXPECT_NE(log1.find("worker rank 1 (local 0, pid"), std::string::npos) << log1;
+  EXPECT_NE(log1.find("was killed by signal 9 (SIGKILL)"), std::string::npos) << log1;
+  EXPECT_NE(log1.find("asking every node to restart"), std::string::npos) << log1;
+  EXPECT_NE(t.node0->log().find("generation 1 formed"), std::string::npos) << t.logs();
+  EXPECT_NE(t.logs().find("at step 20"), std::string::npos) << "resumed from the step-20 checkpoint\n" << t.logs();
+  expect_bit_identical_models(final_checkpoint(reference()), final_checkpoint(t.out));
+}
+
+TEST(IntegrationMultiNode, LostNodeLeavesTheOtherToFinishAlone) {
+  constexpr int kSteps = 3000;
+  TwoNodes t = start_two("lose-node", "1:2", {}, kSteps);
+  const fs::path first_save = t.out / "train" / "checkpoints" / tenax::storage::step_dir_name(100) / "manifest.json";
+  ASSERT_TRUE(tenax::testing::wait_for_path(first_save, 60s)) << t.logs();
+  t.node1->kill_node();
+  ASSERT_EQ(t.node0->wait(kGuard), 0) << t.logs();
+  const auto s = summary(t.out, 0);
+  EXPECT_EQ(s["outcome"], "finished") << s.dump(2);
+  EXPECT_GE(s["restarts"].get<int>(), 1) << s.dump(2);
+  const std::string log0 = t.node0->log();
+  EXPECT_NE(log0.find("missed heartbeats"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("1 node(s), world size 1"), std::string::npos) << log0;
+  EXPECT_TRUE(fs::exists(final_checkpoint(t.out, kSteps) / "manifest.json")) << log0;
+}
+
+}  // namespace

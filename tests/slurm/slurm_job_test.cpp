@@ -1,0 +1,260 @@
+// `tenax run` under a real Slurm (the local cluster of shared/slurm: slurmctld and two slurmd
+// "nodes" on this host), started by the ctest fixture `tenax_slurm_cluster` and stopped after.
+// Each test submits a 2-node sbatch job of the synthetic example, one agent per node:
+//   (a) it finishes; (b) a worker SIGKILLed mid-run → both nodes restart → finishes, bit-identical
+//   to (a); (c) one node (agent and worker) SIGKILLed → the other goes on alone (--nnodes 1:2)
+//   → finishes; (d) scancel --signal=USR1 → checkpoint → exit 3 → `scontrol requeue` → the
+//   job runs again (SLURM_RESTART_COUNT=1) → resumes → finishes.
+//   (e) the shipped slurm/finetune.sbatch with the synthetic example: scancel --batch --signal=USR1
+//   (the batch shell only, as --signal=B:USR1) → trap → agents → save → requeue → resume.
+// Skipped only when the Slurm client binaries are absent.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "support/agent_process.h"
+#include "tenax/storage/checkpoint_reader.h"
+#include "tenax/storage/layout.h"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using tenax::testing::read_text;
+
+namespace {
+
+constexpr int kSteps = 60;
+
+bool have_slurm() { return std::system("command -v sbatch >/dev/null 2>&1 && command -v scontrol >/dev/null 2>&1") == 0; }
+
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, p)) out += buffer;
+  ::pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+fs::path base_dir() {
+  static const fs::path dir = [] {
+    auto d = fs::path("/tmp") / ("tenax-slurm-" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+class SlurmJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_slurm()) {
+      GTEST_SKIP() << "Slurm client binaries (sbatch, scontrol) are not installed, so the `slurm` tests cannot run; "
+                      "shared/slurm/local-cluster.sh up installs them (apt)";
+    }
+    ::setenv("SLURM_CONF", (fs::path(SLURM_STATE_DIR) / "etc" / "slurm.conf").c_str(), 1);
+    ASSERT_EQ(std::system((std::string(SLURM_LOCAL_CLUSTER) + " status " + SLURM_STATE_DIR + " >/dev/null 2>&1").c_str()), 0)
+        << "the local Slurm cluster at " << SLURM_STATE_DIR << " is not up (the ctest fixture tenax_slurm_cluster "
+        << "starts it: run through ctest -L slurm)";
+  }
+
+  void TearDown() override {
+    std::error_code ec;
+    if (!HasFailure() && !out_.empty()) fs::remove_all(out_.parent_path(), ec);
+  }
+
+  // Submits a 2-node job whose one task per node runs `tenax run FLAGS -- synthetic ARGS`.
+  std::string submit(const std::string& name, const std::string& tenax_flags, const std::string& example_args,
+                     const std::string& sbatch_flags = "", int save_steps = 20) {
+    out_ = base_dir() / name;
+    fs::remove_all(out_);
+    fs::create_directories(out_);
+    const std::string o = out_.string();
+    const std::string script =
+        "#!/bin/bash\n"
+        "echo \"batch: job $SLURM_JOB_ID SLURM_RESTART_COUNT=${SLURM_RESTART_COUNT:-unset}\"\n"
+        "srun --ntasks-per-node=1 bash -c 'echo $$ > " + o + "/agent-$SLURM_NODEID.pid; exec " TENAX_BINARY
+        " run --nproc-per-node 1 --run-dir " + o + "/run-%n --heartbeat-interval 100 --join-timeout 20 "
+        "--grace-period 2 " + tenax_flags + " -- " EXAMPLE_BINARY " --output-dir " + o + "/train --save-steps " + std::to_string(save_steps) + " "
+        "--logging-steps 10 " + example_args + "'\n"
+        "status=$?\necho \"batch: srun exited $status\"\nexit $status\n";
+    std::FILE* f = std::fopen((out_ / "job.sh").c_str(), "w");
+    std::fputs(script.c_str(), f);
+    std::fclose(f);
+    job_ = run("sbatch --parsable -N2 --ntasks-per-node=1 -t 5 --open-mode=append -o " + o + "/slurm.out " +
+               sbatch_flags + " " + o + "/job.sh 2>&1");
+    return job_;
+  }
+
+  std::string state() const { return run("squeue -h -t all -j " + job_ + " -o %T 2>/dev/null"); }
+
+  // Polls the job until it reaches one of `states` (or the deadline); returns the last state.
+  std::string wait_for(const std::set<std::string>& states, std::chrono::seconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::string s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      s = state();
+      if (states.count(s)) return s;
+      std::this_thread::sleep_for(200ms);
+    }
+    return s;
+  }
+
+  std::string wait_done(std::chrono::seconds timeout = 60s) const {
+    return wait_for({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}, timeout);
+  }
+
+  nlohmann::json summary(int node) const {
+    const std::string text = read_text(out_ / ("run-" + std::to_string(node)) / "agent.json");
+    return text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
+  }
+  std::string log() const { return read_text(out_ / "slurm.out"); }
+  std::string explain() const {
+    return "job " + job_ + " state " + state() + "\n--- slurm.out ---\n" + log() +
+           "\n--- scontrol ---\n" + run("scontrol show job " + job_);
+  }
+  fs::path checkpoint(int step) const {
+    return out_ / "train" / "checkpoints" / tenax::storage::step_dir_name(step);
+  }
+
+  fs::path out_;
+  std::string job_;
+};
+
+void expect_bit_identical_models(const fs::path& a, const fs::path& b) {
+  auto ra = tenax::storage::CheckpointReader::open(a);
+  auto rb = tenax::storage::CheckpointReader::open(b);
+  ASSERT_TRUE(ra.is_ok()) << ra.status().to_string();
+  ASSERT_TRUE(rb.is_ok()) << rb.status().to_string();
+  int compared = 0;
+  for (const auto& [name, entry] : ra.value().manifest().tensors) {
+    if (name.rfind("model/", 0) != 0) continue;
+    auto ta = ra.value().read(name);
+    auto tb = rb.value().read(name);
+    ASSERT_TRUE(ta.is_ok() && tb.is_ok()) << name;
+    EXPECT_TRUE(ta.value().bytes == tb.value().bytes) << name << " differs";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 6);
+}
+
+TEST_F(SlurmJob, TwoNodeBatchJobFinishes) {
+  submit("finish", "", "--max-steps " + std::to_string(kSteps));
+  ASSERT_EQ(wait_done(), "COMPLETED") << explain();
+  for (int node : {0, 1}) {
+    const auto s = summary(node);
+    EXPECT_EQ(s["outcome"], "finished") << s.dump(2);
+    EXPECT_EQ(s["restarts"], 0) << s.dump(2);
+    EXPECT_EQ(s["slurm_node_id"], node) << s.dump(2);
+  }
+  const std::string text = log();
+  EXPECT_NE(text.find("node 0 of 2 (node1)"), std::string::npos) << text;
+  EXPECT_NE(text.find("node 1 of 2 (node2)"), std::string::npos) << text;
+  EXPECT_NE(text.find("SLURM_RESTART_COUNT=unset (first run of the job)"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(checkpoint(kSteps) / "manifest.json")) << explain();
+}
+
+TEST_F(SlurmJob, KilledWorkerRestartsBothNodesAndFinishesBitIdentical) {
+  // The reference: the same job uninterrupted (ctest runs each test in its own process).
+  submit("kill-worker-reference", "", "--max-steps " + std::to_string(kSteps));
+  ASSERT_EQ(wait_done(), "COMPLETED") << explain();
+  const fs::path reference = checkpoint(kSteps);
+  submit("kill-worker", "", "--max-steps " + std::to_string(kSteps) + " --fail-at-step 30 --fail-rank 1");
+  ASSERT_EQ(wait_done(), "COMPLETED") << explain();
+  EXPECT_EQ(summary(0)["restarts"], 1) << explain();
+  EXPECT_EQ(summary(1)["restarts"], 1) << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("worker rank 1 (local 0, pid"), std::string::npos) << text;
+  EXPECT_NE(text.find("host node2, node node-000001) was killed by signal 9 (SIGKILL)"), std::string::npos) << text;
+  EXPECT_NE(text.find("at step 20"), std::string::npos) << text;
+  expect_bit_identical_models(reference, checkpoint(kSteps));
+}
+
+TEST_F(SlurmJob, LostNodeLeavesTheOtherToFinishAlone) {
+  constexpr int kLong = 3000;  // steps take ~5 ms: long enough to lose a node mid-run
+  submit("lose-node", "--nnodes 1:2", "--max-steps " + std::to_string(kLong), "", 100);
+  ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 40s)) << explain();
+  const std::string pid_text = read_text(out_ / "agent-1.pid");
+  ASSERT_FALSE(pid_text.empty()) << explain();
+  const pid_t agent = static_cast<pid_t>(std::stol(pid_text));
+  // The node dies: its agent and its worker, at once.
+  const std::string children = run("cat /proc/" + std::to_string(agent) + "/task/*/children 2>/dev/null");
+  ::kill(agent, SIGKILL);
+  run("kill -9 " + children + " 2>/dev/null");
+  wait_done();
+  const auto s = summary(0);
+  EXPECT_EQ(s["outcome"], "finished") << explain();
+  EXPECT_GE(s["restarts"].get<int>(), 1) << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("node-000001' (node2) missed heartbeats"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 node(s), world size 1"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
+}
+
+TEST_F(SlurmJob, PreemptedJobCheckpointsRequeuesAndResumes) {
+  constexpr int kLong = 3000;
+  submit("preempt", "", "--max-steps " + std::to_string(kLong), "--requeue", 100);
+  ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 40s)) << explain();
+  ASSERT_EQ(run("scancel --signal=USR1 " + job_ + " 2>&1"), "") << explain();
+  // The agent of node rank 0 requeues; skip the cred_expire wait once it is pending again.
+  const std::string pending = wait_for({"PENDING"}, 40s);
+  ASSERT_EQ(pending, "PENDING") << explain();
+  run("scontrol update JobId=" + job_ + " StartTime=now 2>&1");
+  ASSERT_EQ(wait_done(60s), "COMPLETED") << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("forwarding SIGUSR1"), std::string::npos) << text;
+  EXPECT_NE(text.find("requeueing Slurm job " + job_), std::string::npos) << text;
+  // `scontrol requeue` stops the job at once, the requeueing agent included: its own report
+  // of success may be cut off; the requeued run is the proof.
+  EXPECT_NE(text.find("running `scontrol requeue " + job_ + "`"), std::string::npos) << text;
+  EXPECT_NE(text.find("batch: job " + job_ + " SLURM_RESTART_COUNT=1"), std::string::npos) << text;
+  EXPECT_NE(text.find("node 0 of 2 (node1), task 0, SLURM_RESTART_COUNT=1 (requeued 1 time)"), std::string::npos)
+      << text;
+  // Every rank stopped at the same step, saved it, and the requeued run resumed there.
+  const auto at = text.find("preempted by SIGUSR1 at step ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string step = text.substr(at + 29, text.find(':', at + 29) - at - 29);
+  EXPECT_NE(text.find("at step " + step, text.find("SLURM_RESTART_COUNT=1")), std::string::npos)
+      << "resumed at step " << step << "\n" << text;
+  const auto s = summary(0);
+  EXPECT_EQ(s["outcome"], "finished") << s.dump(2);
+  EXPECT_EQ(s["slurm_restart_count"], 1) << s.dump(2);
+  EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
+}
+
+// The shipped template: the warning goes to the batch shell only (as --signal=B:USR1 does);
+// its trap passes it to the agents, which save, requeue, and the requeued job finishes.
+TEST_F(SlurmJob, TemplatePassesTheBatchWarningToTheAgentsAndTheJobResumes) {
+  constexpr int kLong = 3000;
+  out_ = base_dir() / "template";
+  fs::remove_all(out_);
+  fs::create_directories(out_);
+  const std::string o = out_.string();
+  ::setenv("TENAX_BUILD", fs::path(TENAX_BINARY).parent_path().parent_path().c_str(), 1);
+  ::setenv("TENAX_OUTPUT_DIR", o.c_str(), 1);
+  ::setenv("TENAX_RUN_FLAGS", "--heartbeat-interval 100 --join-timeout 20", 1);
+  job_ = run("sbatch --parsable -t 5 -o " + o + "/slurm.out " TENAX_SOURCE_DIR "/slurm/finetune.sbatch " EXAMPLE_BINARY
+             " --output-dir " + o + "/train --max-steps " + std::to_string(kLong) +
+             " --save-steps 100 --logging-steps 10 2>&1");
+  ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 40s)) << explain();
+  ASSERT_EQ(run("scancel --batch --signal=USR1 " + job_ + " 2>&1"), "") << explain();
+  ASSERT_EQ(wait_for({"PENDING"}, 40s), "PENDING") << explain();
+  run("scontrol update JobId=" + job_ + " StartTime=now 2>&1");
+  ASSERT_EQ(wait_done(60s), "COMPLETED") << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("batch shell got SIGUSR1"), std::string::npos) << text;
+  EXPECT_NE(text.find("received SIGUSR1; forwarding SIGUSR1"), std::string::npos) << text;
+  EXPECT_NE(text.find("running `scontrol requeue " + job_ + "`"), std::string::npos) << text;
+  EXPECT_NE(text.find("SLURM_RESTART_COUNT=1 (requeued 1 time)"), std::string::npos) << text;
+  EXPECT_EQ(summary(0)["outcome"], "finished") << explain();
+  EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
+}
+
+}  // namespace
