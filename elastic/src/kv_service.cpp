@@ -13,6 +13,7 @@
 #include <zmq_addon.hpp>
 
 #include "kv_protocol.h"
+#include "peer_guard.h"
 #include "store_values.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
@@ -230,12 +231,15 @@ class KvServer {
 
 struct KvService::Impl {
   zmq::context_t context{1};  // declared first: destroyed after every socket below
+  std::optional<JobKeys> keys;
+  std::unique_ptr<detail::PeerGuard> guard;  // with keys; outlives the server thread's use of the socket
+  std::shared_ptr<std::atomic<std::uint64_t>> refused = std::make_shared<std::atomic<std::uint64_t>>(0);
   zmq::socket_t control;      // the owner's end of the inproc control pair
   std::thread thread;
   std::string endpoint;
 };
 
-KvService::KvService() : impl_(std::make_unique<Impl>()) {}
+KvService::KvService(std::optional<JobKeys> keys) : impl_(std::make_unique<Impl>()) { impl_->keys = std::move(keys); }
 
 KvService::~KvService() {
   try {
@@ -255,9 +259,11 @@ std::string KvService::start(const std::string& bind_endpoint) {
   zmq::socket_t router(impl_->context, zmq::socket_type::router);
   router.set(zmq::sockopt::linger, 0);
   router.set(zmq::sockopt::router_mandatory, true);
+  if (impl_->keys) impl_->guard = std::make_unique<detail::PeerGuard>(impl_->context, router, *impl_->keys, "key-value store", impl_->refused);
   try {
     router.bind(bind_endpoint);
   } catch (const zmq::error_t& e) {
+    impl_->guard.reset();
     throw RendezvousError("cannot bind the rendezvous key-value service to '" + bind_endpoint +
                           "': " + e.what() + "; choose a free port or another address");
   }
@@ -276,7 +282,8 @@ std::string KvService::start(const std::string& bind_endpoint) {
   impl_->thread = std::thread([server = std::move(server)] { server->run(); });
   impl_->control = std::move(control);
   impl_->endpoint = bound;
-  logger("tenax.elastic")->info("rendezvous key-value service listening at {}", bound);
+  logger("tenax.elastic")->info("rendezvous key-value service listening at {}{}", bound,
+                                impl_->keys ? " (CURVE: the job's keys only)" : " (no CURVE: anyone may connect)");
   return bound;
 }
 
@@ -286,6 +293,7 @@ void KvService::stop() {
   (void)impl_->control.send(zmq::str_buffer("STOP"), zmq::send_flags::dontwait);
   impl_->thread.join();
   impl_->control.close();
+  impl_->guard.reset();
   impl_->endpoint.clear();
 }
 
@@ -306,5 +314,7 @@ void KvService::drop_prefix(const std::string& prefix) {
 }
 
 std::string KvService::endpoint() const { return impl_->endpoint; }
+
+std::uint64_t KvService::refused_peers() const { return impl_->refused->load(); }
 
 }  // namespace tenax::elastic

@@ -22,6 +22,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "peer_guard.h"
 #include "rendezvous_protocol.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
@@ -311,6 +312,7 @@ class ClientThread {
     socket_->set(zmq::sockopt::reconnect_ivl, 100);
     socket_->set(zmq::sockopt::reconnect_ivl_max, 1000);
     socket_->set(zmq::sockopt::routing_id, make_routing_id(options_.node_id()));
+    if (options_.keys()) detail::make_curve_client(*socket_, *options_.keys());
     socket_->connect(endpoint_);
   }
 

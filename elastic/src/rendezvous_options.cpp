@@ -64,6 +64,11 @@ RendezvousOptions& RendezvousOptions::resume_step(std::int64_t value) {
   return *this;
 }
 
+RendezvousOptions& RendezvousOptions::keys(JobKeys value) {
+  keys_ = std::move(value);
+  return *this;
+}
+
 RendezvousClientOptions::RendezvousClientOptions(std::string node_id, std::string host, int local_workers)
     : node_id_(std::move(node_id)), host_(std::move(host)), local_workers_(local_workers) {
   if (node_id_.empty() || node_id_.size() > detail::kMaxNameBytes) {
@@ -92,6 +97,11 @@ RendezvousClientOptions& RendezvousClientOptions::reconnect_backoff_max(std::chr
 
 RendezvousClientOptions& RendezvousClientOptions::service_timeout(std::chrono::milliseconds value) {
   service_timeout_ = value;
+  return *this;
+}
+
+RendezvousClientOptions& RendezvousClientOptions::keys(JobKeys value) {
+  keys_ = std::move(value);
   return *this;
 }
 

@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "peer_guard.h"
 #include "rendezvous_protocol.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
@@ -512,10 +513,12 @@ class RendezvousServer {
 }  // namespace
 
 struct RendezvousService::Impl {
-  explicit Impl(RendezvousOptions o) : options(std::move(o)) {}
+  explicit Impl(RendezvousOptions o) : options(std::move(o)), kv(options.keys()) {}
 
   RendezvousOptions options;
   zmq::context_t context{1};  // declared before the sockets: destroyed after them
+  std::unique_ptr<detail::PeerGuard> guard;  // with keys; outlives the service thread's use of the ROUTER
+  std::shared_ptr<std::atomic<std::uint64_t>> refused = std::make_shared<std::atomic<std::uint64_t>>(0);
   zmq::socket_t control;      // the owner's end of the inproc control pair
   KvService kv;               // used by the service thread between start() and stop()
   std::thread thread;
@@ -542,14 +545,25 @@ std::string RendezvousService::start(const std::string& bind_endpoint, const std
   zmq::socket_t router(impl_->context, zmq::socket_type::router);
   router.set(zmq::sockopt::linger, 0);
   router.set(zmq::sockopt::router_mandatory, true);
+  if (impl_->options.keys()) {
+    impl_->guard = std::make_unique<detail::PeerGuard>(impl_->context, router, *impl_->options.keys(),
+                                                       "rendezvous service", impl_->refused);
+  }
   try {
     router.bind(bind_endpoint);
   } catch (const zmq::error_t& e) {
+    impl_->guard.reset();
     throw RendezvousError("cannot bind the rendezvous service to '" + bind_endpoint + "': " + e.what() +
                           "; choose a free port or another address");
   }
   const std::string bound = router.get(zmq::sockopt::last_endpoint);
-  impl_->kv.start(store_bind_endpoint.empty() ? any_port_on(bind_endpoint) : store_bind_endpoint);
+  try {
+    impl_->kv.start(store_bind_endpoint.empty() ? any_port_on(bind_endpoint) : store_bind_endpoint);
+  } catch (...) {
+    router.close();
+    impl_->guard.reset();
+    throw;
+  }
 
   zmq::socket_t server_control(impl_->context, zmq::socket_type::pair);
   server_control.set(zmq::sockopt::linger, 0);
@@ -574,9 +588,10 @@ std::string RendezvousService::start(const std::string& bind_endpoint, const std
   const auto& o = impl_->options;
   logger("tenax.elastic")
       ->info("rendezvous service listening at {} (store {}): {}..{} node(s), last call {} ms, join timeout {} ms, "
-             "heartbeat {} ms x {}",
+             "heartbeat {} ms x {}, {}",
              bound, impl_->kv.endpoint(), o.min_nodes(), o.max_nodes(), o.last_call().count(),
-             o.join_timeout().count(), o.heartbeat().interval().count(), o.heartbeat().liveness());
+             o.join_timeout().count(), o.heartbeat().interval().count(), o.heartbeat().liveness(),
+             o.keys() ? "CURVE: the job's keys only" : "no CURVE: anyone who reaches the port may join");
   return bound;
 }
 
@@ -586,6 +601,7 @@ void RendezvousService::stop() {
   (void)impl_->control.send(zmq::str_buffer("STOP"), zmq::send_flags::dontwait);
   impl_->thread.join();
   impl_->control.close();
+  impl_->guard.reset();
   impl_->kv.stop();
   impl_->endpoint.clear();
 }
@@ -597,8 +613,13 @@ std::string RendezvousService::store_endpoint() const { return impl_->kv.endpoin
 const RendezvousOptions& RendezvousService::options() const { return impl_->options; }
 
 RendezvousSnapshot RendezvousService::snapshot() const {
-  std::lock_guard<std::mutex> lock(impl_->snapshot_mutex);
-  return impl_->snapshot;
+  RendezvousSnapshot s;
+  {
+    std::lock_guard<std::mutex> lock(impl_->snapshot_mutex);
+    s = impl_->snapshot;
+  }
+  s.refused_peers = impl_->refused->load() + impl_->kv.refused_peers();
+  return s;
 }
 
 }  // namespace tenax::elastic

@@ -79,10 +79,15 @@ WorkerContext WorkerContext::from_env(std::chrono::milliseconds timeout) {
     throw ConfigError("TENAX_RDZV_ENDPOINT is not set but WORLD_SIZE=" + std::to_string(id.world_size) +
                       "; start this program with `tenax run` or set it to the rendezvous service (tcp://host:port)");
   }
+  // The job's keys, when the launcher uses CURVE: an unreadable or foreign file is a ConfigError.
+  std::optional<JobKeys> keys;
+  if (const auto keys_file = env::get(kJobKeysVariable); keys_file && !keys_file->empty()) {
+    keys = read_job_keys(*keys_file);
+  }
   std::unique_ptr<Store> base;
   std::unique_ptr<Store> store;
   if (endpoint) {
-    base = connect_store(*endpoint, timeout);
+    base = connect_store(*endpoint, timeout, keys);
     store = std::make_unique<PrefixStore>(generation_prefix(id.generation), *base);
   }
   GlooOptions options;
@@ -93,8 +98,8 @@ WorkerContext WorkerContext::from_env(std::chrono::milliseconds timeout) {
 
   StoreFactory open_store;
   if (endpoint) {
-    open_store = [endpoint = *endpoint, generation = id.generation, timeout]() -> std::unique_ptr<Store> {
-      return std::make_unique<OwningPrefixStore>(generation_prefix(generation), connect_store(endpoint, timeout));
+    open_store = [endpoint = *endpoint, generation = id.generation, timeout, keys]() -> std::unique_ptr<Store> {
+      return std::make_unique<OwningPrefixStore>(generation_prefix(generation), connect_store(endpoint, timeout, keys));
     };
   }
   WorkerContext context(id, std::move(store), std::move(communicator), std::move(open_store));

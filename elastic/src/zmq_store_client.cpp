@@ -20,6 +20,7 @@
 #include <zmq_addon.hpp>
 
 #include "kv_protocol.h"
+#include "peer_guard.h"
 #include "store_values.h"
 #include "tenax/core/error.h"
 #include "tenax/elastic/kv_service.h"
@@ -55,11 +56,13 @@ std::string make_routing_id() {
 
 class ZmqStoreClient final : public Store {
  public:
-  ZmqStoreClient(std::string endpoint, std::chrono::milliseconds request_timeout)
+  ZmqStoreClient(std::string endpoint, std::chrono::milliseconds request_timeout, const std::optional<JobKeys>& keys)
       : socket_(context_, zmq::socket_type::dealer),
         endpoint_(std::move(endpoint)),
-        request_timeout_(request_timeout) {
+        request_timeout_(request_timeout),
+        curve_(keys.has_value()) {
     socket_.set(zmq::sockopt::linger, 0);
+    if (keys) detail::make_curve_client(socket_, *keys);
     socket_.set(zmq::sockopt::immediate, true);
     socket_.set(zmq::sockopt::reconnect_ivl, 100);
     socket_.set(zmq::sockopt::reconnect_ivl_max, 1000);
@@ -77,7 +80,9 @@ class ZmqStoreClient final : public Store {
     if (!reply || reply->header.status != KvStatus::kOk) {
       throw RendezvousError("cannot reach the rendezvous key-value service at " + endpoint_ + " within " +
                             std::to_string(timeout.count()) +
-                            " ms; check TENAX_RDZV_ENDPOINT and that the launcher agent is running");
+                            " ms; check TENAX_RDZV_ENDPOINT, that the launcher agent is running and that " +
+                            (curve_ ? "$TENAX_KEYS_FILE is this job's key file (the agent's log names refused peers)"
+                                    : "the service does not require the job's keys (set TENAX_KEYS_FILE)"));
     }
   }
 
@@ -186,13 +191,15 @@ class ZmqStoreClient final : public Store {
   zmq::socket_t socket_;
   std::string endpoint_;
   std::chrono::milliseconds request_timeout_;
+  bool curve_;
   std::uint64_t next_request_id_ = 1;
 };
 
 }  // namespace
 
-std::unique_ptr<Store> connect_store(const std::string& endpoint, std::chrono::milliseconds connect_timeout) {
-  auto client = std::make_unique<ZmqStoreClient>(endpoint, connect_timeout);
+std::unique_ptr<Store> connect_store(const std::string& endpoint, std::chrono::milliseconds connect_timeout,
+                                     const std::optional<JobKeys>& keys) {
+  auto client = std::make_unique<ZmqStoreClient>(endpoint, connect_timeout, keys);
   client->ping(connect_timeout);
   return client;
 }

@@ -164,6 +164,7 @@ class RunLoop {
   std::string host_;
   std::vector<std::string> inherited_env_;
   std::filesystem::path run_dir_;
+  std::filesystem::path keys_file_;  // absolute; every worker gets it as TENAX_KEYS_FILE
   std::string endpoint_;
   ShutdownSignals signals_;
   std::vector<GenerationRecord> history_;
@@ -184,6 +185,7 @@ int RunLoop::run() {
                       "': " + ec.message() + "; pass --run-dir with a writable directory");
   }
   run_dir_ = std::filesystem::absolute(dir).lexically_normal();
+  keys_file_ = std::filesystem::absolute(job_keys_path(options_)).lexically_normal();
   return plan_ ? run_multi() : run_single();
 }
 
@@ -270,12 +272,22 @@ int RunLoop::run_multi() {
   const auto heartbeat = elastic::HeartbeatOptions()
                              .interval(options_.heartbeat_interval)
                              .liveness(options_.heartbeat_liveness);
+  // The hosting agent writes the job's keys (or reuses those of an earlier run of the job: a
+  // requeued job keeps them); the other agents wait for the file on the shared file system.
+  const elastic::JobKeys keys =
+      plan.hosts_service
+          ? elastic::create_or_read_job_keys(keys_file_)
+          : elastic::wait_for_job_keys(keys_file_, options_.join_timeout, [this](std::chrono::seconds waited) {
+              log_->info("waiting {} s for the job's key file {}, which the agent hosting the rendezvous writes",
+                         waited.count(), keys_file_.string());
+            });
   int bound_port = 0;
   if (plan.hosts_service) {
     rdzv_service_ = std::make_unique<elastic::RendezvousService>(
         elastic::RendezvousOptions(plan.nodes.min, plan.nodes.max)
             .heartbeat(heartbeat)
-            .join_timeout(std::chrono::duration_cast<std::chrono::milliseconds>(options_.join_timeout)));
+            .join_timeout(std::chrono::duration_cast<std::chrono::milliseconds>(options_.join_timeout))
+            .keys(keys));
     bound_port = endpoint_port(rdzv_service_->start(plan.rdzv_bind));
   }
   const std::string endpoint = plan.connect_endpoint(bound_port);
@@ -291,7 +303,8 @@ int RunLoop::run_multi() {
                     .heartbeat(heartbeat)
                     .reconnect_backoff_max(std::max<std::chrono::milliseconds>(heartbeat.interval(),
                                                                                 std::chrono::seconds(4)))
-                    .service_timeout(service_timeout));
+                    .service_timeout(service_timeout)
+                    .keys(keys));
 
   int restarts = 0;
   int exit_code = 1;
@@ -529,6 +542,7 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
     values.max_restarts = options_.max_restarts;
     values.rdzv_endpoint = plan.store_endpoint;
     values.run_dir = run_dir_.string();
+    values.keys_file = keys_file_.string();
     if (plan_) {
       values.local_rank = local;
       values.local_world_size = n;
@@ -813,7 +827,8 @@ const std::vector<std::string>& worker_env_names() {
                                                  "TENAX_GENERATION",
                                                  "TENAX_RESTART_COUNT",
                                                  "TENAX_RDZV_ENDPOINT",
-                                                 "TENAX_RUN_DIR"};
+                                                 "TENAX_RUN_DIR",
+                                                 elastic::kJobKeysVariable};
   return names;
 }
 
@@ -848,6 +863,7 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& inhe
   put("TENAX_RDZV_ENDPOINT", v.rdzv_endpoint);
   put("TENAX_RUN_DIR", v.run_dir);
   if (!v.progress_file.empty()) put(kProgressFileEnv, v.progress_file);
+  if (!v.keys_file.empty()) put(elastic::kJobKeysVariable, v.keys_file);
   return env;
 }
 

@@ -73,6 +73,7 @@ struct WorkerEnvironment {
   int group_world_size = 1;               ///< nodes in the generation
   std::string master_addr = "127.0.0.1";  ///< host of node rank 0
   std::string progress_file;              ///< TENAX_PROGRESS_FILE when not empty (--hang-timeout)
+  std::string keys_file;                  ///< TENAX_KEYS_FILE when not empty: the job's CURVE keys
 };
 std::vector<std::string> worker_environment(const std::vector<std::string>& inherited,
                                             const WorkerEnvironment& values);
@@ -85,7 +86,8 @@ int endpoint_port(const std::string& endpoint);
 
 class Agent {
  public:
-  /// Single node. `service` is borrowed: already started, and it must outlive the agent.
+  /// Single node. `service` is borrowed: already started with the keys of
+  /// job_keys_path(options) (the workers get that file), and it must outlive the agent.
   Agent(RunOptions options, elastic::KvService& service);
   /// Multi-node: the agent joins (and, if the plan says so, hosts) the rendezvous itself.
   Agent(RunOptions options, MultiNodePlan plan);

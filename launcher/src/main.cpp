@@ -13,6 +13,7 @@
 #include "multi_node_plan.h"
 #include "slurm_job.h"
 #include "ckpt_command.h"
+#include "rdzv_command.h"
 #include "run_options.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
@@ -29,6 +30,7 @@ const char* const kUsage =
     "Commands:\n"
     "  run    start and supervise the workers of a training job on this node\n"
     "         (tenax run --nproc-per-node N [--nnodes MIN:MAX ...] -- PROGRAM ARGS...)\n"
+    "  rdzv   serve a job's rendezvous on its own (tenax rdzv --nnodes MIN:MAX ...)\n"
     "  ckpt   list, verify, inspect, export and compare checkpoints\n"
     "         (tenax ckpt ls|verify|inspect|export|diff ...)\n"
     "\n"
@@ -62,7 +64,9 @@ int run_command(const std::vector<std::string>& args) {
         options, launcher::slurm_job_from_env(launcher::process_env), this_hostname(), static_cast<int>(::getpid()));
     if (plan) return launcher::Agent(std::move(options), std::move(*plan)).run();
 
-    elastic::KvService service;
+    // Loopback only, and still CURVE: other users of a shared login or compute node can reach
+    // 127.0.0.1 too.
+    elastic::KvService service(elastic::create_or_read_job_keys(launcher::job_keys_path(options)));
     const std::string endpoint = service.start("tcp://127.0.0.1:0");
     log->debug("rendezvous service listening on {}", endpoint);  // the service says it too
     const int code = launcher::Agent(std::move(options), service).run();
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "run") return run_command(args);
+  if (command == "rdzv") return tenax::launcher::run_rdzv_command(args);
   if (command == "ckpt") return tenax::launcher::run_ckpt_command(argc - 1, argv + 1);
   std::cerr << "tenax: unknown command '" << command << "'; see `tenax --help`\n";
   return kExitUsage;

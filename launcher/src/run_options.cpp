@@ -9,37 +9,27 @@
 
 #include "tenax/core/env.h"
 #include "tenax/core/error.h"
+#include "flag_values.h"
 
 namespace tenax::launcher {
 namespace {
 
 constexpr const char* kExample = "tenax run --nproc-per-node 2 -- ./app --config run.toml";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  throw ConfigError("tenax run: " + message);
-}
+constexpr const char* kCommand = "tenax run";
 
-// Parses a whole decimal integer in [min, max] for `flag`.
+[[noreturn]] void usage_error(const std::string& message) { flag_error(kCommand, message); }
+
 int parse_flag_int(const std::string& flag, const std::string& text, int min, const char* meaning,
                    const char* example) {
-  std::int64_t value = 0;
-  try {
-    value = env::parse_int(text, flag);
-  } catch (const ConfigError&) {
-    usage_error(flag + " expects " + meaning + ", got '" + text + "'; for example: " + flag + " " +
-                example);
-  }
-  if (value < min || value > std::numeric_limits<int>::max()) {
-    usage_error(flag + " must be at least " + std::to_string(min) + ", got " + text);
-  }
-  return static_cast<int>(value);
+  return launcher::parse_flag_int(kCommand, flag, text, min, meaning, example);
 }
 
 const char* const kKnownFlags[] = {"--nproc-per-node", "--max-restarts",       "--run-dir",
                                    "--grace-period",   "--preempt-grace",      "--hang-timeout",
                                    "--nnodes",         "--node-id",            "--rdzv-endpoint",
                                    "--rdzv-host",      "--heartbeat-interval", "--heartbeat-liveness",
-                                   "--join-timeout"};
+                                   "--join-timeout",   "--keys-file"};
 
 bool is_known_flag(const std::string& name) {
   for (const char* flag : kKnownFlags) {
@@ -52,22 +42,6 @@ std::string known_flags() {
   std::string out;
   for (const char* flag : kKnownFlags) out += (out.empty() ? "" : ", ") + std::string(flag);
   return out;
-}
-
-// "2" → 2:2, "1:4" → 1:4.
-NodeRange parse_nnodes(const std::string& text) {
-  const auto colon = text.find(':');
-  NodeRange range;
-  if (colon == std::string::npos) {
-    range.min = range.max = parse_flag_int("--nnodes", text, 1, "N or MIN:MAX nodes", "1:2");
-  } else {
-    range.min = parse_flag_int("--nnodes", text.substr(0, colon), 1, "N or MIN:MAX nodes", "1:2");
-    range.max = parse_flag_int("--nnodes", text.substr(colon + 1), 1, "N or MIN:MAX nodes", "1:2");
-  }
-  if (range.min > range.max) {
-    usage_error("--nnodes " + text + ": MIN is above MAX; write MIN:MAX, e.g. --nnodes 1:2");
-  }
-  return range;
 }
 
 // "host:port" (or "tcp://host:port") with a port in 0..65535.
@@ -131,7 +105,7 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
       options.hang_timeout =
           std::chrono::seconds(parse_flag_int(name, *value, 0, "a whole number of seconds", "600"));
     } else if (name == "--nnodes") {
-      options.nnodes = parse_nnodes(*value);
+      options.nnodes = parse_node_range(kCommand, *value);
     } else if (name == "--node-id") {
       if (value->empty() || value->size() > 100 ||
           value->find_first_of(" \t/") != std::string::npos) {
@@ -159,6 +133,9 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     } else if (name == "--join-timeout") {
       options.join_timeout =
           std::chrono::seconds(parse_flag_int(name, *value, 1, "a whole number of seconds", "300"));
+    } else if (name == "--keys-file") {
+      if (value->empty()) usage_error("--keys-file needs a file name, e.g. --keys-file ./tenax-job.keys");
+      options.keys_file = *value;
     } else {  // --run-dir
       if (value->empty()) usage_error("--run-dir needs a directory, e.g. --run-dir ./tenax-run");
       options.run_dir = *value;
@@ -222,6 +199,17 @@ std::filesystem::path find_program(const std::string& program) {
               ") or fix PATH");
 }
 
+std::filesystem::path job_keys_path(const RunOptions& options) {
+  if (!options.keys_file.empty()) return options.keys_file;
+  // Per-node run directories ("out/run-%n") share the directory above the first one with %n.
+  std::filesystem::path shared;
+  for (const auto& part : options.run_dir) {
+    if (part.string().find("%n") != std::string::npos) return shared / elastic::kJobKeysFileName;
+    shared /= part;
+  }
+  return options.run_dir / elastic::kJobKeysFileName;
+}
+
 std::string run_usage() {
   std::ostringstream out;
   out << "Usage: tenax run --nproc-per-node N [options] -- PROGRAM [ARGS...]\n"
@@ -261,11 +249,18 @@ std::string run_usage() {
       << kDefaultAgentLiveness << ")\n"
       << "  --join-timeout SECONDS   fail when fewer than MIN nodes joined by then (default "
       << kDefaultJoinTimeout.count() << ")\n"
+      << "\n"
+      << "Security: the rendezvous service and the key-value store speak ZeroMQ CURVE and admit\n"
+      << "only peers holding the job's keys; others are refused and logged.\n"
+      << "  --keys-file FILE       the job's keys (mode 0600; written by the agent hosting the\n"
+      << "                         service if missing, read by the others and by the workers;\n"
+      << "                         default: DIR/" << elastic::kJobKeysFileName << ", or, when DIR holds %n, beside\n"
+      << "                         the first directory holding %n, where every node sees it)\n"
       << "  -h, --help             show this help\n"
       << "\n"
       << "Workers get RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,\n"
-      << "MASTER_PORT, TENAX_GENERATION, TENAX_RESTART_COUNT, TENAX_RDZV_ENDPOINT and\n"
-      << "TENAX_RUN_DIR, and inherit the rest of the environment.\n"
+      << "MASTER_PORT, TENAX_GENERATION, TENAX_RESTART_COUNT, TENAX_RDZV_ENDPOINT,\n"
+      << "TENAX_RUN_DIR and TENAX_KEYS_FILE, and inherit the rest of the environment.\n"
       << "\n"
       << "Exit status: 0 all workers finished; 1 failure (restart budget spent); 2 usage error;\n"
       << "3 preempted (every worker exited 0 or 3 after a forwarded signal, at least one 3);\n"

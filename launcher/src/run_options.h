@@ -4,7 +4,7 @@
 //             [--preempt-grace SECONDS] [--hang-timeout SECONDS]
 //             [--nnodes MIN:MAX] [--node-id ID] [--rdzv-endpoint HOST:PORT] [--rdzv-host yes|no|auto]
 //             [--heartbeat-interval MS] [--heartbeat-liveness N] [--join-timeout SECONDS]
-//             -- PROGRAM ARGS...
+//             [--keys-file FILE] -- PROGRAM ARGS...
 //
 // The multi-node flags only say what was written; multi_node_plan.h decides, with the Slurm
 // environment, whether this is a multi-node run and who hosts the rendezvous.
@@ -21,6 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "flag_values.h"
+#include "tenax/elastic/job_keys.h"
+
 namespace tenax::launcher {
 
 inline constexpr int kDefaultMaxRestarts = 3;
@@ -31,13 +34,6 @@ inline constexpr const char* kDefaultRunDir = "tenax-run";
 inline constexpr std::chrono::milliseconds kDefaultAgentHeartbeat{500};
 inline constexpr int kDefaultAgentLiveness = 5;
 inline constexpr std::chrono::seconds kDefaultJoinTimeout{300};
-
-/// --nnodes MIN:MAX (or N = N:N): how many nodes a generation needs and may have.
-struct NodeRange {
-  int min = 1;
-  int max = 1;
-  bool operator==(const NodeRange& o) const { return min == o.min && max == o.max; }
-};
 
 /// --rdzv-host: whether this agent hosts the rendezvous service.
 enum class RdzvHosting { kAuto, kYes, kNo };
@@ -57,6 +53,7 @@ struct RunOptions {
   std::chrono::milliseconds heartbeat_interval = kDefaultAgentHeartbeat;
   int heartbeat_liveness = kDefaultAgentLiveness;
   std::chrono::seconds join_timeout = kDefaultJoinTimeout;  ///< fewer than MIN nodes by then: fail
+  std::filesystem::path keys_file;                          ///< --keys-file; empty: job_keys_path()
   std::vector<std::string> command;                         ///< PROGRAM ARGS... (non-empty)
 
   bool operator==(const RunOptions& other) const {
@@ -66,7 +63,7 @@ struct RunOptions {
            nnodes == other.nnodes && node_id == other.node_id && rdzv_endpoint == other.rdzv_endpoint &&
            rdzv_host == other.rdzv_host && heartbeat_interval == other.heartbeat_interval &&
            heartbeat_liveness == other.heartbeat_liveness && join_timeout == other.join_timeout &&
-           command == other.command;
+           keys_file == other.keys_file && command == other.command;
   }
 };
 
@@ -83,6 +80,11 @@ bool run_help_requested(const std::vector<std::string>& args);
 /// Resolves the program the way posix_spawnp() will (PATH search unless it contains '/').
 /// Returns the path found; throws ConfigError when it is missing or not executable.
 std::filesystem::path find_program(const std::string& program);
+
+/// The job's CURVE key file: --keys-file, else <run dir>/tenax-job.keys, or, when the run
+/// directory holds %n (one per node), the same name in the directory above its first
+/// component holding %n ("out/run-%n" → "out/tenax-job.keys"), which the nodes share.
+std::filesystem::path job_keys_path(const RunOptions& options);
 
 /// The text of `tenax run --help`.
 std::string run_usage();

@@ -1,7 +1,9 @@
 // The multi-node agent without Slurm: two `tenax run --nnodes` agents on this host, one worker
 // each, rendezvous over 127.0.0.1 (node 0 hosts the service). They finish; a killed worker
 // restarts both nodes and the job ends bit-identical to a single-agent run of the same world
-// size; a killed node (agent and worker) leaves the other to finish alone (--nnodes 1:2).
+// size; a killed node (agent and worker) leaves the other to finish alone (--nnodes 1:2); a
+// standalone `tenax rdzv` serves both agents and refuses a client without the job's keys.
+// Run directories are "run-node%n", so the job's key file lands where both agents see it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "support/agent_process.h"
+#include "tenax/elastic/rendezvous_client.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
 
@@ -42,7 +45,8 @@ std::vector<std::string> example_args(const fs::path& out, int max_steps, const 
 }
 
 std::vector<std::string> agent_args(const fs::path& out, int node, const std::string& nnodes, int port,
-                                    int max_steps, const std::vector<std::string>& extra) {
+                                    int max_steps, const std::vector<std::string>& extra,
+                                    const std::vector<std::string>& agent_extra = {}) {
   std::vector<std::string> args = {TENAX_BINARY,
                                    "run",
                                    "--nproc-per-node",
@@ -60,8 +64,9 @@ std::vector<std::string> agent_args(const fs::path& out, int node, const std::st
                                    "--max-restarts",
                                    "3",
                                    "--run-dir",
-                                   (out / ("run-node" + std::to_string(node))).string(),
-                                   "--"};
+                                   (out / "run-node%n").string()};
+  args.insert(args.end(), agent_extra.begin(), agent_extra.end());
+  args.push_back("--");
   const auto example = example_args(out, max_steps, extra);
   args.insert(args.end(), example.begin(), example.end());
   return args;
@@ -176,6 +181,48 @@ TEST(IntegrationMultiNode, LostNodeLeavesTheOtherToFinishAlone) {
   EXPECT_NE(log0.find("missed heartbeats"), std::string::npos) << log0;
   EXPECT_NE(log0.find("1 node(s), world size 1"), std::string::npos) << log0;
   EXPECT_TRUE(fs::exists(final_checkpoint(t.out, kSteps) / "manifest.json")) << log0;
+}
+
+TEST(IntegrationMultiNode, StandaloneRendezvousServesTheJobAndRefusesAClientWithoutItsKeys) {
+  constexpr int kSteps = 1500;
+  const fs::path out = base_dir() / "standalone";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const int port = tenax::testing::free_port();
+  const fs::path keys = out / "job.keys";
+  ChildProcess rdzv({TENAX_BINARY, "rdzv", "--nnodes", "2", "--host", "127.0.0.1", "--port", std::to_string(port),
+                     "--keys-file", keys.string(), "--heartbeat-interval", "100", "--last-call", "1"},
+                    out / "rdzv.log");
+  ASSERT_TRUE(tenax::testing::wait_for_path(keys, 30s)) << rdzv.log();
+  const std::vector<std::string> hosted_elsewhere = {"--rdzv-host", "no", "--keys-file", keys.string()};
+  ChildProcess node0(agent_args(out, 0, "2", port, kSteps, {}, hosted_elsewhere), out / "node0.log", kEnv);
+  ChildProcess node1(agent_args(out, 1, "2", port, kSteps, {}, hosted_elsewhere), out / "node1.log", kEnv);
+  auto logs = [&] { return "--- rdzv ---\n" + rdzv.log() + "--- node 0 ---\n" + node0.log() + "--- node 1 ---\n" + node1.log(); };
+  const fs::path first_save = out / "train" / "checkpoints" / tenax::storage::step_dir_name(100) / "manifest.json";
+  ASSERT_TRUE(tenax::testing::wait_for_path(first_save, 60s)) << logs();
+
+  // An agent of no job (no key file) tries to join while the job trains: it gets no rank.
+  using tenax::elastic::HeartbeatOptions;
+  tenax::elastic::RendezvousClient intruder(
+      "tcp://127.0.0.1:" + std::to_string(port),
+      tenax::elastic::RendezvousClientOptions("intruder", "127.0.0.1", 1)
+          .heartbeat(HeartbeatOptions().interval(100ms).liveness(5))
+          .reconnect_backoff_max(400ms)
+          .service_timeout(1200ms));
+  const auto joined = intruder.join(1500ms);
+  EXPECT_FALSE(joined.is_ok()) << "a client without the job's keys was given rank " << joined.value().rank_offset;
+
+  ASSERT_EQ(node0.wait(kGuard), 0) << logs();
+  ASSERT_EQ(node1.wait(kGuard), 0) << logs();
+  EXPECT_EQ(summary(out, 0)["restarts"], 0) << logs();
+  EXPECT_EQ(summary(out, 1)["restarts"], 0) << logs();
+  EXPECT_TRUE(fs::exists(final_checkpoint(out, kSteps) / "manifest.json")) << logs();
+  EXPECT_NE(rdzv.log().find("rendezvous service: refused"), std::string::npos) << logs();
+  EXPECT_NE(node0.log().find("hosted by another agent"), std::string::npos) << logs();
+
+  rdzv.signal(SIGTERM);
+  ASSERT_EQ(rdzv.wait(30s), 0) << logs();
+  EXPECT_NE(rdzv.log().find("peer(s) refused for want of the job's keys"), std::string::npos) << logs();
 }
 
 }  // namespace

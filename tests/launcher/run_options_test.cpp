@@ -37,6 +37,22 @@ TEST(LauncherRunOptions, ParsesAllFlags) {
   EXPECT_EQ(o.command, (Args{"./app", "--config", "run.toml"}));
 }
 
+TEST(LauncherRunOptions, KeysFileDefaultsToTheRunDirectoryOrTheDirectoryTheNodesShare) {
+  EXPECT_EQ(job_keys_path(parse_run_options(Args{"--nproc-per-node", "1", "--", "app"})),
+            std::filesystem::path(kDefaultRunDir) / "tenax-job.keys");
+  EXPECT_EQ(job_keys_path(parse_run_options(Args{"--nproc-per-node", "1", "--run-dir", "/out/run", "--", "app"})),
+            "/out/run/tenax-job.keys");
+  // One run directory per node: the keys go where every node sees them.
+  EXPECT_EQ(job_keys_path(parse_run_options(Args{"--nproc-per-node", "1", "--run-dir", "/out/run-%n/x", "--", "app"})),
+            "/out/tenax-job.keys");
+  EXPECT_EQ(job_keys_path(parse_run_options(Args{"--nproc-per-node", "1", "--run-dir", "%n", "--", "app"})),
+            "tenax-job.keys");
+  const RunOptions o = parse_run_options(Args{"--nproc-per-node", "1", "--keys-file", "/shared/k", "--", "app"});
+  EXPECT_EQ(o.keys_file, "/shared/k");
+  EXPECT_EQ(job_keys_path(o), "/shared/k");
+  EXPECT_THROW(parse_run_options(Args{"--nproc-per-node", "1", "--keys-file=", "--", "app"}), ConfigError);
+}
+
 TEST(LauncherRunOptions, AcceptsEqualsFormAndDefaults) {
   RunOptions o = parse_run_options(Args{"--nproc-per-node=2", "--", "app"});
   EXPECT_EQ(o.nproc_per_node, 2);

@@ -158,7 +158,7 @@ TEST_F(LauncherRun, WorkersGetTorchrunAndTenaxEnvironment) {
       "printf '%s\\n' \"$RANK\" \"$LOCAL_RANK\" \"$WORLD_SIZE\" \"$LOCAL_WORLD_SIZE\" "
       "\"$GROUP_RANK\" \"$MASTER_ADDR\" \"$MASTER_PORT\" \"$TENAX_GENERATION\" "
       "\"$TENAX_RESTART_COUNT\" \"$TENAX_RDZV_ENDPOINT\" \"$TENAX_RUN_DIR\" "
-      "\"$TENAX_TEST_INHERITED\" > " +
+      "\"$TENAX_TEST_INHERITED\" \"$TENAX_KEYS_FILE\" > " +
           at("env-") + "$RANK");
   ::unsetenv("TENAX_TEST_INHERITED");
   ::unsetenv("RANK");
@@ -175,9 +175,13 @@ TEST_F(LauncherRun, WorkersGetTorchrunAndTenaxEnvironment) {
     for (std::string line; std::getline(in, line);) v.push_back(line);
     const std::string r_s = std::to_string(rank);
     ASSERT_EQ(v, (std::vector<std::string>{r_s, r_s, "3", "3", "0", "127.0.0.1", port, "0", "0",
-                                           endpoint, run_dir_abs, "from-the-parent"}))
+                                           endpoint, run_dir_abs, "from-the-parent",
+                                           run_dir_abs + "/tenax-job.keys"}))
         << "rank " << rank;
   }
+  // The job's CURVE keys: private to the user who runs it.
+  const auto perms = fs::status(run_dir() / "tenax-job.keys").permissions();
+  EXPECT_EQ(perms & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
 }
 
 TEST_F(LauncherRun, WorkerKilledBySignalIsRestartedOnce) {

@@ -5,6 +5,7 @@
 //   to (a); (c) one node (agent and worker) SIGKILLed → the other goes on alone (--nnodes 1:2)
 //   → finishes; (d) scancel --signal=USR1 → checkpoint → exit 3 → `scontrol requeue` → the
 //   job runs again (SLURM_RESTART_COUNT=1) → resumes → finishes.
+//   (f) a client without the job's key file is refused and logged; the job finishes undisturbed.
 //   (e) the shipped slurm/finetune.sbatch with the synthetic example: scancel --batch --signal=USR1
 //   (the batch shell only, as --signal=B:USR1) → trap → agents → save → requeue → resume.
 // Skipped only when the Slurm client binaries are absent.
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "support/agent_process.h"
+#include "tenax/elastic/rendezvous_client.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
 
@@ -161,6 +163,32 @@ TEST_F(SlurmJob, TwoNodeBatchJobFinishes) {
   EXPECT_TRUE(fs::exists(checkpoint(kSteps) / "manifest.json")) << explain();
 }
 
+TEST_F(SlurmJob, AClientWithoutTheJobsKeysIsRefusedLoggedAndTheJobFinishes) {
+  constexpr int kLong = 1500;
+  submit("intruder", "", "--max-steps " + std::to_string(kLong), "", 100);
+  ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 40s)) << explain();
+  // The endpoint the agents use, as node 0's agent logged it: "rendezvous tcp://HOST:PORT (".
+  const std::string text = log();
+  const auto at = text.find("rendezvous tcp://");
+  ASSERT_NE(at, std::string::npos) << text;
+  const auto begin = at + std::string("rendezvous ").size();
+  const std::string endpoint = text.substr(begin, text.find(' ', begin) - begin);
+  // A process on the cluster's network without the job's key file tries to join.
+  using tenax::elastic::HeartbeatOptions;
+  tenax::elastic::RendezvousClient intruder(endpoint, tenax::elastic::RendezvousClientOptions("intruder", "node9", 1)
+                                                          .heartbeat(HeartbeatOptions().interval(100ms).liveness(5))
+                                                          .reconnect_backoff_max(400ms)
+                                                          .service_timeout(1200ms));
+  EXPECT_FALSE(intruder.join(1500ms).is_ok()) << "a client without the job's keys was given ranks";
+  ASSERT_EQ(wait_done(), "COMPLETED") << explain();
+  for (int node : {0, 1}) EXPECT_EQ(summary(node)["restarts"], 0) << explain();
+  EXPECT_NE(log().find("rendezvous service: refused"), std::string::npos) << explain();
+  EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
+  // The key file the job wrote beside the per-node run directories is private.
+  const auto perms = fs::status(out_ / "tenax-job.keys").permissions();
+  EXPECT_EQ(perms & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write) << explain();
+}
+
 TEST_F(SlurmJob, KilledWorkerRestartsBothNodesAndFinishesBitIdentical) {
   // The reference: the same job uninterrupted (ctest runs each test in its own process).
   submit("kill-worker-reference", "", "--max-steps " + std::to_string(kSteps));
@@ -253,6 +281,39 @@ TEST_F(SlurmJob, TemplatePassesTheBatchWarningToTheAgentsAndTheJobResumes) {
   EXPECT_NE(text.find("received SIGUSR1; forwarding SIGUSR1"), std::string::npos) << text;
   EXPECT_NE(text.find("running `scontrol requeue " + job_ + "`"), std::string::npos) << text;
   EXPECT_NE(text.find("SLURM_RESTART_COUNT=1 (requeued 1 time)"), std::string::npos) << text;
+  EXPECT_EQ(summary(0)["outcome"], "finished") << explain();
+  EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
+}
+
+// A real time limit: -t 1 with --signal=B:USR1@50. slurmctld sends the warning from its periodic
+// time-limit check (every ~30 s), so it arrives 10..40 s into the run; the training is long
+// enough to be running then. The job saves, requeues; the test lifts the time limit of the
+// requeued job (or it would be warned again) and it resumes and finishes.
+TEST_F(SlurmJob, TimeLimitWarningCheckpointsRequeuesAndResumes) {
+  constexpr int kLong = 12000;
+  out_ = base_dir() / "time-limit";
+  fs::remove_all(out_);
+  fs::create_directories(out_);
+  const std::string o = out_.string();
+  ::setenv("TENAX_BUILD", fs::path(TENAX_BINARY).parent_path().parent_path().c_str(), 1);
+  ::setenv("TENAX_OUTPUT_DIR", o.c_str(), 1);
+  ::setenv("TENAX_RUN_FLAGS", "--heartbeat-interval 100 --join-timeout 20", 1);
+  job_ = run("sbatch --parsable -t 1 --signal=B:USR1@50 -o " + o + "/slurm.out " TENAX_SOURCE_DIR
+             "/slurm/finetune.sbatch " EXAMPLE_BINARY " --output-dir " + o + "/train --max-steps " +
+             std::to_string(kLong) + " --save-steps 500 --logging-steps 100 2>&1");
+  ASSERT_EQ(wait_for({"PENDING"}, 100s), "PENDING") << explain();
+  run("scontrol update JobId=" + job_ + " TimeLimit=10 2>&1");
+  run("scontrol update JobId=" + job_ + " StartTime=now 2>&1");
+  ASSERT_EQ(wait_done(180s), "COMPLETED") << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("batch shell got SIGUSR1"), std::string::npos) << text;
+  EXPECT_NE(text.find("received SIGUSR1; forwarding SIGUSR1"), std::string::npos) << text;
+  const auto at = text.find("preempted by SIGUSR1 at step ");
+  ASSERT_NE(at, std::string::npos) << "the warning came after the training ended: lengthen it\n" << text;
+  const std::string step = text.substr(at + 29, text.find(':', at + 29) - at - 29);
+  EXPECT_NE(text.find("SLURM_RESTART_COUNT=1 (requeued 1 time)"), std::string::npos) << text;
+  EXPECT_NE(text.find("at step " + step, text.find("SLURM_RESTART_COUNT=1")), std::string::npos)
+      << "resumed at step " << step << "\n" << text;
   EXPECT_EQ(summary(0)["outcome"], "finished") << explain();
   EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
 }

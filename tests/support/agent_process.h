@@ -124,6 +124,9 @@ class ChildProcess {
     for (pid_t w : workers) ::kill(w, SIGKILL);
   }
 
+  /// Sends `signal` to this process only (not its workers).
+  void signal(int signal) const { ::kill(pid_, signal); }
+
   std::string log() const { return read_text(log_); }
 
  private:

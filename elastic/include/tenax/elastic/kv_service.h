@@ -12,15 +12,21 @@
 //   service.stop();
 #pragma once
 
-#include <memory>
 #include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
+
+#include "tenax/elastic/job_keys.h"
 
 namespace tenax::elastic {
 
 class KvService {
  public:
-  KvService();
+  /// With `keys`, the store speaks CURVE and admits only clients holding the job's client key
+  /// (job_keys.h); without, anyone who reaches the port may use it.
+  explicit KvService(std::optional<JobKeys> keys = std::nullopt);
   ~KvService();  ///< stops the thread if still running (linger 0; never waits on peers)
   KvService(const KvService&) = delete;
   KvService& operator=(const KvService&) = delete;
@@ -34,6 +40,8 @@ class KvService {
   void drop_prefix(const std::string& prefix);
   /// The bound endpoint ("" before start).
   std::string endpoint() const;
+  /// Peers refused for want of the job's keys since start() (always 0 without keys).
+  std::uint64_t refused_peers() const;
 
  private:
   struct Impl;
@@ -45,7 +53,10 @@ class KvService {
 /// round trip (TimeoutError). get()/wait() are bounded by their own timeout (plus at most
 /// 100 ms for the service's answer in transit) and throw TimeoutError naming the missing keys.
 /// Thread-safety: one thread at a time (it owns a ZeroMQ socket).
+/// With `keys` the connection is CURVE-encrypted and authenticated (the service must have them
+/// too); a client without the service's keys is refused and sees the connect timeout.
 std::unique_ptr<class Store> connect_store(const std::string& endpoint,
-                                           std::chrono::milliseconds connect_timeout);
+                                           std::chrono::milliseconds connect_timeout,
+                                           const std::optional<JobKeys>& keys = std::nullopt);
 
 }  // namespace tenax::elastic

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "tenax/core/status.h"
@@ -57,6 +58,8 @@ class RendezvousClientOptions {
   RendezvousClientOptions& reconnect_backoff_max(std::chrono::milliseconds value);
   /// Silence after which the service is lost for good (> interval × liveness).
   RendezvousClientOptions& service_timeout(std::chrono::milliseconds value);
+  /// CURVE with the job's keys (the service must use the same); unset: plain TCP.
+  RendezvousClientOptions& keys(JobKeys value);
 
   const std::string& node_id() const { return node_id_; }
   const std::string& host() const { return host_; }
@@ -64,6 +67,7 @@ class RendezvousClientOptions {
   const HeartbeatOptions& heartbeat() const { return heartbeat_; }
   std::chrono::milliseconds reconnect_backoff_max() const { return reconnect_backoff_max_; }
   std::chrono::milliseconds service_timeout() const { return service_timeout_; }
+  const std::optional<JobKeys>& keys() const { return keys_; }
 
   /// Throws ConfigError when the timing options contradict each other (RendezvousClient calls
   /// it): backoff below the interval, or a service timeout not beyond interval x liveness.
@@ -72,7 +76,7 @@ class RendezvousClientOptions {
   bool operator==(const RendezvousClientOptions& o) const {
     return node_id_ == o.node_id_ && host_ == o.host_ && local_workers_ == o.local_workers_ &&
            heartbeat_ == o.heartbeat_ && reconnect_backoff_max_ == o.reconnect_backoff_max_ &&
-           service_timeout_ == o.service_timeout_;
+           service_timeout_ == o.service_timeout_ && keys_ == o.keys_;
   }
   bool operator!=(const RendezvousClientOptions& o) const { return !(*this == o); }
 
@@ -83,6 +87,7 @@ class RendezvousClientOptions {
   HeartbeatOptions heartbeat_;
   std::chrono::milliseconds reconnect_backoff_max_ = kDefaultReconnectBackoffMax;
   std::chrono::milliseconds service_timeout_ = kDefaultServiceTimeout;
+  std::optional<JobKeys> keys_;
 };
 
 class RendezvousClient {

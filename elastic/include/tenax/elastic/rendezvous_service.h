@@ -47,9 +47,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tenax/elastic/job_keys.h"
 #include "tenax/elastic/rendezvous.h"
 
 namespace tenax::elastic {
@@ -70,6 +72,9 @@ class RendezvousOptions {
   RendezvousOptions& heartbeat(const HeartbeatOptions& value);
   /// The resume step carried by ASSIGN until an agent sets another (opaque to the service).
   RendezvousOptions& resume_step(std::int64_t value);
+  /// CURVE on both sockets (membership and store): only peers holding the job's client key get
+  /// in; the others are refused and logged. Unset: no encryption, anyone may connect.
+  RendezvousOptions& keys(JobKeys value);
 
   int min_nodes() const { return min_nodes_; }
   int max_nodes() const { return max_nodes_; }
@@ -77,10 +82,12 @@ class RendezvousOptions {
   std::chrono::milliseconds join_timeout() const { return join_timeout_; }
   const HeartbeatOptions& heartbeat() const { return heartbeat_; }
   std::int64_t resume_step() const { return resume_step_; }
+  const std::optional<JobKeys>& keys() const { return keys_; }
 
   bool operator==(const RendezvousOptions& o) const {
     return min_nodes_ == o.min_nodes_ && max_nodes_ == o.max_nodes_ && last_call_ == o.last_call_ &&
-           join_timeout_ == o.join_timeout_ && heartbeat_ == o.heartbeat_ && resume_step_ == o.resume_step_;
+           join_timeout_ == o.join_timeout_ && heartbeat_ == o.heartbeat_ && resume_step_ == o.resume_step_ &&
+           keys_ == o.keys_;
   }
   bool operator!=(const RendezvousOptions& o) const { return !(*this == o); }
 
@@ -91,6 +98,7 @@ class RendezvousOptions {
   std::chrono::milliseconds join_timeout_ = kDefaultJoinTimeout;
   HeartbeatOptions heartbeat_;
   std::int64_t resume_step_ = 0;
+  std::optional<JobKeys> keys_;
 };
 
 /// The service's state as last published by its thread (for logs, `tenax rdzv`, tests).
@@ -106,6 +114,7 @@ struct RendezvousSnapshot {
   std::int64_t resume_step = 0;
   std::uint64_t nodes_lost = 0;          ///< nodes declared dead after missed heartbeats
   std::uint64_t malformed_messages = 0;  ///< messages dropped as malformed
+  std::uint64_t refused_peers = 0;       ///< connections refused for want of the job's keys (both sockets)
   std::string last_failure;              ///< the message of the last failed round ("" if none)
 };
 
