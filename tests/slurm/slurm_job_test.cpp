@@ -5,7 +5,8 @@
 //   to (a); (c) one node (agent and worker) SIGKILLed → the other goes on alone (--nnodes 1:2)
 //   → finishes; (d) scancel --signal=USR1 → checkpoint → exit 3 → `scontrol requeue` → the
 //   job runs again (SLURM_RESTART_COUNT=1) → resumes → finishes.
-//   (f) a client without the job's key file is refused and logged; the job finishes undisturbed.
+//   (g) a worker SIGSTOPped → its agent's --hang-timeout sees no progress → restart → finishes
+//   bit-identical. (f) a client without the job's key file is refused and logged; the job finishes undisturbed.
 //   (e) the shipped slurm/finetune.sbatch with the synthetic example: scancel --batch --signal=USR1
 //   (the batch shell only, as --signal=B:USR1) → trap → agents → save → requeue → resume.
 // Skipped only when the Slurm client binaries are absent.
@@ -202,6 +203,23 @@ TEST_F(SlurmJob, KilledWorkerRestartsBothNodesAndFinishesBitIdentical) {
   EXPECT_NE(text.find("worker rank 1 (local 0, pid"), std::string::npos) << text;
   EXPECT_NE(text.find("host node2, node node-000001) was killed by signal 9 (SIGKILL)"), std::string::npos) << text;
   EXPECT_NE(text.find("at step 20"), std::string::npos) << text;
+  expect_bit_identical_models(reference, checkpoint(kSteps));
+}
+
+TEST_F(SlurmJob, StoppedWorkerIsDetectedAsHungRestartedAndFinishesBitIdentical) {
+  submit("hang-reference", "", "--max-steps " + std::to_string(kSteps));
+  ASSERT_EQ(wait_done(), "COMPLETED") << explain();
+  const fs::path reference = checkpoint(kSteps);
+  // Rank 1 SIGSTOPs itself at step 30: alive to waitpid and to the heartbeats, but its progress
+  // file stops changing; --hang-timeout 2 makes its agent restart the generation.
+  submit("hang", "--hang-timeout 2", "--max-steps " + std::to_string(kSteps) +
+                                         " --fail-at-step 30 --fail-rank 1 --fail-signal STOP");
+  ASSERT_EQ(wait_done(90s), "COMPLETED") << explain();
+  EXPECT_EQ(summary(1)["restarts"], 1) << explain();
+  EXPECT_EQ(summary(0)["restarts"], 1) << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("made no progress"), std::string::npos) << text;
+  EXPECT_NE(text.find("at step 20"), std::string::npos) << "resumed from the step-20 checkpoint\n" << text;
   expect_bit_identical_models(reference, checkpoint(kSteps));
 }
 
