@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "support/eventually.h"
 #include "tenax/core/error.h"
 #include "tenax/elastic/job_keys.h"
 #include "tenax/elastic/kv_service.h"
@@ -22,14 +23,7 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-bool eventually(const std::function<bool()>& condition, milliseconds timeout = seconds(5)) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return condition();
-}
+using tenax::testing::eventually;
 
 // The job's server key with a client key pair the job never issued.
 JobKeys with_foreign_client(const JobKeys& job) {

@@ -15,6 +15,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "support/eventually.h"
 #include "tenax/core/error.h"
 #include "tenax/elastic/kv_service.h"
 #include "tenax/elastic/rendezvous_client.h"
@@ -42,14 +43,7 @@ long long ms_since(Clock::time_point start) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
 }
 
-bool eventually(const std::function<bool()>& condition, milliseconds timeout = seconds(5)) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return condition();
-}
+using tenax::testing::eventually;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -17,6 +17,7 @@
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
+#include "support/model_checkpoints.h"
 
 namespace fs = std::filesystem;
 
@@ -67,25 +68,6 @@ fs::path final_checkpoint(const std::string& name) {
   return base_dir() / name / "train" / "checkpoints" / tenax::storage::step_dir_name(kMaxSteps);
 }
 
-void expect_bit_identical_models(const fs::path& a, const fs::path& b) {
-  auto ra = tenax::storage::CheckpointReader::open(a);
-  auto rb = tenax::storage::CheckpointReader::open(b);
-  ASSERT_TRUE(ra.is_ok()) << ra.status().to_string();
-  ASSERT_TRUE(rb.is_ok()) << rb.status().to_string();
-  int compared = 0;
-  for (const auto& [name, entry] : ra.value().manifest().tensors) {
-    if (name.rfind("model/", 0) != 0) continue;
-    auto ta = ra.value().read(name);
-    auto tb = rb.value().read(name);
-    ASSERT_TRUE(ta.is_ok()) << ta.status().to_string();
-    ASSERT_TRUE(tb.is_ok()) << name << ": " << tb.status().to_string();
-    EXPECT_EQ(ta.value().shape, tb.value().shape) << name;
-    EXPECT_TRUE(ta.value().bytes == tb.value().bytes) << name << " differs";
-    ++compared;
-  }
-  EXPECT_EQ(compared, 6) << "Linear, LayerNorm, Linear = 6 parameters";
-}
-
 class IntegrationHandwrittenLoop : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { reference_ = new RunResult(run_job("reference", "", /*max_restarts=*/0)); }
@@ -113,7 +95,7 @@ TEST_F(IntegrationHandwrittenLoop, KilledRankIsRestartedByTheAgentAndResumesAtTh
   EXPECT_NE(r.log.find("SIGKILL after step 25"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("at step 20"), std::string::npos) << "resumed from the step-20 checkpoint\n" << r.log;
   EXPECT_NE(r.log.find("training finished at step 40"), std::string::npos) << r.log;
-  expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill"));
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill"));
 }
 
 TEST_F(IntegrationHandwrittenLoop, FailedJobRunAgainResumesAtTheSavedStepThenRerunIsANoOp) {
@@ -128,7 +110,7 @@ TEST_F(IntegrationHandwrittenLoop, FailedJobRunAgainResumesAtTheSavedStepThenRer
   EXPECT_NE(again.log.find("at step 10"), std::string::npos) << again.log;
   EXPECT_EQ(again.log.find("starting from scratch"), std::string::npos) << again.log;
   EXPECT_NE(again.log.find("training finished at step 40"), std::string::npos) << again.log;
-  expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("rerun"));
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("rerun"));
 
   // A finished job run once more finds its last checkpoint and has nothing left to do.
   RunResult done = run_job("rerun", "", /*max_restarts=*/0, /*fresh=*/false);

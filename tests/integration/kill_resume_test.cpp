@@ -16,6 +16,7 @@
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
+#include "support/model_checkpoints.h"
 
 namespace fs = std::filesystem;
 
@@ -66,26 +67,6 @@ fs::path final_checkpoint(const std::string& name) {
   return base_dir() / name / "train" / "checkpoints" / tenax::storage::step_dir_name(kMaxSteps);
 }
 
-// Every model tensor of the two final checkpoints, byte for byte.
-void expect_bit_identical_models(const fs::path& a, const fs::path& b) {
-  auto ra = tenax::storage::CheckpointReader::open(a);
-  auto rb = tenax::storage::CheckpointReader::open(b);
-  ASSERT_TRUE(ra.is_ok()) << ra.status().to_string();
-  ASSERT_TRUE(rb.is_ok()) << rb.status().to_string();
-  int compared = 0;
-  for (const auto& [name, entry] : ra.value().manifest().tensors) {
-    if (name.rfind("model/", 0) != 0) continue;
-    auto ta = ra.value().read(name);
-    auto tb = rb.value().read(name);
-    ASSERT_TRUE(ta.is_ok()) << ta.status().to_string();
-    ASSERT_TRUE(tb.is_ok()) << name << ": " << tb.status().to_string();
-    EXPECT_EQ(ta.value().shape, tb.value().shape) << name;
-    EXPECT_TRUE(ta.value().bytes == tb.value().bytes) << name << " differs";
-    ++compared;
-  }
-  EXPECT_EQ(compared, 6) << "3 linear layers = 6 parameters";
-}
-
 // (d): whatever a crash left behind, nothing without a manifest may count as a checkpoint,
 // and everything that counts must verify.
 void expect_only_valid_checkpoints(const std::string& name) {
@@ -130,7 +111,7 @@ TEST_F(IntegrationKillResume, KillBetweenCheckpointsResumesBitIdentically) {
   EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();                     // (c) exactly once
   EXPECT_NE(r.log.find("SIGKILL"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("at step 20"), std::string::npos) << "resumed from the step-20 checkpoint\n" << r.log;
-  expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill-mid"));  // (b)
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill-mid"));  // (b)
   expect_only_valid_checkpoints("kill-mid");                                                 // (d)
 }
 
@@ -140,7 +121,7 @@ TEST_F(IntegrationKillResume, KillBeforeFirstCheckpointRestartsFromScratch) {
   ASSERT_EQ(r.exit_code, 0) << r.log;
   EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();
   EXPECT_NE(r.log.find("starting from scratch"), std::string::npos) << r.log;
-  expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill-early"));
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill-early"));
   expect_only_valid_checkpoints("kill-early");
 }
 
@@ -155,7 +136,7 @@ TEST_F(IntegrationKillResume, HungWorkerIsDetectedRestartedAndResumesBitIdentica
   EXPECT_NE(r.log.find("SIGSTOP"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("made no progress"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("at step 20"), std::string::npos) << "resumed from the step-20 checkpoint\n" << r.log;
-  expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("hang"));
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("hang"));
   expect_only_valid_checkpoints("hang");
 }
 
@@ -190,7 +171,7 @@ void expect_preempt_and_resume(const std::string& name, const std::string& signa
   RunResult second = run_job(name, "", /*fresh=*/false);
   ASSERT_EQ(second.exit_code, 0) << second.log;
   EXPECT_NE(second.log.find("at step " + std::to_string(*saved)), std::string::npos) << second.log;
-  expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint(name));
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint(name));
 }
 
 TEST_F(IntegrationKillResume, PreemptedBySigusr1SavesExitsThreeAndResumesBitIdentically) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/agent_process.h"
+#include "support/model_checkpoints.h"
 #include "tenax/elastic/rendezvous_client.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
@@ -84,23 +85,6 @@ fs::path final_checkpoint(const fs::path& out, int steps = kMaxSteps) {
   return out / "train" / "checkpoints" / tenax::storage::step_dir_name(steps);
 }
 
-void expect_bit_identical_models(const fs::path& a, const fs::path& b) {
-  auto ra = tenax::storage::CheckpointReader::open(a);
-  auto rb = tenax::storage::CheckpointReader::open(b);
-  ASSERT_TRUE(ra.is_ok()) << ra.status().to_string();
-  ASSERT_TRUE(rb.is_ok()) << rb.status().to_string();
-  int compared = 0;
-  for (const auto& [name, entry] : ra.value().manifest().tensors) {
-    if (name.rfind("model/", 0) != 0) continue;
-    auto ta = ra.value().read(name);
-    auto tb = rb.value().read(name);
-    ASSERT_TRUE(ta.is_ok() && tb.is_ok()) << name;
-    EXPECT_TRUE(ta.value().bytes == tb.value().bytes) << name << " differs";
-    ++compared;
-  }
-  EXPECT_EQ(compared, 6);
-}
-
 // The reference: one agent with 2 workers (the same world size, ranks 0 and 1).
 const fs::path& reference() {
   static const fs::path out = [] {
@@ -148,7 +132,7 @@ TEST(IntegrationMultiNode, TwoAgentsFinishWithoutRestartingEachOther) {
   }
   EXPECT_NE(t.node0->log().find("hosted by this agent"), std::string::npos) << t.logs();
   EXPECT_EQ(t.node0->log().find("re-rendezvous requested"), std::string::npos) << t.logs();
-  expect_bit_identical_models(final_checkpoint(reference()), final_checkpoint(t.out));
+  tenax::testing::expect_bit_identical_models(final_checkpoint(reference()), final_checkpoint(t.out));
 }
 
 TEST(IntegrationMultiNode, KilledWorkerRestartsBothNodesAndEndsBitIdentical) {
@@ -164,7 +148,7 @@ TEST(IntegrationMultiNode, KilledWorkerRestartsBothNodesAndEndsBitIdentical) {
   EXPECT_NE(log1.find("asking every node to restart"), std::string::npos) << log1;
   EXPECT_NE(t.node0->log().find("generation 1 formed"), std::string::npos) << t.logs();
   EXPECT_NE(t.logs().find("at step 20"), std::string::npos) << "resumed from the step-20 checkpoint\n" << t.logs();
-  expect_bit_identical_models(final_checkpoint(reference()), final_checkpoint(t.out));
+  tenax::testing::expect_bit_identical_models(final_checkpoint(reference()), final_checkpoint(t.out));
 }
 
 TEST(IntegrationMultiNode, LostNodeLeavesTheOtherToFinishAlone) {

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "support/agent_process.h"
+#include "support/model_checkpoints.h"
 #include "tenax/elastic/rendezvous_client.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
@@ -131,23 +132,6 @@ class SlurmJob : public ::testing::Test {
   std::string job_;
 };
 
-void expect_bit_identical_models(const fs::path& a, const fs::path& b) {
-  auto ra = tenax::storage::CheckpointReader::open(a);
-  auto rb = tenax::storage::CheckpointReader::open(b);
-  ASSERT_TRUE(ra.is_ok()) << ra.status().to_string();
-  ASSERT_TRUE(rb.is_ok()) << rb.status().to_string();
-  int compared = 0;
-  for (const auto& [name, entry] : ra.value().manifest().tensors) {
-    if (name.rfind("model/", 0) != 0) continue;
-    auto ta = ra.value().read(name);
-    auto tb = rb.value().read(name);
-    ASSERT_TRUE(ta.is_ok() && tb.is_ok()) << name;
-    EXPECT_TRUE(ta.value().bytes == tb.value().bytes) << name << " differs";
-    ++compared;
-  }
-  EXPECT_EQ(compared, 6);
-}
-
 TEST_F(SlurmJob, TwoNodeBatchJobFinishes) {
   submit("finish", "", "--max-steps " + std::to_string(kSteps));
   ASSERT_EQ(wait_done(), "COMPLETED") << explain();
@@ -203,7 +187,7 @@ TEST_F(SlurmJob, KilledWorkerRestartsBothNodesAndFinishesBitIdentical) {
   EXPECT_NE(text.find("worker rank 1 (local 0, pid"), std::string::npos) << text;
   EXPECT_NE(text.find("host node2, node node-000001) was killed by signal 9 (SIGKILL)"), std::string::npos) << text;
   EXPECT_NE(text.find("at step 20"), std::string::npos) << text;
-  expect_bit_identical_models(reference, checkpoint(kSteps));
+  tenax::testing::expect_bit_identical_models(reference, checkpoint(kSteps));
 }
 
 TEST_F(SlurmJob, StoppedWorkerIsDetectedAsHungRestartedAndFinishesBitIdentical) {
@@ -220,7 +204,7 @@ TEST_F(SlurmJob, StoppedWorkerIsDetectedAsHungRestartedAndFinishesBitIdentical) 
   const std::string text = log();
   EXPECT_NE(text.find("made no progress"), std::string::npos) << text;
   EXPECT_NE(text.find("at step 20"), std::string::npos) << "resumed from the step-20 checkpoint\n" << text;
-  expect_bit_identical_models(reference, checkpoint(kSteps));
+  tenax::testing::expect_bit_identical_models(reference, checkpoint(kSteps));
 }
 
 TEST_F(SlurmJob, LostNodeLeavesTheOtherToFinishAlone) {
