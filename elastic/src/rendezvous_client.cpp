@@ -389,6 +389,8 @@ RendezvousClient::RendezvousClient(std::string endpoint, RendezvousClientOptions
     // Fail early on an endpoint ZeroMQ cannot parse (connect itself never waits for a peer).
     zmq::socket_t probe(impl_->context, zmq::socket_type::dealer);
     probe.set(zmq::sockopt::linger, 0);
+    // With the job's keys, so that the service does not log it as a refused peer.
+    if (impl_->options.keys()) detail::make_curve_client(probe, *impl_->options.keys());
     try {
       probe.connect(impl_->endpoint);
     } catch (const zmq::error_t& e) {

@@ -173,9 +173,21 @@ class RendezvousServer {
     Node& node = touch(routing_id, m.node);
     node.host = m.host;
     node.local_workers = static_cast<int>(m.local_workers);
+    if (m.last_generation >= next_generation_) {
+      // A joiner saw a generation this service never formed: the service was restarted (its
+      // hosting agent came back). Numbering goes on above it, so that generations never repeat
+      // (workers' store prefixes and checkpoint temporaries carry the number) and so that the
+      // JOINs it queued while the service was down are not taken for re-joins below.
+      log_->info("node '{}' was in generation {} of an earlier run of this service; the next generation is {}",
+                 m.node, m.last_generation, m.last_generation + 1);
+      next_generation_ = m.last_generation + 1;
+      dirty_ = true;
+    }
     if (is_member(m.node)) {
-      if (!running_->restart && m.last_generation < running_->number) {
-        // It never saw this generation's ASSIGN (lost with an old socket): send it again.
+      if (!running_->restart && m.last_generation != running_->number) {
+        // It never saw this generation's ASSIGN (lost with an old socket, or a JOIN queued
+        // before the generation formed): send it again. Only a JOIN from a node that got this
+        // generation's ASSIGN is a re-join.
         send(node, AssignMsg{running_->assignments.at(m.node)});
         return;
       }

@@ -416,7 +416,12 @@ std::optional<elastic::Assignment> RunLoop::join_generation(int& exit_code, Outc
     StatusOr<elastic::Assignment> assigned = client_->join(std::chrono::seconds(1));
     if (assigned.is_ok()) return assigned.value();
     const Status& status = assigned.status();
-    if (status.code() != StatusCode::kDeadlineExceeded) {
+    if (status.code() == StatusCode::kAborted) {
+      // The generation formed and ended before this agent started a worker (another node
+      // re-joined or was lost meanwhile): nothing to stop, join the next one.
+      log_->info("node {}: {} before its workers started; joining the next generation", plan_->node_id,
+                 status.message());
+    } else if (status.code() != StatusCode::kDeadlineExceeded) {
       log_->error("node {} could not join a generation: {}; exiting 1", plan_->node_id, status.message());
       outcome = status.code() == StatusCode::kUnavailable ? Outcome::kRendezvousLost : Outcome::kFailed;
       exit_code = 1;

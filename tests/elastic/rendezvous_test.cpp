@@ -430,6 +430,46 @@ TEST_F(elastic_rendezvous, JoiningAgentsReconnectToARestartedService) {
   }
 }
 
+// The hosting agent died and came back: its new service must not number generations from 0
+// again. The members' JOINs, queued while it was down, arrive in a burst and carry the last
+// generation they saw; the new service goes on above it, and the burst's duplicates re-send the
+// ASSIGN instead of ending the generation they just formed (found by tools/chaos.py).
+TEST_F(elastic_rendezvous, ARestartedServiceGoesOnAboveTheMembersLastGenerationAndKeepsIt) {
+  serve(fast_options(2, 2));
+  const std::string endpoint = endpoint_;
+  auto a = agent("a");
+  auto b = agent("b");
+  expect_all_ok(join_all({a.get(), b.get()}));
+  for (int restart = 0; restart < 2; ++restart) {
+    ASSERT_TRUE(a->request_restart("test restart", seconds(5)).is_ok());
+    ASSERT_EQ(b->watch(seconds(5)).code(), StatusCode::kAborted);
+    expect_all_ok(join_all({a.get(), b.get()}));
+  }
+  ASSERT_EQ(service_->snapshot().generation, 2);
+  service_->stop();
+
+  std::vector<std::optional<StatusOr<Assignment>>> results(2);
+  std::thread ta([&] { results[0].emplace(a->join(seconds(10))); });
+  std::thread tb([&] { results[1].emplace(b->join(seconds(10))); });
+  std::this_thread::sleep_for(milliseconds(350));  // a few JOINs queue on each socket
+  RendezvousService restarted(fast_options(2, 2));
+  ASSERT_EQ(restarted.start(endpoint), endpoint);
+  ta.join();
+  tb.join();
+  for (auto& r : results) {
+    ASSERT_TRUE(r->is_ok()) << r->status().to_string();
+    EXPECT_EQ(r->value().generation, 3);
+    EXPECT_EQ(r->value().store_prefix, "gen/3/");
+  }
+  // Well past the burst and several heartbeats: generation 3 still stands.
+  std::this_thread::sleep_for(kFastHeartbeat.interval() * 8);
+  const auto snapshot = restarted.snapshot();
+  EXPECT_EQ(snapshot.generation, 3);
+  EXPECT_FALSE(snapshot.restart_requested) << snapshot.restart_reason;
+  EXPECT_TRUE(a->status().is_ok()) << a->status().to_string();
+  EXPECT_TRUE(b->status().is_ok()) << b->status().to_string();
+}
+
 TEST_F(elastic_rendezvous, MalformedMessagesAreLoggedAndIgnored) {
   serve(fast_options(2, 2));
   zmq::context_t context(1);
