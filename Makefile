@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build test demo bench bench-finetune asan tsan fuzz clean
+.PHONY: all deps assets configure build test demo bench bench-finetune bench-recovery chaos asan tsan fuzz clean
 
 all: build
 
@@ -42,6 +42,20 @@ FINETUNE_BENCH_ARGS ?=
 bench-finetune: build
 	bash bench/setup_hf_peers.sh
 	bash bench/finetune_bench.sh $(BUILD) $(FINETUNE_BENCH_ARGS)
+
+# Recovery from a worker SIGKILL, Tenax vs torchrun (Debian's python3-torch 1.13, installed by the
+# script if missing): detection, recovery, steps lost; medians of 3 rounds (bench/README.md).
+bench-recovery: build
+	bash bench/recovery_bench.sh $(BUILD)
+
+# Chaos/soak run of the elastic runtime (tools/chaos.py; not part of `make test`): a reference
+# run, then two `tenax run --nnodes 2:2` agents on this host while a seeded RNG kills workers,
+# SIGSTOPs workers and kills whole nodes (agent and worker, then restarts the agent); the final
+# model must be bit-identical to the reference. A few minutes; the seed is printed. Examples:
+# CHAOS_ARGS="--seed 123" to replay, CHAOS_ARGS="--injections 3" for a short one.
+CHAOS_ARGS ?=
+chaos: build
+	python3 tools/chaos.py --build $(BUILD) $(CHAOS_ARGS)
 
 # Sanitizer builds, each in its own directory.
 asan:
