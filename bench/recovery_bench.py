@@ -1,0 +1,493 @@
+#!/usr/bin/python3
+"""Recovery from a worker SIGKILL: Tenax (`tenax run`) vs torchrun (TorchElastic, Debian torch 1.13).
+
+Runs from bench/recovery_bench.sh (which checks the build and installs python3-torch). Each round
+runs, back to back on this machine (order alternating between rounds),
+  tenax              build/launcher/tenax run --nproc-per-node 2 --max-restarts 3 -- synthetic_regression
+  torchrun-5s        python3 -m torch.distributed.run (c10d rendezvous, --monitor_interval 5: the
+                     torch 1.13 default) -- bench/recovery_torchrun_worker.py
+  torchrun-0.1s      the same with --monitor_interval 0.1 (the default since PyTorch 2.4,
+                     pytorch/pytorch#124692)
+the same 2-rank data-parallel job (examples/synthetic_regression: MLP 16-64-64-1 with dropout,
+16 per rank, AdamW, a checkpoint every --save-steps steps). Once rank 0 has logged step
+--kill-after-step and the checkpoint before it is committed, the bench SIGKILLs rank 1's
+process and measures, from the kill instant (time.time() just before kill(2)):
+  detection   until the launcher's first line about the failure reaches the bench
+  recovery    until the first training step of the restarted workers is printed
+  steps lost  last step completed before the kill minus the step the restart resumed from
+and lets the job finish (exit status 0 required). All times are arrival times of the job's
+output lines at the bench (one pipe, read by a thread, stamped with time.time()); the lines'
+own stamps (Tenax's [HH:MM:SS.mmm] log prefix, the torchrun worker's [epoch seconds]) are
+shown as a cross-check. Ratios torchrun/Tenax are taken within a round; medians over rounds.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import resource
+import shlex
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_busy_seconds() -> float:
+    """Busy CPU time of the whole machine (all cores) from /proc/stat, in seconds."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def children_of(pid: int):
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            if ppid == pid:
+                out.append(int(d))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def environ_of(pid: int) -> dict:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return {}
+    env = {}
+    for item in raw.split(b"\0"):
+        if b"=" in item:
+            k, v = item.split(b"=", 1)
+            env[k.decode(errors="replace")] = v.decode(errors="replace")
+    return env
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, digits=3):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+LOG_STAMP = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\.(\d{3})\] ")
+EPOCH_STAMP = re.compile(r"^\[(\d{9,}\.\d+)\] ")
+TENAX_STEP = re.compile(r"^step (\d+)/(\d+) ")
+TORCH_STEP = re.compile(r"^\[[\d.]+\] step (\d+)/(\d+) .* restart (\d+)$")
+
+
+def tenax_stamp_to_epoch(line: str, near: float):
+    """[HH:MM:SS.mmm] (spdlog, local time) -> epoch seconds, on the day of `near`."""
+    m = LOG_STAMP.match(line)
+    if not m:
+        return None
+    h, mi, s, ms = (int(g) for g in m.groups())
+    best = None
+    for day_shift in (-1, 0, 1):
+        d = datetime.datetime.fromtimestamp(near) + datetime.timedelta(days=day_shift)
+        t = d.replace(hour=h, minute=mi, second=s, microsecond=ms * 1000).timestamp()
+        if best is None or abs(t - near) < abs(best - near):
+            best = t
+    return best
+
+
+def line_stamp(line: str, near: float):
+    m = EPOCH_STAMP.match(line)
+    if m:
+        return float(m.group(1))
+    return tenax_stamp_to_epoch(line, near)
+
+
+# ----------------------------------------------------------------------------------------------
+# one job with one kill
+
+class Job:
+    """Runs a launcher with stdout+stderr on one pipe; a thread stamps every line on arrival."""
+
+    def __init__(self, name, cmd, env, log_path, step_re):
+        self.name, self.cmd, self.log_path, self.step_re = name, cmd, log_path, step_re
+        self.lines = []  # (arrival time.time(), text)
+        self.cond = threading.Condition()
+        self.last_step = 0
+        self.eof = False
+        self.t0 = time.time()
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        with open(self.log_path, "w") as log:
+            for raw in self.proc.stdout:
+                t = time.time()
+                text = raw.decode(errors="replace").rstrip("\n")
+                log.write(f"{t:.6f} {text}\n")
+                m = self.step_re.match(text)
+                with self.cond:
+                    self.lines.append((t, text))
+                    if m:
+                        self.last_step = int(m.group(1))
+                    self.cond.notify_all()
+        with self.cond:
+            self.eof = True
+            self.cond.notify_all()
+
+    def wait_for(self, predicate, timeout):
+        deadline = time.time() + timeout
+        with self.cond:
+            while not predicate():
+                if self.eof:
+                    return False
+                left = deadline - time.time()
+                if left <= 0:
+                    return False
+                self.cond.wait(min(left, 0.05))
+            return True
+
+    def finish(self, timeout):
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGTERM)  # both launchers stop their workers on SIGTERM
+            try:
+                rc = self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                rc = self.proc.wait()
+            rc = f"timeout ({rc})"
+        self.reader.join(10)
+        return rc
+
+
+def first_after(lines, t_from, pattern, start_index=0):
+    rx = re.compile(pattern)
+    for i in range(start_index, len(lines)):
+        t, text = lines[i]
+        if t >= t_from and rx.search(text):
+            return i, t, text
+    return None, None, None
+
+
+def run_one(system, a, run_dir, round_no):
+    """Runs one job with one kill; returns a dict of figures (seconds since the kill)."""
+    os.makedirs(run_dir, exist_ok=True)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    ckpt_step = (a.kill_after_step // a.save_steps) * a.save_steps
+    common = ["--output-dir", os.path.join(run_dir, "train"), "--max-steps", str(a.max_steps),
+              "--save-steps", str(a.save_steps), "--logging-steps", "1"]
+    if system == "tenax":
+        cmd = [os.path.join(a.build, "launcher", "tenax"), "run", "--nproc-per-node", "2", "--max-restarts", "3",
+               "--run-dir", run_dir, "--", a.synth] + common
+        step_re = TENAX_STEP
+        ckpt_ready = lambda: any("committed checkpoint" in x and f"step-{ckpt_step:09d}" in x for _, x in job.lines)
+    else:
+        interval = system.split("-", 1)[1].rstrip("s")
+        # --redirects/--tee 9:0: torch 1.13's Std.from_str("0") returns None on Python 3.11 (IntFlag
+        # iteration skips the zero member), and the default "0" crashes torchrun before any worker
+        # starts. A mapping for a local rank that does not exist leaves every real rank at NONE
+        # (the default behaviour: workers inherit the agent's stdout/stderr).
+        cmd = [a.python, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--max_restarts", "3",
+               "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{free_port()}",
+               "--monitor_interval", interval, "--redirects", "9:0", "--tee", "9:0",
+               os.path.join(REPO, "bench", "recovery_torchrun_worker.py")] + common + [
+                   "--pid-dir", os.path.join(run_dir, "pids")]
+        env["LOGLEVEL"] = "INFO"  # the agent's INFO lines (restart decisions) for the breakdown
+        step_re = TORCH_STEP
+        ckpt_ready = lambda: os.path.exists(os.path.join(run_dir, "train", "checkpoints", f"step-{ckpt_step:09d}.pt"))
+
+    load0 = os.getloadavg()[0]
+    busy0, ru0, self0 = cpu_busy_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    job = Job(system, cmd, env, os.path.join(run_dir, "output.log"), step_re)
+    r = {"system": system, "round": round_no, "run_dir": run_dir, "cmd": shlex.join(cmd)}
+
+    ok = job.wait_for(lambda: job.last_step >= a.kill_after_step and ckpt_ready(), a.timeout)
+    if not ok:
+        rc = job.finish(5)
+        r["error"] = f"never reached step {a.kill_after_step} with checkpoint {ckpt_step} committed (exit {rc}); see {job.log_path}"
+        return r
+
+    # rank 1's process
+    victim = None
+    if system == "tenax":
+        for pid in children_of(job.proc.pid):
+            e = environ_of(pid)
+            if e.get("RANK") == "1" and e.get("TENAX_GENERATION") == "0":
+                victim = pid
+    else:
+        try:
+            with open(os.path.join(run_dir, "pids", "rank1-restart0.pid")) as f:
+                pid = int(f.read())
+            if pid in children_of(job.proc.pid):
+                victim = pid
+        except (OSError, ValueError):
+            pass
+    if victim is None:
+        job.finish(a.timeout)
+        r["error"] = "could not find rank 1's process"
+        return r
+
+    with job.cond:
+        step_seen_at_kill = job.last_step
+    t_kill = time.time()
+    os.kill(victim, signal.SIGKILL)
+    rc = job.finish(a.timeout)
+    busy1, ru1, self1 = cpu_busy_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    wall = time.time() - job.t0
+    job_cpu = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+    own_cpu = (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime)
+    r.update(exit=rc, victim=victim, step_seen_at_kill=step_seen_at_kill, wall=wall, load0=load0,
+             load1=os.getloadavg()[0], other_cores=max(0.0, (busy1 - busy0) - job_cpu - own_cpu) / wall,
+             job_cores=job_cpu / wall)
+    lines = job.lines
+    rel = lambda t: None if t is None else t - t_kill
+
+    if system == "tenax":
+        # the agent's first line about a failed worker: rank 1's SIGKILL, or rank 0's exit when
+        # both were found dead in the same poll (rank 0 fails on the broken Gloo connection)
+        i_det, t_det, x_det = first_after(lines, t_kill, r"\[agent g0\].* worker rank \d+ .*(killed by signal|exited with)")
+        i_rs, t_rs, _ = first_after(lines, t_kill, r"\[agent g1\] .*restarting all")
+        i_sp, t_sp, _ = first_after(lines, t_kill, r"\[agent g1\] .*starting \d+ workers \(generation 1\)")
+        i_up, t_up, x_up = first_after(lines, t_kill, r"\[worker r0 g1\] .*rank 0 of 2")
+        i_res, t_res, x_res = first_after(lines, t_kill, r"\[worker r0 g1\] .*resumed from .* at step (\d+)")
+        i_st, t_st, x_st = first_after(lines, t_kill, r"^step \d+/", (i_res if i_res is not None else len(lines)))
+        gen0_end = i_rs if i_rs is not None else len(lines)
+        gen0_steps = [int(m.group(1)) for _, x in lines[:gen0_end] for m in [TENAX_STEP.match(x)] if m]
+        resume_step = int(re.search(r"at step (\d+)", x_res).group(1)) if x_res else None
+        milestones = [("detected", t_det, x_det), ("restart decided", t_rs, None), ("workers spawned", t_sp, None),
+                      ("rank 0 ready", t_up, x_up), ("resumed", t_res, x_res), ("first step", t_st, None)]
+        finished = any("training finished at step" in x for _, x in lines)
+    else:
+        agent = r"^(INFO|WARNING|ERROR):torch\.distributed\.elastic"
+        i_det, t_det, x_det = first_after(lines, t_kill, agent + r".*(closing signal|failed \(exitcode|Worker group (FAILED|UNHEALTHY))")
+        i_rs, t_rs, _ = first_after(lines, t_kill, agent + r".*will restart worker group")
+        i_sp, t_sp, _ = first_after(lines, t_kill, agent + r".*Starting worker group")
+        i_pr, t_pr, x_pr = first_after(lines, t_kill, r"rank 0 restart 1 pid \d+: process started")
+        i_im, t_im, x_im = first_after(lines, t_kill, r"rank 0 restart 1 pid \d+: imports done")
+        i_up, t_up, x_up = first_after(lines, t_kill, r"rank 0 restart 1 pid \d+: process group ready")
+        i_res, t_res, x_res = first_after(lines, t_kill, r"restart 1: (resumed from .* at step \d+|no checkpoint)")
+        i_st, t_st, x_st = first_after(lines, t_kill, r"^\[[\d.]+\] step \d+/\d+ .* restart 1$")
+        gen0_steps = [int(m.group(1)) for _, x in lines for m in [TORCH_STEP.match(x)] if m and m.group(3) == "0"]
+        mres = re.search(r"at step (\d+)", x_res or "")
+        resume_step = int(mres.group(1)) if mres else (0 if x_res else None)
+        milestones = [("detected", t_det, x_det), ("restart decided", t_rs, None), ("workers spawned", t_sp, None),
+                      ("rank 0 started", t_pr, x_pr), ("rank 0 imported torch", t_im, x_im),
+                      ("rank 0 ready", t_up, x_up), ("resumed", t_res, x_res), ("first step", t_st, x_st)]
+        finished = any("restart 1: training finished at step" in x for _, x in lines)
+
+    # training speed of the restarted generation (its own "training finished" line)
+    sps = None
+    for _, x in lines:
+        m = re.search(r"training finished at step \d+ \(([\d.]+) s, ([\d.]+) samples/s\)", x)
+        if m:
+            sps = float(m.group(2))
+    r["samples_per_s"] = sps
+    last_step = max(gen0_steps) if gen0_steps else None
+    # caught up: the restarted job completes the last step done before the kill again
+    t_cu = None
+    if last_step is not None and i_st is not None:
+        for t, x in lines[i_st:]:
+            m = step_re.match(x)
+            if m and int(m.group(1)) >= last_step:
+                t_cu = t
+                break
+    r.update(detection=rel(t_det), recovery=rel(t_st), caught_up=rel(t_cu),
+             restart=(t_st - t_det) if (t_st is not None and t_det is not None) else None,
+             last_step=last_step, resume_step=resume_step,
+             lost=(last_step - resume_step) if (last_step is not None and resume_step is not None) else None,
+             finished=finished, detect_line=x_det,
+             # the lines' own stamps, as a cross-check of the arrival times
+             detection_stamp=rel(line_stamp(x_det, t_kill)) if x_det else None,
+             recovery_stamp=rel(line_stamp(x_st, t_kill)) if x_st else None,
+             milestones=[(name, rel(t), rel(line_stamp(x, t_kill)) if x else None) for name, t, x in milestones])
+    if system == "tenax":
+        try:
+            with open(os.path.join(run_dir, "agent.json")) as f:
+                r["restarts"] = json.load(f).get("restarts")
+        except (OSError, ValueError):
+            r["restarts"] = None
+    else:
+        r["restarts"] = sum(1 for _, x in lines if "will restart worker group" in x)
+    problems = []
+    if rc != 0:
+        problems.append(f"exit status {rc}")
+    if not finished:
+        problems.append("no 'training finished' line")
+    if r["restarts"] != 1:
+        problems.append(f"{r['restarts']} restarts (expected 1)")
+    if r["recovery"] is None:
+        problems.append("no first step after the restart found")
+    if problems:
+        r["error"] = "; ".join(problems) + f" (log: {job.log_path})"
+    return r
+
+
+# ----------------------------------------------------------------------------------------------
+
+LABELS = {
+    "tenax": "Tenax (tenax run, 20 ms poll)",
+    "torchrun-5s": "torchrun 1.13 (monitor 5 s, its default)",
+    "torchrun-0.1s": "torchrun 1.13 (monitor 0.1 s, default >= 2.4)",
+}
+
+
+def round_line(r):
+    if "error" in r and r.get("recovery") is None:
+        return f"  round {r['round']}  {r['system']:<14} ERROR: {r['error']}"
+    s = (f"  round {r['round']}  {r['system']:<14} detect {fmt(r['detection'])} s  recover {fmt(r['recovery'])} s  "
+         f"caught up {fmt(r['caught_up'])} s  "
+         f"steps {r['last_step']} -> {r['resume_step']} (lost {r['lost']})  exit {r['exit']}  "
+         f"{fmt(r['samples_per_s'], 0)} samples/s  load {r['load0']:.2f}->{r['load1']:.2f}  "
+         f"other work {r['other_cores']:.2f} cores")
+    if "error" in r:
+        s += f"  ERROR: {r['error']}"
+    return s
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", default=os.path.join(REPO, "build"))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--max-steps", type=int, default=1000)
+    p.add_argument("--save-steps", type=int, default=100)
+    p.add_argument("--kill-after-step", type=int, default=150,
+                   help="SIGKILL rank 1 once rank 0 has printed this step (and the checkpoint before it is committed)")
+    p.add_argument("--systems", default="tenax,torchrun-5s,torchrun-0.1s",
+                   help="comma-separated: tenax, torchrun-<monitor interval>s (e.g. torchrun-1s)")
+    p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-recovery-bench"))
+    p.add_argument("--results", default=None, help="results file (default bench/results-recovery-<UTC date>.txt)")
+    p.add_argument("--python", default="/usr/bin/python3", help="the interpreter with Debian's python3-torch")
+    p.add_argument("--timeout", type=float, default=300, help="seconds a job may take")
+    a = p.parse_args()
+    a.build = os.path.abspath(a.build)
+    a.synth = os.path.join(a.build, "examples", "synthetic_regression", "synthetic_regression")
+    if a.kill_after_step < a.save_steps or a.kill_after_step + a.save_steps > a.max_steps:
+        p.error("need save-steps <= kill-after-step <= max-steps - save-steps")
+    systems = [s.strip() for s in a.systems.split(",") if s.strip()]
+    for s in systems:
+        if s != "tenax" and not re.fullmatch(r"torchrun-\d+(\.\d+)?s", s):
+            p.error(f"unknown system {s}")
+    stamp = datetime.datetime.now(datetime.timezone.utc)
+    results = a.results or os.path.join(REPO, "bench", f"results-recovery-{stamp:%Y-%m-%d}.txt")
+    work = os.path.join(a.work_dir, f"{stamp:%Y%m%dT%H%M%S}")
+    os.makedirs(work, exist_ok=True)
+
+    out_lines = []
+
+    def say(s=""):
+        print(s, flush=True)
+        out_lines.append(s)
+
+    try:
+        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        commit += " + uncommitted changes" if dirty else ""
+    except OSError:
+        commit = "?"
+    torch_version = subprocess.run([a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                                   text=True).stdout.strip()
+    say(f"recovery bench {stamp:%Y-%m-%d %H:%M:%S} UTC, commit {commit}, {os.cpu_count()} cores, "
+        f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    built = ", ".join(f"{os.path.relpath(f, a.build)} {datetime.datetime.fromtimestamp(os.path.getmtime(f), datetime.timezone.utc):%H:%M:%S}"
+                      for f in (os.path.join(a.build, "launcher", "tenax"), a.synth))
+    say(f"  {platform.python_implementation()} {platform.python_version()} ({a.python}), torch {torch_version}; "
+        f"build {a.build} ({built} UTC)")
+    say(f"  job: 2 ranks, synthetic_regression model, {a.max_steps} steps, checkpoint every {a.save_steps}, "
+        f"SIGKILL rank 1 after step {a.kill_after_step}; {a.rounds} round(s); systems {', '.join(systems)}")
+    say(f"  work dir {work}")
+    say(f"  command: {' '.join(shlex.quote(x) for x in sys.argv)}")
+    say()
+
+    all_runs = []
+    for rnd in range(1, a.rounds + 1):
+        order = systems if rnd % 2 == 1 else list(reversed(systems))
+        for s in order:
+            r = run_one(s, a, os.path.join(work, f"round{rnd}-{s}"), rnd)
+            all_runs.append(r)
+            say(round_line(r))
+
+    say()
+    say("milestones after the kill, per run (seconds; arrival at the bench / the line's own stamp):")
+    for r in all_runs:
+        if "milestones" not in r:
+            continue
+        parts = [f"{name} {fmt(t)}" + (f"/{fmt(st)}" if st is not None else "") for name, t, st in r["milestones"]]
+        say(f"  r{r['round']} {r['system']:<14} " + "; ".join(parts))
+    say("  detection lines: " + " | ".join(f"{r['system']}: {r.get('detect_line')}" for r in all_runs
+                                          if r["round"] == 1 and r.get("detect_line")))
+
+    good = lambda s: [r for r in all_runs if r["system"] == s and "error" not in r]
+    say()
+    say(f"medians over rounds ({a.rounds}):")
+    say(f"  {'system':<48} {'detect s':>9} {'recover s':>10} {'restart s':>10} {'caught up s':>12} {'lost steps':>11} "
+        f"{'samples/s':>10} {'runs ok':>8}")
+    med = {}
+    for s in systems:
+        rs = good(s)
+        med[s] = {k: median([r[k] for r in rs]) for k in ("detection", "recovery", "restart", "caught_up", "lost", "samples_per_s")}
+        say(f"  {LABELS.get(s, s):<48} {fmt(med[s]['detection']):>9} {fmt(med[s]['recovery']):>10} {fmt(med[s]['restart']):>10} "
+            f"{fmt(med[s]['caught_up']):>12} {fmt(med[s]['lost'], 0):>11} {fmt(med[s]['samples_per_s'], 0):>10} "
+            f"{len(rs):>4}/{a.rounds}")
+    say("  (restart: recovery minus detection, from the launcher's reaction to the first step;")
+    say("   caught up: until the restarted job has again completed the last step done before the kill;")
+    say("   samples/s: training speed of the restarted generation, from its 'training finished' line)")
+    if "tenax" in systems:
+        say()
+        say("ratios torchrun / Tenax (within a round, median over rounds; > 1: Tenax is faster):")
+        for s in systems:
+            if s == "tenax":
+                continue
+            for key in ("recovery", "detection", "caught_up"):
+                per = []
+                for rnd in range(1, a.rounds + 1):
+                    t = [r for r in good("tenax") if r["round"] == rnd]
+                    o = [r for r in good(s) if r["round"] == rnd]
+                    if t and o and t[0][key] and o[0][key] is not None and t[0][key] > 0:
+                        per.append(o[0][key] / t[0][key])
+                m = median(per)
+                say(f"  {key:<9} {s:<14} {fmt(m, 2):>8}x   (rounds: {', '.join(f'{x:.2f}' for x in per)})")
+    busy = [r for r in all_runs if "other_cores" in r and (r["other_cores"] > 0.3 or r["load0"] > os.cpu_count())]
+    say()
+    if busy:
+        say(f"machine busy: {len(busy)} of {len(all_runs)} runs saw other work above 0.3 cores or a load above "
+            f"{os.cpu_count()} (see 'other work' per run); figures from those runs are disturbed")
+    else:
+        say("machine quiet: no run saw other work above 0.3 cores")
+    errors = [r for r in all_runs if "error" in r]
+    for r in errors:
+        say(f"FAILED: round {r['round']} {r['system']}: {r['error']}")
+
+    with open(results, "w") as f:
+        f.write("\n".join(out_lines) + "\n")
+    print(f"\nresults written to {results}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
