@@ -110,10 +110,13 @@ class GuardThread {
     if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
       refuse("a connection", protocol_error_text(value));
     } else if (id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
-      // The peer hung up mid-handshake (a probe, a client closing at once, a network blip):
-      // nobody was refused, so it is not counted.
-      log_->debug("{}: a connection closed during its handshake ({})", service_,
-                  zmq_strerror(static_cast<int>(value)));
+      // A peer without CURVE sees the mechanism mismatch as early as the service does; when it
+      // hangs up first, this side only sees the connection drop mid-handshake. The job's own
+      // agents and workers complete their handshakes (they never close a socket mid-way except
+      // when they die), so this is counted, and worded for what it may be.
+      refuse("a connection", "it broke off during the CURVE handshake (" +
+                                 std::string(zmq_strerror(static_cast<int>(value))) +
+                                 "): a client without this job's keys, or one that died while connecting");
     }
   }
 

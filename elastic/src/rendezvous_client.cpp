@@ -96,16 +96,36 @@ std::string make_routing_id(const std::string& node_id) {
   return "rdzv/" + node_id + "/" + std::to_string(::getpid()) + "/" + std::to_string(sockets++);
 }
 
+// The client's DEALER, connected (connecting never waits for the peer). Throws zmq::error_t
+// for an endpoint ZeroMQ cannot parse.
+zmq::socket_t connect_dealer(zmq::context_t& context, const std::string& endpoint,
+                             const RendezvousClientOptions& options) {
+  zmq::socket_t socket(context, zmq::socket_type::dealer);
+  socket.set(zmq::sockopt::linger, 0);
+  // Not ZMQ_IMMEDIATE: a message sent before the connection is up waits for it instead of
+  // being dropped. What queues while the service is away is bounded (one message per
+  // interval, up to the high-water mark) and discarded with the socket on reconnection.
+  socket.set(zmq::sockopt::reconnect_ivl, 100);
+  socket.set(zmq::sockopt::reconnect_ivl_max, 1000);
+  socket.set(zmq::sockopt::routing_id, make_routing_id(options.node_id()));
+  if (options.keys()) detail::make_curve_client(socket, *options.keys());
+  socket.connect(endpoint);
+  return socket;
+}
+
 class ClientThread {
  public:
+  /// `first_socket`: already connected by the constructor (which so checked the endpoint).
   ClientThread(zmq::context_t& context, std::string endpoint, const RendezvousClientOptions& options, Shared& shared,
-               int wake_fd)
+               int wake_fd, zmq::socket_t first_socket)
       : context_(context),
         endpoint_(std::move(endpoint)),
         options_(options),
         shared_(shared),
         wake_fd_(wake_fd),
-        log_(logger("tenax.elastic")) {}
+        log_(logger("tenax.elastic")) {
+    socket_.emplace(std::move(first_socket));
+  }
 
   void run() {
     try {
@@ -124,7 +144,9 @@ class ClientThread {
   void loop() {
     const milliseconds interval = options_.heartbeat().interval();
     Clock::time_point next_beat = Clock::now();
-    open_socket();  // connecting early sends nothing, and the first JOIN then finds a connection
+    // The socket the constructor connected: connecting early sends nothing, and the first JOIN
+    // then finds a connection.
+    if (!socket_) open_socket();
     while (true) {
       poll(std::clamp(std::chrono::ceil<milliseconds>(next_beat - Clock::now()), milliseconds(0), interval));
       drain_wake();
@@ -303,18 +325,7 @@ class ClientThread {
     shared_.changed.notify_all();
   }
 
-  void open_socket() {
-    socket_.emplace(context_, zmq::socket_type::dealer);
-    socket_->set(zmq::sockopt::linger, 0);
-    // Not ZMQ_IMMEDIATE: a message sent before the connection is up waits for it instead of
-    // being dropped. What queues while the service is away is bounded (one message per
-    // interval, up to the high-water mark) and discarded with the socket on reconnection.
-    socket_->set(zmq::sockopt::reconnect_ivl, 100);
-    socket_->set(zmq::sockopt::reconnect_ivl_max, 1000);
-    socket_->set(zmq::sockopt::routing_id, make_routing_id(options_.node_id()));
-    if (options_.keys()) detail::make_curve_client(*socket_, *options_.keys());
-    socket_->connect(endpoint_);
-  }
+  void open_socket() { socket_.emplace(connect_dealer(context_, endpoint_, options_)); }
 
   void close_socket() { socket_.reset(); }
 
@@ -385,23 +396,22 @@ struct RendezvousClient::Impl {
 RendezvousClient::RendezvousClient(std::string endpoint, RendezvousClientOptions options)
     : impl_(std::make_unique<Impl>(std::move(endpoint), std::move(options))) {
   impl_->options.validate();
-  {
-    // Fail early on an endpoint ZeroMQ cannot parse (connect itself never waits for a peer).
-    zmq::socket_t probe(impl_->context, zmq::socket_type::dealer);
-    probe.set(zmq::sockopt::linger, 0);
-    // With the job's keys, so that the service does not log it as a refused peer.
-    if (impl_->options.keys()) detail::make_curve_client(probe, *impl_->options.keys());
-    try {
-      probe.connect(impl_->endpoint);
-    } catch (const zmq::error_t& e) {
-      throw RendezvousError("invalid rendezvous endpoint '" + impl_->endpoint + "': " + e.what() +
-                            "; expected e.g. tcp://host:port");
-    }
+  // Connected here, so that an endpoint ZeroMQ cannot parse fails at once, and handed to the
+  // client's thread as its first socket (a separate probe would break off its handshake, which
+  // the service logs as a refused peer).
+  std::optional<zmq::socket_t> first_socket;
+  try {
+    first_socket.emplace(connect_dealer(impl_->context, impl_->endpoint, impl_->options));
+  } catch (const zmq::error_t& e) {
+    throw RendezvousError("invalid rendezvous endpoint '" + impl_->endpoint + "': " + e.what() +
+                          "; expected e.g. tcp://host:port");
   }
   impl_->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (impl_->wake_fd < 0) throw RendezvousError("rendezvous client: eventfd failed: " + std::to_string(errno));
+  // The socket moves to the client's thread here and is used only there from now on (thread
+  // creation is the memory barrier ZeroMQ asks for when a socket changes threads).
   auto thread = std::make_unique<ClientThread>(impl_->context, impl_->endpoint, impl_->options, impl_->shared,
-                                               impl_->wake_fd);
+                                               impl_->wake_fd, std::move(*first_socket));
   impl_->thread = std::thread([thread = std::move(thread)] { thread->run(); });
 }
 

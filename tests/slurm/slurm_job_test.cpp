@@ -97,6 +97,22 @@ class SlurmJob : public ::testing::Test {
     return job_;
   }
 
+  // Submits the shipped slurm/finetune.sbatch (2 nodes) with the synthetic example.
+  void submit_template(const std::string& name, const std::string& sbatch_flags, int max_steps, int save_steps,
+                       int logging_steps) {
+    out_ = base_dir() / name;
+    fs::remove_all(out_);
+    fs::create_directories(out_);
+    const std::string o = out_.string();
+    ::setenv("TENAX_BUILD", fs::path(TENAX_BINARY).parent_path().parent_path().c_str(), 1);
+    ::setenv("TENAX_OUTPUT_DIR", o.c_str(), 1);
+    ::setenv("TENAX_RUN_FLAGS", "--heartbeat-interval 100 --join-timeout 20", 1);
+    job_ = run("sbatch --parsable " + sbatch_flags + " -o " + o + "/slurm.out " TENAX_SOURCE_DIR
+               "/slurm/finetune.sbatch " EXAMPLE_BINARY " --output-dir " + o + "/train --max-steps " +
+               std::to_string(max_steps) + " --save-steps " + std::to_string(save_steps) + " --logging-steps " +
+               std::to_string(logging_steps) + " 2>&1");
+  }
+
   std::string state() const { return run("squeue -h -t all -j " + job_ + " -o %T 2>/dev/null"); }
 
   // Polls the job until it reaches one of `states` (or the deadline); returns the last state.
@@ -263,16 +279,7 @@ TEST_F(SlurmJob, PreemptedJobCheckpointsRequeuesAndResumes) {
 // its trap passes it to the agents, which save, requeue, and the requeued job finishes.
 TEST_F(SlurmJob, TemplatePassesTheBatchWarningToTheAgentsAndTheJobResumes) {
   constexpr int kLong = 3000;
-  out_ = base_dir() / "template";
-  fs::remove_all(out_);
-  fs::create_directories(out_);
-  const std::string o = out_.string();
-  ::setenv("TENAX_BUILD", fs::path(TENAX_BINARY).parent_path().parent_path().c_str(), 1);
-  ::setenv("TENAX_OUTPUT_DIR", o.c_str(), 1);
-  ::setenv("TENAX_RUN_FLAGS", "--heartbeat-interval 100 --join-timeout 20", 1);
-  job_ = run("sbatch --parsable -t 5 -o " + o + "/slurm.out " TENAX_SOURCE_DIR "/slurm/finetune.sbatch " EXAMPLE_BINARY
-             " --output-dir " + o + "/train --max-steps " + std::to_string(kLong) +
-             " --save-steps 100 --logging-steps 10 2>&1");
+  submit_template("template", "-t 5", kLong, 100, 10);
   ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 40s)) << explain();
   ASSERT_EQ(run("scancel --batch --signal=USR1 " + job_ + " 2>&1"), "") << explain();
   ASSERT_EQ(wait_for({"PENDING"}, 40s), "PENDING") << explain();
@@ -293,16 +300,7 @@ TEST_F(SlurmJob, TemplatePassesTheBatchWarningToTheAgentsAndTheJobResumes) {
 // would be warned again) and it resumes and finishes.
 TEST_F(SlurmJob, TimeLimitWarningCheckpointsRequeuesAndResumes) {
   constexpr int kLong = 12000;
-  out_ = base_dir() / "time-limit";
-  fs::remove_all(out_);
-  fs::create_directories(out_);
-  const std::string o = out_.string();
-  ::setenv("TENAX_BUILD", fs::path(TENAX_BINARY).parent_path().parent_path().c_str(), 1);
-  ::setenv("TENAX_OUTPUT_DIR", o.c_str(), 1);
-  ::setenv("TENAX_RUN_FLAGS", "--heartbeat-interval 100 --join-timeout 20", 1);
-  job_ = run("sbatch --parsable -t 1 --signal=B:USR1@45 -o " + o + "/slurm.out " TENAX_SOURCE_DIR
-             "/slurm/finetune.sbatch " EXAMPLE_BINARY " --output-dir " + o + "/train --max-steps " +
-             std::to_string(kLong) + " --save-steps 500 --logging-steps 100 2>&1");
+  submit_template("time-limit", "-t 1 --signal=B:USR1@45", kLong, 500, 100);
   ASSERT_EQ(wait_for({"RUNNING"}, 30s), "RUNNING") << explain();
   // Requeued after the warning: pending again.
   ASSERT_EQ(wait_for({"PENDING"}, 60s), "PENDING") << explain();
