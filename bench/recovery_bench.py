@@ -29,12 +29,14 @@ import re
 import resource
 import shlex
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import procfs  # noqa: E402  tools/procfs.py
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -42,48 +44,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # ----------------------------------------------------------------------------------------------
 # helpers
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def cpu_busy_seconds() -> float:
     """Busy CPU time of the whole machine (all cores) from /proc/stat, in seconds."""
     with open("/proc/stat") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
     user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def children_of(pid: int):
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                stat = f.read()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-            if ppid == pid:
-                out.append(int(d))
-        except (OSError, ValueError):
-            pass
-    return out
-
-
-def environ_of(pid: int) -> dict:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return {}
-    env = {}
-    for item in raw.split(b"\0"):
-        if b"=" in item:
-            k, v = item.split(b"=", 1)
-            env[k.decode(errors="replace")] = v.decode(errors="replace")
-    return env
 
 
 def median(xs):
@@ -212,7 +178,7 @@ def run_one(system, a, run_dir, round_no):
         # starts. A mapping for a local rank that does not exist leaves every real rank at NONE
         # (the default behaviour: workers inherit the agent's stdout/stderr).
         cmd = [a.python, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--max_restarts", "3",
-               "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{free_port()}",
+               "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{procfs.free_port()}",
                "--monitor_interval", interval, "--redirects", "9:0", "--tee", "9:0",
                os.path.join(REPO, "bench", "recovery_torchrun_worker.py")] + common + [
                    "--pid-dir", os.path.join(run_dir, "pids")]
@@ -234,15 +200,15 @@ def run_one(system, a, run_dir, round_no):
     # rank 1's process
     victim = None
     if system == "tenax":
-        for pid in children_of(job.proc.pid):
-            e = environ_of(pid)
+        for pid in procfs.children(job.proc.pid):
+            e = procfs.environ(pid)
             if e.get("RANK") == "1" and e.get("TENAX_GENERATION") == "0":
                 victim = pid
     else:
         try:
             with open(os.path.join(run_dir, "pids", "rank1-restart0.pid")) as f:
                 pid = int(f.read())
-            if pid in children_of(job.proc.pid):
+            if pid in procfs.children(job.proc.pid):
                 victim = pid
         except (OSError, ValueError):
             pass

@@ -30,10 +30,11 @@ import random
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
+
+import procfs  # tools/procfs.py, beside this script
 
 FAULTS = ("kill-worker", "stop-worker", "kill-node")
 MARKER = ".tenax-chaos"
@@ -48,43 +49,12 @@ def fail_usage(msg):
     sys.exit(2)
 
 
-# --- /proc helpers ---------------------------------------------------------------------------
+# --- /proc helpers (tools/procfs.py) --------------------------------------------------------
 
-def proc_children(pid):
-    """Direct children of `pid`, from /proc/<pid>/task/*/children (empty if it is gone)."""
-    out = []
-    for path in glob.glob(f"/proc/{pid}/task/*/children"):
-        try:
-            with open(path) as f:
-                out.extend(int(x) for x in f.read().split())
-        except OSError:
-            pass
-    return sorted(set(out))
-
-
-def proc_state(pid):
-    """The one-letter state of `pid` (R, S, D, T, Z, ...), or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    rest = stat[stat.rfind(")") + 2:].split()
-    return rest[0] if rest else None
-
-
-def proc_environ(pid):
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return {}
-    env = {}
-    for entry in raw.split(b"\0"):
-        if b"=" in entry:
-            k, v = entry.split(b"=", 1)
-            env[k.decode(errors="replace")] = v.decode(errors="replace")
-    return env
+proc_children = procfs.children
+proc_state = procfs.state
+proc_environ = procfs.environ
+free_port = procfs.free_port
 
 
 def kill_quietly(pid, sig):
@@ -104,12 +74,6 @@ def kill_worker_tree(pid, sig=signal.SIGKILL):
     except (ProcessLookupError, PermissionError):
         pass
     kill_quietly(pid, sig)
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tail(path, lines=40):
