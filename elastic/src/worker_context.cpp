@@ -102,7 +102,9 @@ WorkerContext WorkerContext::from_env(std::chrono::milliseconds timeout) {
       return std::make_unique<OwningPrefixStore>(generation_prefix(generation), connect_store(endpoint, timeout, keys));
     };
   }
-  WorkerContext context(id, std::move(store), std::move(communicator), std::move(open_store));
+  std::optional<GenerationFence> fence;
+  if (const auto fence_dir = env::get(kFenceDirVariable); fence_dir && !fence_dir->empty()) fence.emplace(*fence_dir);
+  WorkerContext context(id, std::move(store), std::move(communicator), std::move(open_store), std::move(fence));
   context.base_store_ = std::move(base);
   logger("tenax.elastic")
       ->info("rank {} of {} (local {} of {}), generation {}, restart {}", id.rank, id.world_size, id.local_rank,
@@ -111,11 +113,13 @@ WorkerContext WorkerContext::from_env(std::chrono::milliseconds timeout) {
 }
 
 WorkerContext::WorkerContext(WorkerIdentity identity, std::unique_ptr<Store> store,
-                             std::unique_ptr<Communicator> communicator, StoreFactory open_store)
+                             std::unique_ptr<Communicator> communicator, StoreFactory open_store,
+                             std::optional<GenerationFence> fence)
     : identity_(identity),
       store_(std::move(store)),
       communicator_(std::move(communicator)),
-      open_store_(std::move(open_store)) {
+      open_store_(std::move(open_store)),
+      fence_(std::move(fence)) {
   if (!communicator_) throw std::invalid_argument("WorkerContext needs a communicator");
   if (communicator_->rank() != identity_.rank || communicator_->size() != identity_.world_size) {
     throw ConfigError("WorkerContext: the communicator is rank " + std::to_string(communicator_->rank()) + " of " +
@@ -134,6 +138,7 @@ WorkerContext& WorkerContext::operator=(WorkerContext&& other) noexcept {
     store_ = std::move(other.store_);
     communicator_ = std::move(other.communicator_);
     open_store_ = std::move(other.open_store_);
+    fence_ = std::move(other.fence_);
   }
   return *this;
 }

@@ -548,6 +548,7 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
     values.rdzv_endpoint = plan.store_endpoint;
     values.run_dir = run_dir_.string();
     values.keys_file = keys_file_.string();
+    values.fence_dir = keys_file_.parent_path().string();  // the job's shared control directory
     if (plan_) {
       values.local_rank = local;
       values.local_world_size = n;
@@ -833,7 +834,8 @@ const std::vector<std::string>& worker_env_names() {
                                                  "TENAX_RESTART_COUNT",
                                                  "TENAX_RDZV_ENDPOINT",
                                                  "TENAX_RUN_DIR",
-                                                 elastic::kJobKeysVariable};
+                                                 elastic::kJobKeysVariable,
+                                                 elastic::kFenceDirVariable};
   return names;
 }
 
@@ -869,6 +871,7 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& inhe
   put("TENAX_RUN_DIR", v.run_dir);
   if (!v.progress_file.empty()) put(kProgressFileEnv, v.progress_file);
   if (!v.keys_file.empty()) put(elastic::kJobKeysVariable, v.keys_file);
+  if (!v.fence_dir.empty()) put(elastic::kFenceDirVariable, v.fence_dir);
   return env;
 }
 

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "multi_node_plan.h"
+#include "tenax/elastic/generation_fence.h"
 #include "tenax/elastic/progress_file.h"
 #include "run_options.h"
 
@@ -74,6 +75,7 @@ struct WorkerEnvironment {
   std::string master_addr = "127.0.0.1";  ///< host of node rank 0
   std::string progress_file;              ///< TENAX_PROGRESS_FILE when not empty (--hang-timeout)
   std::string keys_file;                  ///< TENAX_KEYS_FILE when not empty: the job's CURVE keys
+  std::string fence_dir;                  ///< TENAX_FENCE_DIR when not empty: the job's GenerationFence
 };
 std::vector<std::string> worker_environment(const std::vector<std::string>& inherited,
                                             const WorkerEnvironment& values);

@@ -15,6 +15,7 @@
 #include "commit_protocol.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
+#include "tenax/elastic/generation_fence.h"
 #include "tenax/sdk/tensor_conversion.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
@@ -81,7 +82,10 @@ torch::Tensor LoadedCheckpoint::get(const std::string& name) const {
 Checkpointer::Checkpointer(const std::filesystem::path& output_dir, const elastic::WorkerContext& context,
                            CheckpointerOptions options)
     : Checkpointer(output_dir, context.rank(), context.world_size(), context.generation(), context.open_store(),
-                   std::move(options)) {}
+                   [&context](CheckpointerOptions o) {
+                     if (o.fence_dir.empty() && context.fence() != nullptr) o.fence_dir = context.fence()->dir();
+                     return o;
+                   }(std::move(options))) {}
 
 Checkpointer::Checkpointer(const std::filesystem::path& output_dir, int rank, int world_size,
                            std::int64_t generation, std::unique_ptr<elastic::Store> store,
@@ -102,14 +106,26 @@ Checkpointer::Checkpointer(const std::filesystem::path& output_dir, int rank, in
                       std::to_string(options_.save_total_limit));
   }
   // Leftovers of a crashed save are garbage (DESIGN.md 5). Only rank 0 removes them, before
-  // it can publish its first "prepared" key, so no rank is writing into them.
-  if (rank_ == 0) {
+  // it can publish its first "prepared" key, so no rank is writing into them. A stale partition
+  // leaves them alone: they may be the tmp directory of the current generation's save.
+  if (rank_ == 0 && !stale_generation()) {
     try {
       storage::CheckpointDirectory(root_).remove_uncommitted();
     } catch (const std::exception& e) {
       logger("tenax.checkpoint")->warn("could not remove uncommitted checkpoint directories: {}", e.what());
     }
   }
+}
+
+bool Checkpointer::stale_generation() const {
+  if (options_.fence_dir.empty()) return false;
+  const StatusOr<std::int64_t> newest = elastic::GenerationFence(options_.fence_dir).current();
+  if (newest.is_ok() && newest.value() <= generation_) return false;
+  logger("tenax.checkpoint")
+      ->warn("generation {} is not known to be current ({}); leaving uncommitted checkpoint directories alone",
+             generation_,
+             newest.is_ok() ? "generation " + std::to_string(newest.value()) + " formed" : newest.status().to_string());
+  return true;
 }
 
 Checkpointer::~Checkpointer() {
@@ -189,6 +205,7 @@ std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snap
   plan.metric_for_best_model = options_.metric_for_best_model;
   plan.greater_is_better = options_.greater_is_better;
   plan.timeout = options_.commit_timeout;
+  plan.fence_dir = options_.fence_dir;
   job->snapshot_seconds = seconds_since(start);
   start_writer(std::move(job));
   return previous;
@@ -222,6 +239,7 @@ void Checkpointer::start_writer(std::shared_ptr<Job> job) {
     result.committed = outcome.committed;
     result.dir = outcome.dir;
     result.error = outcome.error;
+    result.fenced = outcome.fenced;
     result.write_seconds = seconds_since(start);
     job->result.set_value(std::move(result));
   });
@@ -252,6 +270,7 @@ std::filesystem::path Checkpointer::save(SaveRequest request) {
     logger("tenax.checkpoint")->error("an earlier checkpoint failed: {}", previous->error);
   }
   SaveResult result = *wait();
+  if (result.fenced) throw RendezvousError(result.error);
   if (!result.committed) throw StorageError(result.error);
   return result.dir;
 }

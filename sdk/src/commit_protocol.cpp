@@ -7,6 +7,7 @@
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
+#include "tenax/elastic/generation_fence.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/layout.h"
 #include "tenax/storage/manifest.h"
@@ -19,10 +20,12 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kOk = "ok";
 constexpr const char* kErrorTag = "error:";
+constexpr const char* kFencedTag = "fenced:";
 
 std::vector<char> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
 bool is_error(const std::string& value) { return value.rfind(kErrorTag, 0) == 0; }
+bool is_fenced(const std::string& value) { return value.rfind(kFencedTag, 0) == 0; }
 
 // The value of `key` once it exists; nullopt when `deadline` passes or `cancelled` is set first.
 // A store that fails (service gone) also ends the wait, with the reason in `why`.
@@ -88,11 +91,41 @@ void apply_retention(const CommitPlan& plan) {
   }
 }
 
+// A newer generation formed: this rank's part of a stale partition's save, which commits nothing.
+CommitOutcome fenced_outcome(const CommitPlan& plan, const Status& fence) {
+  CommitOutcome out;
+  out.fenced = true;
+  out.error = fence.message() + ": this partition must not commit checkpoint step " + std::to_string(plan.step) +
+              "; not moving latest";
+  return out;
+}
+
+// The fence's verdict on committing now: a hold while plan.generation is current (none without a
+// fence); kAborted when a newer generation formed; any other error fails the save (closed).
+StatusOr<std::optional<elastic::FenceHold>> hold_fence(const CommitPlan& plan) {
+  if (plan.fence_dir.empty()) return std::optional<elastic::FenceHold>();
+  StatusOr<elastic::FenceHold> hold = elastic::GenerationFence(plan.fence_dir).hold_if_current(plan.generation);
+  if (!hold.is_ok()) return hold.status();
+  return std::optional<elastic::FenceHold>(std::move(hold).value());
+}
+
 CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std::atomic<bool>& cancelled,
                         std::chrono::milliseconds poll) {
   CommitOutcome out;
   const std::string& k = plan.key_prefix;
   storage::CheckpointDirectory directory(plan.root);
+  // A partition that already knows it is stale writes nothing (the commit checks again).
+  if (!plan.fence_dir.empty()) {
+    StatusOr<std::int64_t> newest = elastic::GenerationFence(plan.fence_dir).current();
+    if (newest.is_ok() && newest.value() > plan.generation) {
+      out = fenced_outcome(plan, Status(StatusCode::kAborted, "generation " + std::to_string(plan.generation) +
+                                                                  " is no longer current (generation " +
+                                                                  std::to_string(newest.value()) + " formed)"));
+      publish(store, k + "prepared", kFencedTag + out.error);
+      publish(store, k + "result", kFencedTag + out.error);
+      return out;
+    }
+  }
   std::filesystem::path tmp;
   try {
     tmp = directory.prepare_tmp(plan.step, plan.generation);
@@ -135,8 +168,21 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
       storage::Manifest manifest = storage::make_manifest(plan.step, plan.epoch, plan.generation, shards);
       manifest.trainer_state = plan.trainer_state;
       manifest.arguments = plan.arguments;
-      const Status st = directory.commit(tmp, manifest);
-      if (!st.is_ok()) failures = " " + rank_tag(0) + st.to_string();
+      // The rename and `latest` happen under the fence, so no newer generation can form between
+      // the check and the commit point.
+      StatusOr<std::optional<elastic::FenceHold>> hold = hold_fence(plan);
+      if (hold.status().code() == StatusCode::kAborted) {
+        remove_quietly(tmp);
+        out = fenced_outcome(plan, hold.status());
+        publish(store, k + "result", kFencedTag + out.error);
+        return out;
+      }
+      if (!hold.is_ok()) {
+        failures = " " + rank_tag(0) + "cannot check the generation fence: " + hold.status().to_string();
+      } else {
+        const Status st = directory.commit(tmp, manifest);
+        if (!st.is_ok()) failures = " " + rank_tag(0) + st.to_string();
+      }
     } catch (const std::exception& e) {
       failures = " " + rank_tag(0) + e.what();
     }
@@ -171,6 +217,11 @@ CommitOutcome run_other_rank(const CommitPlan& plan, elastic::Store& store, cons
     }
     return out;
   }
+  if (is_fenced(*prepared)) {
+    out.fenced = true;
+    out.error = prepared->substr(7);
+    return out;
+  }
   if (is_error(*prepared)) {
     out.error = prepared->substr(6);
     return out;
@@ -185,6 +236,11 @@ CommitOutcome run_other_rank(const CommitPlan& plan, elastic::Store& store, cons
   auto result = wait_key(store, k + "result", Clock::now() + plan.timeout, cancelled, poll, why);
   if (!result) {
     out.error = rank_tag(plan.rank) + why;
+    return out;
+  }
+  if (is_fenced(*result)) {
+    out.fenced = true;
+    out.error = result->substr(7);
     return out;
   }
   if (is_error(*result)) {

@@ -8,6 +8,12 @@
 //   rank r:  wait "<key>prepared" → write shard → "<key>report/<r>"=ok:<shard json>|error:<why>
 //            → wait "<key>result"
 //
+// Fencing (no split brain): with a fence_dir, rank 0 renames the tmp directory into place and
+// updates `latest` only while holding the job's GenerationFence with its generation current.
+// Once a newer generation formed it commits nothing, removes its tmp directory and publishes
+// "fenced:<why>" (as "<key>prepared" when it knows before the write, else as "<key>result"), so
+// every rank ends with the same fenced outcome.
+//
 // Torch-free: the tensors are borrowed storage::TensorRefs of a snapshot the caller keeps alive.
 // Thread-safety: run_commit is called by one writer thread per rank; `store` is that thread's.
 #pragma once
@@ -42,12 +48,14 @@ struct CommitPlan {
   std::string metric_for_best_model;
   bool greater_is_better = false;
   std::chrono::milliseconds timeout{0};     ///< for each wait on another rank
+  std::filesystem::path fence_dir;          ///< the job's GenerationFence; empty: not fenced
 };
 
 struct CommitOutcome {
   bool committed = false;
   std::filesystem::path dir;
   std::string error;
+  bool fenced = false;  ///< not committed because a newer generation formed (see the file comment)
 };
 
 /// Runs this rank's part of the protocol above; never throws (every failure is an outcome).

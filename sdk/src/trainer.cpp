@@ -343,6 +343,12 @@ void Trainer::report_save(const SaveResult& result, bool must_succeed) {
   }
   logger("tenax.trainer")->error("checkpoint of step {} failed: {}", result.step, result.error);
   notify([&](TrainerCallback& cb) { cb.on_save_error(args_, state_, control_, result.error); });
+  // Whatever on_save_error says: a newer generation formed without this process, so the steps it
+  // trains can never be saved. It ends (not with exit 3: nothing was saved to resume from, and
+  // this is no preemption) so that its agent re-joins the current generation.
+  if (result.fenced) {
+    throw RendezvousError(result.error + "; stopping this worker so that its agent re-joins the current generation");
+  }
   if (must_succeed) throw StorageError(result.error);
   log->warn("training goes on (on_save_error = continue); the previous checkpoint is intact");
 }

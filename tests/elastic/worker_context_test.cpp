@@ -21,7 +21,7 @@ using std::chrono::seconds;
 
 const char* const kVariables[] = {"RANK",          "LOCAL_RANK",          "WORLD_SIZE",         "LOCAL_WORLD_SIZE",
                                   "MASTER_ADDR",   "TENAX_GENERATION",    "TENAX_RESTART_COUNT", "TENAX_RDZV_ENDPOINT",
-                                  "TENAX_GLOO_HOSTNAME"};
+                                  "TENAX_GLOO_HOSTNAME", "TENAX_FENCE_DIR"};
 
 // Each test starts from an environment without the launcher's variables and leaves none behind.
 class elastic_worker_context : public ::testing::Test {
@@ -50,6 +50,7 @@ TEST_F(elastic_worker_context, WithoutRankItIsASingleProcess) {
   EXPECT_EQ(ctx.world_size(), 1);
   EXPECT_EQ(ctx.generation(), 0);
   EXPECT_EQ(ctx.store(), nullptr);
+  EXPECT_EQ(ctx.fence(), nullptr) << "not fenced without the launcher";
   double x = 2.5;
   ctx.communicator().allreduce(&x, 1, ElementType::kFloat64, ReduceOp::kSum);
   EXPECT_EQ(x, 2.5);
@@ -69,8 +70,11 @@ TEST_F(elastic_worker_context, WorldOfOneFromTheLaunchersEnvironment) {
   set("TENAX_RESTART_COUNT", "2");
   set("TENAX_RDZV_ENDPOINT", endpoint);
   set("MASTER_ADDR", "127.0.0.1");
+  set("TENAX_FENCE_DIR", "/shared/job");
 
   auto ctx = WorkerContext::from_env(seconds(10));
+  ASSERT_NE(ctx.fence(), nullptr);
+  EXPECT_EQ(ctx.fence()->dir(), "/shared/job");
   EXPECT_EQ(ctx.rank(), 0);
   EXPECT_EQ(ctx.world_size(), 1);
   EXPECT_EQ(ctx.identity().local_rank, 0);

@@ -30,6 +30,7 @@ TEST(LauncherWorkerEnvironment, SetsTorchrunAndTenaxVariables) {
   v.rdzv_endpoint = "tcp://127.0.0.1:45123";
   v.run_dir = "/runs/a";
   v.keys_file = "/runs/tenax-job.keys";
+  v.fence_dir = "/runs";
   auto env = as_map(worker_environment({"PATH=/bin", "RANK=99", "TENAX_GENERATION=7"}, v));
   EXPECT_EQ(env["PATH"], "/bin");
   EXPECT_EQ(env["RANK"], "1");
@@ -44,6 +45,7 @@ TEST(LauncherWorkerEnvironment, SetsTorchrunAndTenaxVariables) {
   EXPECT_EQ(env["TENAX_RDZV_ENDPOINT"], "tcp://127.0.0.1:45123");
   EXPECT_EQ(env["TENAX_RUN_DIR"], "/runs/a");
   EXPECT_EQ(env["TENAX_KEYS_FILE"], "/runs/tenax-job.keys");
+  EXPECT_EQ(env["TENAX_FENCE_DIR"], "/runs");
   for (const std::string& name : worker_env_names()) EXPECT_EQ(env.count(name), 1u) << name;
 }
 

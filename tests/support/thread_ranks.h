@@ -5,10 +5,12 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "tenax/elastic/communicator.h"
+#include "tenax/elastic/generation_fence.h"
 #include "tenax/elastic/gloo_communicator.h"
 #include "tenax/elastic/in_memory_store.h"
 #include "tenax/elastic/worker_context.h"
@@ -39,9 +41,11 @@ inline void run_ranks(int world, const std::function<void(elastic::Communicator&
 }
 
 /// Calls fn(ctx) on `world` threads, each with a WorkerContext of generation `generation` whose
-/// open_store() gives a view of one shared in-memory store under "gen/<generation>/".
+/// open_store() gives a view of one shared in-memory store under "gen/<generation>/", and whose
+/// fence() is `fence` (none by default).
 inline void run_contexts(int world, const std::function<void(elastic::WorkerContext&)>& fn,
-                         std::int64_t generation = 0) {
+                         std::int64_t generation = 0,
+                         const std::optional<elastic::GenerationFence>& fence = std::nullopt) {
   elastic::InMemoryStore shared;
   run_ranks(world, [&](elastic::Communicator& comm) {
     elastic::WorkerIdentity id;
@@ -72,7 +76,8 @@ inline void run_contexts(int world, const std::function<void(elastic::WorkerCont
                                std::make_unique<Borrowed>(comm),
                                [&shared, prefix]() -> std::unique_ptr<elastic::Store> {
                                  return std::make_unique<elastic::PrefixStore>(prefix, shared);
-                               });
+                               },
+                               fence);
     fn(ctx);
   });
 }

@@ -2,11 +2,13 @@
 //
 // `from_env()` reads the launcher's torchrun-compatible environment (RANK, LOCAL_RANK,
 // WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TENAX_GENERATION,
-// TENAX_RESTART_COUNT, TENAX_RDZV_ENDPOINT), connects to the rendezvous key-value service and
+// TENAX_RESTART_COUNT, TENAX_RDZV_ENDPOINT, TENAX_FENCE_DIR), connects to the rendezvous key-value service and
 // builds the Gloo communicator under the store prefix "gen/<generation>/". Without the launcher
 // (no RANK in the environment) it gives a single-process context of world size 1.
 // Defaults when RANK is set: LOCAL_RANK = RANK, LOCAL_WORLD_SIZE = WORLD_SIZE, TENAX_GENERATION
 // and TENAX_RESTART_COUNT = 0; TENAX_RDZV_ENDPOINT is required when WORLD_SIZE > 1.
+// TENAX_FENCE_DIR (optional) names the job's GenerationFence: its checkpoints commit only while
+// this context's generation is current. Unset or empty: no fencing (a single process, tests).
 // The Gloo device binds TENAX_GLOO_HOSTNAME if set, else MASTER_ADDR on a single-node world,
 // else this host's name on a multi-node world (MASTER_ADDR is another node's address there);
 // 127.0.0.1 when none applies.
@@ -21,9 +23,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "tenax/elastic/communicator.h"
+#include "tenax/elastic/generation_fence.h"
 #include "tenax/elastic/store.h"
 
 namespace tenax::elastic {
@@ -50,9 +54,10 @@ class WorkerContext {
   /// Assembles a context from parts (tests run N ranks as threads this way).
   /// `store` may be null when world_size == 1.
   /// `open_store` backs open_store(); when empty, open_store() gives a private in-memory store
-  /// for world size 1 and throws for larger worlds.
+  /// for world size 1 and throws for larger worlds. `fence`: see fence().
   WorkerContext(WorkerIdentity identity, std::unique_ptr<Store> store,
-                std::unique_ptr<Communicator> communicator, StoreFactory open_store = {});
+                std::unique_ptr<Communicator> communicator, StoreFactory open_store = {},
+                std::optional<GenerationFence> fence = std::nullopt);
   WorkerContext(WorkerContext&&) noexcept;
   WorkerContext& operator=(WorkerContext&&) noexcept;
   ~WorkerContext();
@@ -62,6 +67,9 @@ class WorkerContext {
   int world_size() const { return identity_.world_size; }
   std::int64_t generation() const { return identity_.generation; }
   std::int64_t restart_count() const { return identity_.restart_count; }
+  /// The job's generation fence (TENAX_FENCE_DIR), or null when this job is not fenced. A
+  /// checkpoint of generation() commits only while no newer generation is recorded there.
+  const GenerationFence* fence() const { return fence_ ? &*fence_ : nullptr; }
   /// The communicator of this generation. Throws RendezvousError after finalize().
   Communicator& communicator();
   /// This generation's store (keys under "gen/<n>/"), or null when there is none (world 1
@@ -87,6 +95,7 @@ class WorkerContext {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Communicator> communicator_;
   StoreFactory open_store_;
+  std::optional<GenerationFence> fence_;
 };
 
 }  // namespace tenax::elastic

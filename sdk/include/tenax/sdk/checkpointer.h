@@ -14,6 +14,10 @@
 //   `latest`, applies the retention policy → every rank learns the result.
 // If any rank fails, nothing is committed and the previous checkpoint is untouched; every rank
 // gets the same failed SaveResult. wait() returns the result of the save in flight.
+// Fencing: in a job with a GenerationFence (WorkerContext::fence()) rank 0 renames and updates
+// `latest` only while this Checkpointer's generation is current; a save by a generation that a
+// newer one replaced commits nothing and ends with SaveResult::fenced on every rank (the
+// process belongs to a stale partition and must stop training: the Trainer exits, see trainer.h).
 // load_latest() is NOT collective: each rank reads what it needs from the newest committed
 // checkpoint that verifies, falling back to older ones with a warning naming the fault. It works
 // whatever world size wrote the checkpoint (tensors are found through the manifest's index).
@@ -72,6 +76,9 @@ struct CheckpointerOptions {
   bool greater_is_better = false;
   /// How long a rank's writer waits for the other ranks' part of one save.
   std::chrono::milliseconds commit_timeout = std::chrono::minutes(10);
+  /// The job's GenerationFence directory (elastic/generation_fence.h); empty: not fenced. The
+  /// constructor from a WorkerContext takes the context's fence when this is empty.
+  std::filesystem::path fence_dir;
 };
 
 /// One collective save.
@@ -99,6 +106,9 @@ struct SaveResult {
   bool committed = false;
   std::filesystem::path dir;  ///< the committed directory (when committed)
   std::string error;          ///< what failed, naming the rank and file (when not committed)
+  /// Not committed because a newer generation formed: this process is part of a stale
+  /// partition and must not go on training as if it could save.
+  bool fenced = false;
   double snapshot_seconds = 0.0;  ///< time the training thread spent copying
   double write_seconds = 0.0;     ///< time the writer spent from start to the known result
 };
@@ -135,7 +145,8 @@ class Checkpointer {
 
   /// A synchronous save: the same commit as save_async() but written straight from the
   /// request's tensors (no snapshot copy, as the caller waits anyway), then wait(). Returns
-  /// the committed directory, throws StorageError when the save was not committed.
+  /// the committed directory, throws StorageError when the save was not committed, or
+  /// RendezvousError when it was fenced (a newer generation formed).
   std::filesystem::path save(SaveRequest request);
 
   /// Returns, for a tensor name, the tensor a load should fill in place (say a model
@@ -168,6 +179,8 @@ class Checkpointer {
   };
   std::optional<SaveResult> start(SaveRequest request, Snapshot snapshot);
   void start_writer(std::shared_ptr<Job> job);
+  /// Whether the fence shows a generation newer than this one (or cannot be read).
+  bool stale_generation() const;
 
   std::filesystem::path root_;
   int rank_;

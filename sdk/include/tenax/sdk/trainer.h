@@ -80,6 +80,9 @@ class Trainer {
   }
 
   /// Collective. Restores, trains, saves. Throws on failure (the launcher restarts the job).
+  /// A save fenced off because a newer generation formed (this process is in a stale
+  /// partition) throws RendezvousError whatever on_save_error says: the program should exit
+  /// non-zero (not kExitPreempted), and its agent re-joins the current generation.
   TrainOutput train();
 
   /// Collective. The model's logits and the labels for every sample of `dataset`, in dataset
@@ -126,7 +129,8 @@ class Trainer {
   /// Reads the parameters of the checkpoint in `dir` into the model (load_best_model_at_end).
   void load_parameters_from(const std::filesystem::path& dir);
   /// Logs a finished save and tells the callbacks; raises StorageError when it failed and
-  /// `must_succeed` (final save, or on_save_error = "stop").
+  /// `must_succeed` (final save, or on_save_error = "stop"), RendezvousError when it was fenced
+  /// (a newer generation formed), whatever on_save_error says.
   void report_save(const SaveResult& result, bool must_succeed);
   Batch load_batch(const std::vector<std::int64_t>& indices) const;
   /// predict() without the callback: shard, prediction_step, gather, metrics.

@@ -76,7 +76,8 @@ struct TrainingArguments {
   bool save_async = true;
   /// Tenax: what a failed periodic save does: "continue" (log it, tell the callbacks, keep
   /// training; the previous checkpoint is intact) or "stop" (raise StorageError on every rank
-  /// at the next save point). A failed final save always raises.
+  /// at the next save point). A failed final save always raises, and so does a save fenced
+  /// off by a newer generation (RendezvousError: this process is in a stale partition).
   std::string on_save_error = "continue";
   /// Tenax: SIGTERM / SIGUSR1 make every rank stop at the same step, save a checkpoint and
   /// return from train() with TrainOutput::preempted (the program then exits 3 to be requeued).
