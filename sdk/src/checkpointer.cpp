@@ -53,6 +53,12 @@ torch::Tensor snapshot_copy(const torch::Tensor& t, const torch::Tensor* reuse) 
   return d.is_cpu() ? d.clone(at::MemoryFormat::Contiguous) : d.to(torch::kCPU).contiguous();
 }
 
+// The context's fence, unless the options name one.
+CheckpointerOptions with_context_fence(CheckpointerOptions options, const elastic::WorkerContext& context) {
+  if (options.fence_dir.empty() && context.fence() != nullptr) options.fence_dir = context.fence()->dir();
+  return options;
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -82,10 +88,7 @@ torch::Tensor LoadedCheckpoint::get(const std::string& name) const {
 Checkpointer::Checkpointer(const std::filesystem::path& output_dir, const elastic::WorkerContext& context,
                            CheckpointerOptions options)
     : Checkpointer(output_dir, context.rank(), context.world_size(), context.generation(), context.open_store(),
-                   [&context](CheckpointerOptions o) {
-                     if (o.fence_dir.empty() && context.fence() != nullptr) o.fence_dir = context.fence()->dir();
-                     return o;
-                   }(std::move(options))) {}
+                   with_context_fence(std::move(options), context)) {}
 
 Checkpointer::Checkpointer(const std::filesystem::path& output_dir, int rank, int world_size,
                            std::int64_t generation, std::unique_ptr<elastic::Store> store,

@@ -150,6 +150,7 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
   }
 
   std::vector<storage::ShardInfo> shards;
+  std::optional<CommitOutcome> fenced;
   for (int r = 0; r < plan.world_size && failures.empty(); ++r) {
     const std::string& rep = reports[static_cast<std::size_t>(r)];
     if (rep.rfind("ok:", 0) == 0) {
@@ -172,12 +173,8 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
       // the check and the commit point.
       StatusOr<std::optional<elastic::FenceHold>> hold = hold_fence(plan);
       if (hold.status().code() == StatusCode::kAborted) {
-        remove_quietly(tmp);
-        out = fenced_outcome(plan, hold.status());
-        publish(store, k + "result", kFencedTag + out.error);
-        return out;
-      }
-      if (!hold.is_ok()) {
+        fenced = fenced_outcome(plan, hold.status());
+      } else if (!hold.is_ok()) {
         failures = " " + rank_tag(0) + "cannot check the generation fence: " + hold.status().to_string();
       } else {
         const Status st = directory.commit(tmp, manifest);
@@ -186,6 +183,11 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
     } catch (const std::exception& e) {
       failures = " " + rank_tag(0) + e.what();
     }
+  }
+  if (fenced) {
+    remove_quietly(tmp);
+    publish(store, k + "result", kFencedTag + fenced->error);
+    return *fenced;
   }
   if (!failures.empty()) {
     remove_quietly(tmp);

@@ -275,13 +275,21 @@ class Linear final : public Model {
   torch::nn::Linear fc_;
 };
 
-// At the end of step 15 a new generation forms without this process.
+// At the end of step 15 a new generation forms without this process, once the save of step 10
+// has committed (an async save may still be in flight; it would be fenced too, correctly, but
+// this test is about what the Trainer does next).
 class NewGenerationAtStep15 final : public TrainerCallback {
  public:
-  explicit NewGenerationAtStep15(GenerationFence fence) : fence_(std::move(fence)) {}
+  NewGenerationAtStep15(GenerationFence fence, fs::path out) : fence_(std::move(fence)), out_(std::move(out)) {}
   void on_step_end(const TrainingArguments&, TrainerState& s, TrainerControl&) override {
     last_step = s.global_step;
-    if (s.global_step == 15) EXPECT_TRUE(fence_.advance(2).is_ok());
+    if (s.global_step != 15) return;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+    while (latest(out_) != step_name(10) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_EQ(latest(out_), step_name(10)) << "the save of step 10 never committed";
+    EXPECT_TRUE(fence_.advance(2).is_ok());
   }
   void on_save_error(const TrainingArguments&, TrainerState&, TrainerControl&, const std::string& e) override {
     errors.push_back(e);
@@ -291,6 +299,7 @@ class NewGenerationAtStep15 final : public TrainerCallback {
 
  private:
   GenerationFence fence_;
+  fs::path out_;
 };
 
 void expect_a_fenced_trainer_stops(bool save_async, std::int64_t stops_at) {
@@ -309,7 +318,7 @@ void expect_a_fenced_trainer_stops(bool save_async, std::int64_t stops_at) {
   args.on_save_error = "continue";
   args.save_async = save_async;
   Trainer trainer(std::make_shared<Linear>(), args, std::make_shared<Points>(), ctx);
-  auto watch = std::make_shared<NewGenerationAtStep15>(fence);
+  auto watch = std::make_shared<NewGenerationAtStep15>(fence, out);
   trainer.add_callback(watch);
   try {
     trainer.train();
