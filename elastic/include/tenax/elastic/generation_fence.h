@@ -18,7 +18,8 @@
 // Why flock on the shared file system: the check "no newer generation formed" and the rename +
 // `latest` update must be atomic against a new generation forming on another node, and the only
 // thing every node of a job shares is that directory. flock is released by the kernel when the
-// process dies (SIGKILL included), so a crashed committer never leaves the job fenced off.
+// process dies (SIGKILL included), so a crashed committer never leaves the job fenced off (a
+// whole node that dies holding it: when the NFS server's lease for it expires, 90 s on NFSv4).
 // Assumptions: the file system gives flock cluster-wide meaning — local file systems (tests,
 // one node), NFS (Linux emulates flock with NFS byte-range locks: NFSv4, or NFSv3 with lockd),
 // Lustre mounted with `-o flock` (`localflock` makes locks node-local: not enough across nodes;
@@ -35,7 +36,10 @@
 //
 //   // the rendezvous service, before it sends ASSIGN for generation g (numbered above current()):
 //   GenerationFence fence(keys_file.parent_path());
-//   if (Status s = fence.advance(g); !s.is_ok()) { /* kAborted: a newer generation formed */ }
+//   if (Status s = fence.advance(g); !s.is_ok()) {
+//     // kAborted: g or a newer one was already formed (another service won): do not send ASSIGN
+//     // for g; step down, or number again above current().
+//   }
 //   // a committer of generation g:
 //   StatusOr<FenceHold> hold = fence.hold_if_current(g);
 //   if (hold.is_ok()) { rename(tmp, step_dir); write(latest); }  // lock released with `hold`
