@@ -46,11 +46,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tenax/core/status.h"
 #include "tenax/elastic/job_keys.h"
 #include "tenax/elastic/rendezvous.h"
 
@@ -75,6 +77,12 @@ class RendezvousOptions {
   /// CURVE on both sockets (membership and store): only peers holding the job's client key get
   /// in; the others are refused and logged. Unset: no encryption, anyone may connect.
   RendezvousOptions& keys(JobKeys value);
+  /// Numbers generations above `value` (a host taking over from another knows the last one
+  /// formed, from the lease); -1: from 0.
+  RendezvousOptions& generations_above(std::int64_t value);
+  /// Asked before any ASSIGN of generation g goes out: the number to use (>= g) or an error that
+  /// fails the round (the job's generation fence; see membership.h). Unset: g.
+  RendezvousOptions& claim_generation(std::function<StatusOr<std::int64_t>(std::int64_t)> value);
 
   int min_nodes() const { return min_nodes_; }
   int max_nodes() const { return max_nodes_; }
@@ -83,11 +91,14 @@ class RendezvousOptions {
   const HeartbeatOptions& heartbeat() const { return heartbeat_; }
   std::int64_t resume_step() const { return resume_step_; }
   const std::optional<JobKeys>& keys() const { return keys_; }
+  std::int64_t generations_above() const { return generations_above_; }
+  const std::function<StatusOr<std::int64_t>(std::int64_t)>& claim_generation() const { return claim_generation_; }
 
+  /// Compares the values; claim_generation (a function) is not compared.
   bool operator==(const RendezvousOptions& o) const {
     return min_nodes_ == o.min_nodes_ && max_nodes_ == o.max_nodes_ && last_call_ == o.last_call_ &&
            join_timeout_ == o.join_timeout_ && heartbeat_ == o.heartbeat_ && resume_step_ == o.resume_step_ &&
-           keys_ == o.keys_;
+           keys_ == o.keys_ && generations_above_ == o.generations_above_;
   }
   bool operator!=(const RendezvousOptions& o) const { return !(*this == o); }
 
@@ -99,6 +110,8 @@ class RendezvousOptions {
   HeartbeatOptions heartbeat_;
   std::int64_t resume_step_ = 0;
   std::optional<JobKeys> keys_;
+  std::int64_t generations_above_ = -1;
+  std::function<StatusOr<std::int64_t>(std::int64_t)> claim_generation_;
 };
 
 /// The service's state as last published by its thread (for logs, `tenax rdzv`, tests).
