@@ -72,12 +72,25 @@ void Membership::number_above(std::int64_t generation) {
 
 Membership::Node& Membership::touch(const std::string& routing_id, const std::string& node_id,
                                     Clock::time_point now) {
-  if (nodes_.count(node_id) == 0) dirty_ = true;  // the snapshot lists the live nodes
+  const bool known = nodes_.count(node_id) != 0;
+  if (!known) dirty_ = true;  // the snapshot lists the live nodes
   Node& node = nodes_[node_id];
+  if (known && now - node.last_seen > node.longest_silence) {
+    node.longest_silence = now - node.last_seen;
+    dirty_ = true;
+  }
   node.id = node_id;
   node.routing_id = routing_id;
   node.last_seen = now;
   return node;
+}
+
+// A node that left or finished in good health: its longest silence stays in the statistics.
+void Membership::forget(const std::string& node_id) {
+  const auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return;
+  longest_silence_ = std::max(longest_silence_, it->second.longest_silence);
+  nodes_.erase(it);
 }
 
 bool Membership::is_member(const std::string& node_id) const {
@@ -166,7 +179,7 @@ void Membership::on(const std::string& routing_id, const RestartMsg& m, Clock::t
 
 void Membership::on(const std::string& routing_id, const LeaveMsg& m, Clock::time_point /*now*/) {
   if (is_member(m.node)) request_restart("node '" + m.node + "' left");
-  nodes_.erase(m.node);
+  forget(m.node);
   remove_waiting(m.node);
   dirty_ = true;
   log_->info("node '{}' left", m.node);
@@ -185,7 +198,7 @@ void Membership::on(const std::string& routing_id, const FinishedMsg& m, Clock::
   } else if (is_member(m.node)) {
     request_restart("node '" + m.node + "' finished generation " + std::to_string(m.generation) + " and left");
   }
-  nodes_.erase(m.node);
+  forget(m.node);
   remove_waiting(m.node);
   dirty_ = true;
   send_to(routing_id, AckMsg{RdzvType::kFinished, m.generation});
@@ -396,6 +409,9 @@ RendezvousSnapshot Membership::snapshot() const {
   s.resume_step = resume_step_;
   s.nodes_lost = nodes_lost_;
   s.last_failure = last_failure_;
+  Clock::duration longest = longest_silence_;
+  for (const auto& entry : nodes_) longest = std::max(longest, entry.second.longest_silence);
+  s.longest_silence_ms = std::chrono::duration_cast<milliseconds>(longest).count();
   return s;
 }
 

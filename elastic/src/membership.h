@@ -82,6 +82,7 @@ class Membership {
     int local_workers = 1;
     std::string routing_id;  // return address of the node's current socket
     Clock::time_point last_seen;
+    Clock::duration longest_silence{};  // between two of its messages, while alive
   };
   struct Generation {
     std::int64_t number = 0;
@@ -101,6 +102,7 @@ class Membership {
   void on(const std::string& routing_id, const FinishedMsg& m, Clock::time_point now);
 
   Node& touch(const std::string& routing_id, const std::string& node_id, Clock::time_point now);
+  void forget(const std::string& node_id);
   bool is_member(const std::string& node_id) const;
   PulseMsg pulse_for(const std::string& node_id, std::int64_t generation) const;
   void add_waiting(const std::string& node_id);
@@ -130,6 +132,7 @@ class Membership {
   std::optional<Clock::time_point> min_reached_;
   std::int64_t resume_step_;
   std::uint64_t nodes_lost_ = 0;
+  Clock::duration longest_silence_{};  // of nodes that left or finished (alive until then)
   std::string last_failure_;
   bool dirty_ = true;
   Clock::time_point last_call_{};  // forgive_own_stall()

@@ -423,7 +423,14 @@ int RunLoop::run_multi() {
     write_summary(exit_code, final_outcome, restarts);
   }
   client_.reset();
-  if (rdzv_service_) rdzv_service_->stop();
+  if (rdzv_service_) {
+    const elastic::RendezvousSnapshot last = rdzv_service_->snapshot();
+    log_->info("rendezvous service: the longest silence of a live node was {} ms (a node is declared dead after "
+               "{} ms = {} ms x {})",
+               last.longest_silence_ms, heartbeat_.expiry().count(), heartbeat_.interval().count(),
+               heartbeat_.liveness());
+    rdzv_service_->stop();
+  }
   if (lease_keeper_) lease_keeper_->release();
   lease_keeper_.reset();
   return exit_code;
@@ -491,10 +498,22 @@ int RunLoop::give_up_waiting(const std::string& what) {
     return 1;
   }
   const SlurmJob& job = *plan_->slurm;
+  // A cause that a requeue does not cure (a node that fails every time) must not requeue the
+  // job forever.
+  constexpr int kMaxRequeuesWithoutAGeneration = 3;
+  if (job.restart_count.value_or(0) >= kMaxRequeuesWithoutAGeneration) {
+    log_->error("{}; Slurm job {} was already requeued {} times (SLURM_RESTART_COUNT); not again: exiting 1 (check "
+                "the nodes of the allocation, or lower MIN with --nnodes, and resubmit)",
+                what, job.job_id, *job.restart_count);
+    return 1;
+  }
   log_->error("{}; asking Slurm to requeue job {} rather than hold its allocation idle (`scontrol requeue {}`); "
               "exiting {}",
               what, job.job_id, job.job_id, kPreemptedExitCode);
-  const RequeueResult r = requeue_job(job.job_id, job.restart_count.value_or(0), run_dir_, std::chrono::seconds(30));
+  // The marker that makes the requeue once per run of the job lives in the job's shared
+  // directory, so that of several agents giving up together one requeues.
+  const RequeueResult r = requeue_job(job.job_id, job.restart_count.value_or(0), keys_file_.parent_path(),
+                                      std::chrono::seconds(30));
   if (r.outcome == RequeueResult::Outcome::kFailed) {
     log_->error("{}; exiting 1", r.message);
     return 1;

@@ -30,6 +30,11 @@ std::optional<MultiNodePlan> plan_multi_node(const RunOptions& options, const st
   } else if (slurm) {
     plan.nodes = {slurm->num_nodes, slurm->num_nodes};
   }
+  if (slurm && slurm->num_nodes < plan.nodes.min) {
+    throw ConfigError("tenax run: the Slurm step has " + std::to_string(slurm->num_nodes) +
+                      " nodes but --nnodes needs at least " + std::to_string(plan.nodes.min) +
+                      ": no generation could ever form; lower MIN or start more nodes (srun -N / sbatch -N)");
+  }
   if (slurm && slurm->num_nodes > plan.nodes.max) {
     throw ConfigError("tenax run: the Slurm step has " + std::to_string(slurm->num_nodes) +
                       " nodes but --nnodes allows at most " + std::to_string(plan.nodes.max) +

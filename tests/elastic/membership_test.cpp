@@ -230,5 +230,19 @@ TEST(elastic_membership, TheLastCallWaitsForMoreNodesThenFormsWithThoseThatCame)
   EXPECT_EQ(assigned[0].assignment.num_nodes, 2);
 }
 
+// The measurement behind the heartbeat defaults: the worst silence of a node that stayed alive.
+TEST(elastic_membership, TheLongestSilenceOfALiveNodeIsMeasured) {
+  Driver d(options(2, 2));
+  d.join("node-a");
+  d.join("node-b");
+  d.run_for(milliseconds(300), {"node-a", "node-b"}, 0);
+  d.run_for(milliseconds(400), {"node-a"}, 0);  // node-b late, but within the 500 ms expiry
+  d.beat("node-b", 0);
+  const RendezvousSnapshot s = d.membership.snapshot();
+  EXPECT_FALSE(s.restart_requested);
+  EXPECT_GE(s.longest_silence_ms, 400);
+  EXPECT_LT(s.longest_silence_ms, 500);
+}
+
 }  // namespace
 }  // namespace tenax::elastic::detail

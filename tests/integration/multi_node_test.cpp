@@ -227,6 +227,24 @@ TEST(IntegrationMultiNode, LosingTheRendezvousHostLeavesTheSurvivorToTakeOverAnd
   EXPECT_TRUE(fs::exists(final_checkpoint(t.out, kSteps) / "manifest.json")) << log1;
 }
 
+// Issue 12, point 5: an agent waiting for a generation that cannot form gives up after
+// --join-timeout and says what it waited for (under Slurm it asks for a requeue instead).
+TEST(IntegrationMultiNode, AnAgentWaitingForNodesThatNeverComeGivesUpNamingWhatItWaitedFor) {
+  const fs::path out = base_dir() / "alone";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  ChildProcess node0(agent_args(out, 0, "2", tenax::testing::free_port(), kMaxSteps, {}, {"--join-timeout", "3"}),
+                     out / "node0.log", kEnv);
+  ASSERT_EQ(node0.wait(kGuard), 1) << node0.log();
+  const std::string log = node0.log();
+  EXPECT_NE(log.find("1 node(s) joined within the join timeout of 3000 ms, fewer than the minimum of 2"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(": node-000000 ("), std::string::npos) << "the message names who joined\n" << log;
+  EXPECT_NE(log.find("start the missing nodes, or lower MIN with --nnodes"), std::string::npos) << log;
+  EXPECT_EQ(summary(out, 0)["outcome"], "failed") << summary(out, 0).dump(2);
+}
+
 TEST(IntegrationMultiNode, StandaloneRendezvousServesTheJobAndRefusesAClientWithoutItsKeys) {
   constexpr int kSteps = 1500;
   const fs::path out = base_dir() / "standalone";

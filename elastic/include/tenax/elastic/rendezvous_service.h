@@ -126,6 +126,9 @@ struct RendezvousSnapshot {
   std::vector<std::string> waiting;      ///< node ids waiting for the next generation, join order
   std::int64_t resume_step = 0;
   std::uint64_t nodes_lost = 0;          ///< nodes declared dead after missed heartbeats
+  /// The longest gap between two messages of a node that was not declared dead (a healthy node's
+  /// worst silence: the measurement behind the heartbeat defaults, README "Multi-node").
+  std::int64_t longest_silence_ms = 0;
   std::uint64_t malformed_messages = 0;  ///< messages dropped as malformed
   std::uint64_t refused_peers = 0;       ///< connections refused for want of the job's keys (both sockets)
   std::string last_failure;              ///< the message of the last failed round ("" if none)
