@@ -556,12 +556,6 @@ std::string RunLoop::service_moved() {
 bool RunLoop::locate_service(const std::string& why, int& exit_code, Outcome& outcome) {
   const MultiNodePlan& plan = *plan_;
   const auto started = Clock::now();
-  if (!plan.may_host) {
-    // A stand-alone `tenax rdzv` serves the job at the given endpoint.
-    if (client_) log_->warn("{}; connecting to {} again", why, plan.connect_endpoint());
-    connect_client(plan.connect_endpoint());
-    return true;
-  }
   if (client_) log_->warn("{}; looking for the job's rendezvous service in {}", why, lease_file_->path().string());
   auto next_note = started + std::chrono::seconds(5);
   while (true) {
@@ -577,7 +571,18 @@ bool RunLoop::locate_service(const std::string& why, int& exit_code, Outcome& ou
       }
       return true;
     }
-    if (d.action == elastic::HostElection::Action::kClaim && host_service(d.term, d.reason)) return true;
+    if (!plan.may_host && !election_->lease()) {
+      // Stand-alone `tenax rdzv` without a lease yet (or an older one): the given endpoint.
+      if (endpoint_ != plan.connect_endpoint() || !client_ ||
+          client_->status().code() == StatusCode::kUnavailable) {
+        connect_client(plan.connect_endpoint());
+      }
+      return true;
+    }
+    // --rdzv-host no: a standing-by `tenax rdzv` claims a dead lease, never this agent.
+    if (plan.may_host && d.action == elastic::HostElection::Action::kClaim && host_service(d.term, d.reason)) {
+      return true;
+    }
     if (const int sig = signals_.received(); sig != 0) {
       log_->warn("received {} while looking for the rendezvous service; exiting {}", signal_name(sig),
                  exit_code_for_signal(sig));

@@ -17,6 +17,7 @@
 #include "support/agent_process.h"
 #include "support/model_checkpoints.h"
 #include "tenax/elastic/rendezvous_client.h"
+#include "tenax/elastic/rendezvous_lease.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
 
@@ -285,6 +286,43 @@ TEST(IntegrationMultiNode, StandaloneRendezvousServesTheJobAndRefusesAClientWith
   rdzv.signal(SIGTERM);
   ASSERT_EQ(rdzv.wait(30s), 0) << logs();
   EXPECT_NE(rdzv.log().find("peer(s) refused for want of the job's keys"), std::string::npos) << logs();
+}
+
+// Issue 12, point 3, stand-alone: two `tenax rdzv` candidates share the job's directory; the
+// serving one (position 0) is SIGKILLed mid-run; the standby (position 1) takes the lease over,
+// the agents (--rdzv-host no) follow it, and the job finishes.
+TEST(IntegrationMultiNode, AStandbyRendezvousTakesOverWhenTheServingOneIsKilled) {
+  constexpr int kSteps = 3000;
+  const fs::path out = base_dir() / "standby";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const int port = tenax::testing::free_port();
+  const fs::path keys = out / "job.keys";
+  auto rdzv_args = [&](int position, int bind_port) {
+    return std::vector<std::string>{TENAX_BINARY, "rdzv", "--nnodes", "2", "--host", "127.0.0.1", "--port",
+                                    std::to_string(bind_port), "--keys-file", keys.string(), "--heartbeat-interval",
+                                    "100", "--last-call", "1", "--position", std::to_string(position)};
+  };
+  ChildProcess serving(rdzv_args(0, port), out / "rdzv0.log");
+  ASSERT_TRUE(tenax::testing::wait_for_path(out / tenax::elastic::kLeaseFileName, 30s)) << serving.log();
+  ChildProcess standby(rdzv_args(1, 0), out / "rdzv1.log");
+  const std::vector<std::string> hosted_elsewhere = {"--rdzv-host", "no", "--keys-file", keys.string()};
+  ChildProcess node0(agent_args(out, 0, "2", port, kSteps, {}, hosted_elsewhere), out / "node0.log", kEnv);
+  ChildProcess node1(agent_args(out, 1, "2", port, kSteps, {}, hosted_elsewhere), out / "node1.log", kEnv);
+  auto logs = [&] {
+    return "--- rdzv 0 ---\n" + serving.log() + "--- rdzv 1 ---\n" + standby.log() + "--- node 0 ---\n" +
+           node0.log() + "--- node 1 ---\n" + node1.log();
+  };
+  const fs::path first_save = out / "train" / "checkpoints" / tenax::storage::step_dir_name(100) / "manifest.json";
+  ASSERT_TRUE(tenax::testing::wait_for_path(first_save, 60s)) << logs();
+  serving.signal(SIGKILL);
+  ASSERT_EQ(node0.wait(kGuard), 0) << logs();
+  ASSERT_EQ(node1.wait(kGuard), 0) << logs();
+  EXPECT_NE(standby.log().find("(lease term 1:"), std::string::npos) << logs();
+  EXPECT_NE(node0.log().find("the rendezvous service moved to"), std::string::npos) << logs();
+  EXPECT_TRUE(fs::exists(final_checkpoint(out, kSteps) / "manifest.json")) << logs();
+  standby.signal(SIGTERM);
+  ASSERT_EQ(standby.wait(30s), 0) << logs();
 }
 
 }  // namespace
