@@ -37,7 +37,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 import netns_lab  # noqa: E402  (tools/netns_lab.py)
 
-RDZV_PORT = 29400  # inside the lab's namespaces: no other user of the port is possible there
+RDZV_PORT = 29400
+# --nnodes 1:2: how long node 1 may go on after node 0 finished the job before it is killed.
+MINORITY_GRACE_S = 30  # inside the lab's namespaces: no other user of the port is possible there
 # 500 ms x 10: a node is lost after 5 s of silence. Long against the worst stall of a healthy
 # link in these scenarios (with 10 % loss TCP needs 5 losses of one segment in a row, about
 # 1e-5 per segment, to stall 6 s; the delay line adds 0.4 s to a round trip), short against
@@ -54,10 +56,10 @@ SCENARIOS = {
     "loss": dict(nnodes="2:2", max_steps=600, save_steps=100, loss={1: 0.10}, guard=150),
     "cut_link": dict(nnodes="2:2", max_steps=1500, save_steps=100, fault="cut", fault_s=10, guard=150),
     "cut_control": dict(nnodes="2:2", max_steps=1500, save_steps=100, fault="cut_control", fault_s=10, guard=150),
-    # 20 s: four heartbeat expiries (node 0 re-forms alone and trains), and shorter than every
-    # bound on node 1's waiting (service timeout 30 s, join timeout 60 s), so node 1 must come
-    # back after the partition heals.
-    "partition": dict(nnodes="1:2", max_steps=5000, save_steps=200, fault="partition", fault_s=20, guard=170),
+    # 20 s: four heartbeat expiries; node 0 re-forms alone about 13 s in and trains on; node 1,
+    # cut off from the rendezvous host, has 20 s to do something wrong (train and commit on
+    # its own). 8000 steps keep node 0 training past the partition on a quiet machine.
+    "partition": dict(nnodes="1:2", max_steps=8000, save_steps=200, fault="partition", fault_s=20, guard=200),
 }
 
 
@@ -106,6 +108,56 @@ EVENTS = [
     ("error", re.compile(r".*")),  # every error line (filtered on the level below)
     ("finished", re.compile(r"all \d+ workers? (of node \S+ )?finished")),
 ]
+
+
+def split_brain_problems(commits, fault_at, latest_history):
+    """Split brain seen in the commits after the fault (dicts with t, step, generation, node, in
+    any order) and in `latest` ((t, step) in time order): a generation older than one that
+    already committed commits again; one generation commits from two nodes; `latest` moves back."""
+    problems = []
+    newest = None
+    nodes_of = {}
+    for c in sorted((c for c in commits if c["t"] >= fault_at), key=lambda c: c["t"]):
+        g = c["generation"]
+        if g is None:
+            continue
+        if newest is not None and g < newest:
+            problems.append(f"split brain: step {c['step']} committed by generation {g} at {c['t']:.2f} s, "
+                            f"after generation {newest} had committed")
+        newest = g if newest is None else max(newest, g)
+        if c["node"] is not None:
+            nodes_of.setdefault(g, set()).add(c["node"])
+    for g, ns in sorted(nodes_of.items()):
+        if len(ns) > 1:
+            problems.append(f"split brain: generation {g} committed checkpoints from nodes {sorted(ns)}")
+    for (_t1, s1), (t2, s2) in zip(latest_history, latest_history[1:]):
+        if s2 < s1:
+            problems.append(f"`latest` moved back from step {s1} to step {s2} at {t2:.2f} s")
+    return problems
+
+
+def self_check():
+    """The split-brain judge on made-up histories: it must flag each kind of split brain and
+    pass a clean one (no root, no lab: ctest netns.split_brain_judge)."""
+    def c(t, step, g, node):
+        return {"t": t, "step": step, "generation": g, "node": node}
+    clean = [c(1, 200, 0, 0), c(9, 400, 1, 0), c(12, 600, 1, 0), c(30, 800, 2, 0)]
+    cases = {
+        "clean history": (clean, [(1, 200), (9, 400), (12, 600), (30, 800)], 0),
+        "stale generation commits after a newer one": (
+            [c(9, 400, 1, 0), c(10, 400, 0, 1), c(12, 600, 1, 0)], [(9, 400), (12, 600)], 1),
+        "one generation number from two nodes (two partitions each re-formed)": (
+            [c(9, 400, 1, 0), c(10, 400, 1, 1)], [(9, 400), (10, 400)], 1),
+        "latest moves back": ([c(9, 400, 1, 0)], [(9, 600), (10, 400)], 1),
+    }
+    failed = 0
+    for name, (commits, latest, want) in cases.items():
+        got = split_brain_problems(commits, 0.5, latest)
+        ok = (len(got) >= 1) == (want >= 1)
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {got or 'no problem'}")
+    print("RESULT: split-brain judge " + ("FAILED" if failed else "passed"))
+    return 1 if failed else 0
 
 
 class LogWatch:
@@ -193,6 +245,11 @@ class Scenario:
         self.events = []         # (t, node, name, gen, message)
         self.generations = {}    # gen -> {"world": w, "nodes": set, "resume": step or 0, "t": first seen}
         self.summarized = False
+        self.node0_exit = None
+        self.notes = []
+        # With --nnodes 1:2 the job needs node 0 only: node 1, cut off, may give up (how it ends
+        # is reported, not judged; splitting the brain is judged).
+        self.minority_may_fail = self.cfg["nnodes"].startswith("1:")
         self.healed_at = None
 
     # --- the job and its replays --------------------------------------------------------------
@@ -377,9 +434,13 @@ class Scenario:
                     self.story.say(f"node {n.index} agent exited {n.code}")
             if all(n.code is not None for n in nodes):
                 break
-            if nodes[0].code is not None and cfg["nnodes"].startswith("1:") and nodes[1].code is None \
-                    and t > (self.fault_end or t) + 60:
-                self.problems.append("node 1's agent did not exit within 60 s of node 0's")
+            if nodes[0].code is not None and self.node0_exit is None:
+                self.node0_exit = t
+            if self.minority_may_fail and nodes[1].code is None and self.node0_exit is not None \
+                    and t > self.node0_exit + MINORITY_GRACE_S:
+                self.notes.append(f"node 1's agent was still running {MINORITY_GRACE_S} s after node 0's had "
+                                  "finished the job; killed")
+                self.story.say(f"node 1's agent still running {MINORITY_GRACE_S} s after the job finished: killed")
                 break
             if t > guard:
                 self.problems.append(f"the job did not end within {guard} s (hung?)")
@@ -428,29 +489,8 @@ class Scenario:
     # --- the verdict ---------------------------------------------------------------------------
 
     def check_split_brain(self):
-        """After the fault, commits in the order seen: a generation older than one that already
-        committed never commits again, and no generation commits from two nodes."""
-        if self.fault_at is None:
-            return
-        after = [c for c in self.commits if c["t"] >= self.fault_at]
-        newest = None
-        nodes_of = {}
-        for c in sorted(after, key=lambda c: c["t"]):
-            g = c["generation"]
-            if g is None:
-                continue
-            if newest is not None and g < newest:
-                self.problems.append(f"split brain: step {c['step']} committed by generation {g} at {c['t']:.2f} s, "
-                                     f"after generation {newest} had committed")
-            newest = g if newest is None else max(newest, g)
-            if c["node"] is not None:
-                nodes_of.setdefault(g, set()).add(c["node"])
-        for g, ns in nodes_of.items():
-            if len(ns) > 1:
-                self.problems.append(f"split brain: generation {g} committed checkpoints from nodes {sorted(ns)}")
-        for (t1, s1), (t2, s2) in zip(self.latest_history, self.latest_history[1:]):
-            if s2 < s1:
-                self.problems.append(f"`latest` moved back from step {s1} to step {s2} at {t2:.2f} s")
+        if self.fault_at is not None:
+            self.problems += split_brain_problems(self.commits, self.fault_at, self.latest_history)
 
     def segments(self):
         """The generations that trained, in order: (generation, world size, resumed-from step)."""
@@ -550,7 +590,10 @@ class Scenario:
     def verify(self, nodes):
         cfg = self.cfg
         codes = [n.code for n in nodes]
-        if codes != [0, 0]:
+        if self.minority_may_fail:
+            if codes[0] != 0:
+                self.problems.append(f"node 0's agent exited {codes[0]}, expected 0 (node 1: {codes[1]})")
+        elif codes != [0, 0]:
             self.problems.append(f"agent exit codes {codes}, expected [0, 0]")
         restarts = [(read_json(os.path.join(self.out, f"run-node{i}", "agent.json")) or {}).get("restarts")
                     for i in range(2)]
@@ -567,7 +610,7 @@ class Scenario:
                                      "rendezvous service' line after it)")
             rejoined = [e for e in self.events if e[1] == 1 and e[2] == "formed" and e[3] >= 1
                         and e[0] >= self.fault_at]
-            if not rejoined:
+            if not rejoined and not self.minority_may_fail:
                 self.problems.append("node 1 never joined a later generation after the fault")
         self.check_split_brain()
         self.verify_bit_identical()
@@ -604,6 +647,11 @@ class Scenario:
         print(f"   commits after the fault: " + (", ".join(
             f"{c['step']}(g{c['generation']},n{c['node']})" for c in after) or "none"))
         print(f"   logs: {nodes[0].log_path}, {nodes[1].log_path}")
+        ck = os.path.join(self.train, "checkpoints")
+        pending = sorted(d for d in os.listdir(ck) if d.startswith(".")) if os.path.isdir(ck) else []
+        if pending:
+            print("   uncommitted: " + ", ".join(f"{d} ({', '.join(sorted(os.listdir(os.path.join(ck, d)))) or 'empty'})"
+                                                for d in pending if os.path.isdir(os.path.join(ck, d))))
         if self.problems:
             for n in nodes:
                 print(f"\n--- tail of {n.log_path} ---\n{tail(n.log_path)}")
@@ -612,16 +660,23 @@ class Scenario:
                 print(f"PROBLEM: {p}")
             print(f"RESULT: netns.{self.name} FAILED")
         else:
+            for n in self.notes:
+                print(f"NOTE: {n}")
             print(f"RESULT: netns.{self.name} passed")
 
 
 def main(argv):
     p = argparse.ArgumentParser(prog="netns_test.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
-    p.add_argument("--tenax", required=True, help="the tenax binary")
-    p.add_argument("--example", required=True, help="the synthetic_regression binary")
+    p.add_argument("--scenario", choices=sorted(SCENARIOS))
+    p.add_argument("--self-check", action="store_true", help="test the split-brain judge on made-up histories")
+    p.add_argument("--tenax", help="the tenax binary")
+    p.add_argument("--example", help="the synthetic_regression binary")
     p.add_argument("--out", help="output directory (default /tmp/tenax-netns-<scenario>-<pid>; emptied first)")
     args = p.parse_args(argv)
+    if args.self_check:
+        return self_check()
+    if not (args.scenario and args.tenax and args.example):
+        p.error("--scenario, --tenax and --example are required (or --self-check)")
     why = netns_lab.missing_requirements()
     if why:
         for w in why:
