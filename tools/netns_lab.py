@@ -3,12 +3,12 @@
 (tests/netns/; Python 3 standard library only; needs root, `ip` (iproute2), `unshare` and,
 for loss and partitions, `iptables`).
 
-Topology, made and removed by the lab itself (names carry the driver's pid, so parallel runs
-never collide; a run killed before its cleanup is cleaned up by the next one):
+Topology, made and removed by the lab itself (names carry the driver's pid and start time, so
+parallel runs never collide; a run killed before its cleanup is cleaned up by the next one):
 
-    tenax-lab-<pid>-sw     the "switch": a bridge br0 with one port n<i> per node
-    tenax-lab-<pid>-n<i>   node i: lo, and eth0 = 10.77.0.<i+1>/24 (a private range that
-                           exists only inside these namespaces); hostname tenax-lab-<pid>-n<i>
+    tenax-lab-<id>-sw      the "switch": a bridge br0 with one port n<i> per node
+    tenax-lab-<id>-n<i>    node i: lo, and eth0 = 10.77.0.<i+1>/24 (a private range that
+                           exists only inside these namespaces); hostname tenax-lab-<id>-n<i>
                            (a UTS namespace per agent), resolvable from every node through
                            /etc/netns/<ns>/hosts, which `ip netns exec` binds over /etc/hosts
 
@@ -163,14 +163,19 @@ def list_lab_namespaces():
         return []
 
 
-def pid_alive(pid):
+def start_time(pid):
+    """The start time of process `pid` (clock ticks after boot), or None if it is gone: with the
+    pid it names one process for good, where a pid alone may be reused."""
     try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return int(stat[stat.rfind(")") + 2:].split()[19])
+
+
+def driver_alive(pid, started):
+    return start_time(pid) == started
 
 
 def remove_namespaces(names):
@@ -187,9 +192,10 @@ def remove_namespaces(names):
 def cleanup_stale(log=print):
     """Removes the namespaces (and /etc/netns entries) of earlier labs whose driver is gone."""
     stale = {}
+    tag = re.compile(re.escape(PREFIX) + r"(\d+)-(\d+)-")
     for n in list_lab_namespaces():
-        m = re.match(re.escape(PREFIX) + r"(\d+)-", n)
-        if m and not pid_alive(int(m.group(1))):
+        m = tag.match(n)
+        if m and not driver_alive(int(m.group(1)), int(m.group(2))):
             stale.setdefault(int(m.group(1)), []).append(n)
     for pid, names in sorted(stale.items()):
         log(f"netns_lab: removing {len(names)} stale namespace(s) of a lab whose driver (pid {pid}) is gone: "
@@ -197,8 +203,8 @@ def cleanup_stale(log=print):
         remove_namespaces(names)
     if os.path.isdir(ETC_NETNS):
         for n in os.listdir(ETC_NETNS):
-            m = re.match(re.escape(PREFIX) + r"(\d+)-", n)
-            if m and not pid_alive(int(m.group(1))) and n not in list_lab_namespaces():
+            m = tag.match(n)
+            if m and not driver_alive(int(m.group(1)), int(m.group(2))) and n not in list_lab_namespaces():
                 remove_namespaces([n])
     return sum(len(v) for v in stale.values())
 
@@ -212,7 +218,8 @@ class Lab:
     def __init__(self, nodes, delays_ms=None, log=print):
         """`delays_ms`: {node: (egress ms, ingress ms)} for the nodes whose link is a delay line."""
         self.n = nodes
-        self.tag = f"{PREFIX}{os.getpid()}"
+        # The driver's pid and start time: unique, and a later run can tell whether it still runs.
+        self.tag = f"{PREFIX}{os.getpid()}-{start_time(os.getpid())}"
         self.switch = f"{self.tag}-sw"
         self.delays_ms = dict(delays_ms or {})
         self.log = log

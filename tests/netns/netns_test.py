@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Real network faults between two `tenax run` agents, each in its own network namespace with
 its own address and hostname (tools/netns_lab.py builds the namespaces, a bridge and the links,
-and removes them at the end). One scenario per run (ctest: netns.delay, netns.loss,
-netns.cut_link, netns.partition; README.md beside this file):
+and removes them at the end). One scenario per run (ctest: netns.<scenario>; README.md beside
+this file):
 
-  delay      --nnodes 2:2; every frame on node 1's link held 200 ms each way, the whole run
-  loss       --nnodes 2:2; 10 % of the packets in and out of node 1 dropped, the whole run
-  cut_link   --nnodes 2:2; node 1's switch port down for 10 s mid-run, then up again: the loss
-             is detected, node 1 re-joins a later generation, both agents exit 0
-  partition  --nnodes 1:2; node 0 (the rendezvous host) and node 1 cannot reach each other for
-             30 s mid-run (each still reaches the shared file system); no split brain
+  delay        --nnodes 2:2; frames leaving node 1 held 200 ms (netem's `delay 200ms` on its
+               interface; this kernel has no netem: a userspace delay line), the whole run
+  rtt400       the same, 200 ms in both directions (a 400 ms round trip)
+  loss         --nnodes 2:2; 10 % of the packets in and out of node 1 dropped, the whole run
+  cut_link     --nnodes 2:2; node 1's switch port down for 10 s mid-run, then up again: the
+               loss is detected, node 1 re-joins a later generation, both agents exit 0
+  cut_control  like cut_link, but only node 1's TCP traffic with the rendezvous port is cut:
+               the workers still reach each other
+  partition    --nnodes 1:2; node 0 (the rendezvous host) and node 1 cannot reach each other
+               for 20 s mid-run (each still reaches the shared file system); no split brain
 
 Every scenario ends with: the job finished (node 0's agent exits 0; both for the 2:2 ones),
 and the final model equals, bit for bit, an uninterrupted run with the same world size per
@@ -52,7 +56,7 @@ SCENARIOS = {
     # step-boundary vote): ~0.7 s a step, so a short run.
     "delay": dict(nnodes="2:2", max_steps=30, save_steps=10, delay_ms={1: (200, 0)}, guard=150),
     # The same 200 ms on node 1's link in both directions (a 400 ms round trip).
-    "delay_rtt400": dict(nnodes="2:2", max_steps=30, save_steps=10, delay_ms={1: (200, 200)}, guard=150),
+    "rtt400": dict(nnodes="2:2", max_steps=30, save_steps=10, delay_ms={1: (200, 200)}, guard=150),
     "loss": dict(nnodes="2:2", max_steps=600, save_steps=100, loss={1: 0.10}, guard=150),
     "cut_link": dict(nnodes="2:2", max_steps=1500, save_steps=100, fault="cut", fault_s=10, guard=150),
     "cut_control": dict(nnodes="2:2", max_steps=1500, save_steps=100, fault="cut_control", fault_s=10, guard=150),
@@ -243,7 +247,7 @@ class Scenario:
         self.fault_at = None
         self.fault_end = None
         self.events = []         # (t, node, name, gen, message)
-        self.generations = {}    # gen -> {"world": w, "nodes": set, "resume": step or 0, "t": first seen}
+        self.generations = {}    # gen -> {"world": w, "nodes": set, "resume": step (None: restored nothing), "t"}
         self.summarized = False
         self.node0_exit = None
         self.notes = []
@@ -311,14 +315,16 @@ class Scenario:
                     continue
                 if who.startswith("worker") and "rank " in msg and " of " in msg and "generation" in msg:
                     wm = re.match(r"rank \d+ of (\d+)", msg)
-                    g = self.generations.setdefault(gen, {"world": None, "nodes": set(), "resume": 0, "t": t})
+                    g = self.generations.setdefault(gen, {"world": None, "nodes": set(), "resume": None, "t": t})
                     g["nodes"].add(node.index)
                     if wm:
                         g["world"] = int(wm.group(1))
+                # Where the generation's training began: a generation whose workers were stopped
+                # before they restored anything trained nothing.
                 rm = re.search(r"resumed from \S+ at step (\d+)", msg)
-                if rm:
-                    self.generations.setdefault(gen, {"world": None, "nodes": set(), "resume": 0, "t": t})
-                    self.generations[gen]["resume"] = int(rm.group(1))
+                if rm or "starting from scratch" in msg:
+                    self.generations.setdefault(gen, {"world": None, "nodes": set(), "resume": None, "t": t})
+                    self.generations[gen]["resume"] = int(rm.group(1)) if rm else 0
                 for name, rx in EVENTS:
                     if name == "error":
                         if level == "error":
@@ -497,7 +503,7 @@ class Scenario:
         out = []
         for g in sorted(self.generations):
             info = self.generations[g]
-            if info["world"]:
+            if info["world"] and info["resume"] is not None:
                 out.append((g, info["world"], info["resume"]))
         return out
 
@@ -636,7 +642,7 @@ class Scenario:
                 print(f"   generation re-formed at {t:.2f} s (+{t - self.fault_at:.2f} s), node {node}: {msg[:150]}")
         for n in nodes:
             s = read_json(os.path.join(self.out, f"run-node{n.index}", "agent.json")) or {}
-            print(f"   node {n.index}: exit {n.code}; agent.json outcome {s.get('outcome')!r}, "
+            print(f"   node {n.index}: exit {n.code if n.code is not None else '- (killed by the test)'}; agent.json outcome {s.get('outcome')!r}, "
                   f"{s.get('restarts')} restart(s)")
         ends = [t for t, text in self.story.lines if "agent exited" in text]
         if ends:
