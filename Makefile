@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build test demo bench bench-finetune bench-recovery chaos asan tsan fuzz clean
+.PHONY: all deps assets configure build test test-netns demo bench bench-finetune bench-recovery chaos asan tsan fuzz clean
 
 all: build
 
@@ -27,6 +27,11 @@ build: configure assets
 
 test: build
 	ctest --test-dir $(BUILD) -j $(CTEST_JOBS) --output-on-failure --timeout 900
+
+# Only the network-fault tests (root: they build network namespaces; tests/netns/README.md).
+# `make test` runs them too. One scenario: ctest --test-dir build -R netns.cut_link -V
+test-netns: build
+	ctest --test-dir $(BUILD) -L netns --output-on-failure --timeout 900
 
 demo: build
 	@bash tools/demo.sh $(BUILD)
