@@ -58,8 +58,10 @@ SCENARIOS = {
     # The same 200 ms on node 1's link in both directions (a 400 ms round trip).
     "rtt400": dict(nnodes="2:2", max_steps=30, save_steps=10, delay_ms={1: (200, 200)}, guard=150),
     "loss": dict(nnodes="2:2", max_steps=600, save_steps=100, loss={1: 0.10}, guard=150),
-    "cut_link": dict(nnodes="2:2", max_steps=1500, save_steps=100, fault="cut", fault_s=10, guard=150),
-    "cut_control": dict(nnodes="2:2", max_steps=1500, save_steps=100, fault="cut_control", fault_s=10, guard=150),
+    # 6000 steps (~17 s on a quiet machine) keep both nodes training past the 5 s detection of a
+    # fault injected after the first save: with 1500 a quiet machine finished first.
+    "cut_link": dict(nnodes="2:2", max_steps=6000, save_steps=200, fault="cut", fault_s=10, guard=200),
+    "cut_control": dict(nnodes="2:2", max_steps=6000, save_steps=200, fault="cut_control", fault_s=10, guard=200),
     # 20 s: four heartbeat expiries; node 0 re-forms alone about 13 s in and trains on; node 1,
     # cut off from the rendezvous host, has 20 s to do something wrong (train and commit on
     # its own). 8000 steps keep node 0 training past the partition on a quiet machine.
