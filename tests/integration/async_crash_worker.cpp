@@ -6,14 +6,19 @@
 //
 //   worker.rank <rank>          once the WorkerContext is known (the test maps pid → rank)
 //   worker.train.begin <step>   the step it resumed at (0: from scratch)
+//   worker.model.step-<S> <d>   rank 0, after step S: the XXH3-64 of the parameters' bytes
+//                               (name order, as "model/<name>" in a checkpoint); the test
+//                               checks that the checkpoint of step S holds exactly these
 //   worker.done <step>          train() returned
 //
 //   async_crash_worker --output-dir DIR --max-steps N [--width W]
 #include <iostream>
+#include <map>
 #include <string>
 
 #include <torch/torch.h>
 
+#include "tenax/core/checksum.h"
 #include "tenax/core/env.h"
 #include "tenax/core/error.h"
 #include "tenax/core/exit_codes.h"
@@ -76,6 +81,25 @@ class TraceTrainBegin final : public tenax::sdk::TrainerCallback {
   }
 };
 
+/// The state a checkpoint of this step must hold: its save comes right after on_step_end.
+class TraceModelDigest final : public tenax::sdk::TrainerCallback {
+ public:
+  explicit TraceModelDigest(std::shared_ptr<tenax::sdk::Model> model) : model_(std::move(model)) {}
+  void on_step_end(const tenax::sdk::TrainingArguments&, tenax::sdk::TrainerState& state,
+                   tenax::sdk::TrainerControl&) override {
+    if (state.rank != 0) return;
+    std::map<std::string, torch::Tensor> by_name;
+    for (const auto& p : model_->named_parameters()) by_name.emplace(p.key(), p.value().detach().contiguous());
+    tenax::Xxh3 digest;
+    for (const auto& [name, t] : by_name) digest.update(t.data_ptr(), static_cast<std::size_t>(t.nbytes()));
+    const std::string event = "worker.model.step-" + std::to_string(state.global_step);
+    tenax::trace_point(event.c_str(), static_cast<std::int64_t>(digest.digest()));
+  }
+
+ private:
+  std::shared_ptr<tenax::sdk::Model> model_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,10 +117,14 @@ int main(int argc, char** argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
       const std::string flag = argv[i];
       const std::string value = argv[i + 1];
-      if (flag == "--output-dir") args.output_dir = value;
-      else if (flag == "--max-steps") args.max_steps = tenax::env::parse_int(value, flag);
-      else if (flag == "--width") width = tenax::env::parse_int(value, flag);
-      else throw tenax::ConfigError("unknown flag " + flag);
+      if (flag == "--output-dir")
+        args.output_dir = value;
+      else if (flag == "--max-steps")
+        args.max_steps = tenax::env::parse_int(value, flag);
+      else if (flag == "--width")
+        width = tenax::env::parse_int(value, flag);
+      else
+        throw tenax::ConfigError("unknown flag " + flag);
     }
     if (argc % 2 != 1) throw tenax::ConfigError("flags come in pairs: --output-dir DIR --max-steps N [--width W]");
     torch::set_num_threads(1);  // fixed arithmetic (bit-exact resume) and 2 ranks on 2 cores
@@ -108,6 +136,7 @@ int main(int argc, char** argv) {
     auto model = std::make_shared<WideMlp>(width);
     tenax::sdk::Trainer trainer(model, args, std::make_shared<Regression>(2048), context);
     trainer.add_callback(std::make_shared<TraceTrainBegin>());
+    trainer.add_callback(std::make_shared<TraceModelDigest>(model));
     const tenax::sdk::TrainOutput out = trainer.train();
     tenax::trace_point("worker.done", out.global_step);
     context.finalize();

@@ -17,9 +17,11 @@
 //
 // After every kill, with every process of the job gone: `latest`, if present, names a
 // committed checkpoint that verifies (also with `tenax ckpt verify`); every committed
-// checkpoint verifies; no visible step directory lacks its manifest; the newest committed step
-// never goes back. The next job must resume from exactly the newest committed step, and the
-// last one runs to the end: its final parameters equal, bit for bit, the reference run's.
+// checkpoint verifies and holds exactly the parameters the reference run had after its step
+// (a digest the worker traces each step: a snapshot torn by the next optimizer step shows);
+// no visible step directory lacks its manifest; the newest committed step never goes back.
+// The next job must resume from exactly the newest committed step, and the last one runs to
+// the end: its final parameters equal, bit for bit, the reference run's.
 //
 // TENAX_TEST_SEED=<n> replays a seed (the test prints its seed first); TENAX_TEST_KILLS=<n>
 // plans n kills instead of 50 (a quick look; the per-phase minimum still applies).
@@ -50,6 +52,7 @@
 
 #include "support/agent_process.h"
 #include "support/model_checkpoints.h"
+#include "tenax/core/checksum.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
@@ -179,8 +182,8 @@ class TraceFollower {
 // result (→ save.result).
 enum Phase { kSnapshot, kWrite, kCommit, kLatest, kRetention, kNoSave, kPhaseCount };
 constexpr int kSavePhases = kNoSave;
-const char* const kPhaseNames[] = {"snapshot",          "shard write",        "commit", "latest update",
-                                   "retention + result", "no save in progress"};
+const char* const kPhaseNames[] = {"snapshot",      "shard write",        "commit",
+                                   "latest update", "retention + result", "no save in progress"};
 
 enum Victim { kRank0, kRank1, kBothWorkers, kWholeGroup, kVictimCount };
 const char* const kVictimNames[] = {"rank 0", "rank 1", "both workers", "whole group"};
@@ -223,11 +226,16 @@ Phase phase_hit(const TraceFollower& trace, Victim victim, std::int64_t t_ns) {
 // The event that opens `phase` on `rank` (commit and `latest`: rank 0's), and the one that ends it.
 std::pair<std::string, std::string> phase_bounds(Phase phase, int rank) {
   switch (phase) {
-    case kSnapshot: return {"save.begin", "save.copied"};
-    case kWrite: return {"save.copied", rank == 0 ? "save.reports.in" : "save.reported"};
-    case kCommit: return {"save.reports.in", "save.renamed"};
-    case kLatest: return {"save.renamed", "save.latest.written"};
-    default: return {"save.latest.written", "save.result"};
+    case kSnapshot:
+      return {"save.begin", "save.copied"};
+    case kWrite:
+      return {"save.copied", rank == 0 ? "save.reports.in" : "save.reported"};
+    case kCommit:
+      return {"save.reports.in", "save.renamed"};
+    case kLatest:
+      return {"save.renamed", "save.latest.written"};
+    default:
+      return {"save.latest.written", "save.result"};
   }
 }
 
@@ -285,9 +293,36 @@ std::string trim(std::string s) {
   return s;
 }
 
+// Step → XXH3-64 of the parameters after that step in the uninterrupted run (worker.model.step-*).
+using Digests = std::map<std::int64_t, std::uint64_t>;
+
+Digests model_digests(const TraceFollower& trace) {
+  Digests out;
+  const std::string prefix = "worker.model.step-";
+  for (const Event& e : trace.events()) {
+    if (e.name.rfind(prefix, 0) == 0)
+      out[std::stoll(e.name.substr(prefix.size()))] = static_cast<std::uint64_t>(e.value);
+  }
+  return out;
+}
+
+// The same digest of a checkpoint's "model/" tensors (the manifest's index is in name order).
+std::optional<std::uint64_t> model_digest(const tenax::storage::CheckpointReader& reader) {
+  tenax::Xxh3 digest;
+  for (const auto& [name, entry] : reader.manifest().tensors) {
+    if (name.rfind("model/", 0) != 0) continue;
+    auto t = reader.read(name);
+    if (!t.is_ok()) return std::nullopt;
+    digest.update(t.value().bytes.data(), t.value().bytes.size());
+  }
+  return digest.digest();
+}
+
 // Checks every invariant of a quiescent checkpoint directory; returns the newest committed step
-// (-1: none).
-std::int64_t check_invariants(const fs::path& root, const std::string& when) {
+// (-1: none). Each committed checkpoint must verify and hold exactly the parameters the
+// uninterrupted run had after its step (`reference`): an async snapshot torn by the next
+// optimizer step, or a resume from a wrong state, would differ.
+std::int64_t check_invariants(const fs::path& root, const Digests& reference, const std::string& when) {
   tenax::storage::CheckpointDirectory dir(root);
   const std::vector<std::int64_t> committed = dir.committed_steps();
   for (std::int64_t step : committed) {
@@ -296,6 +331,12 @@ std::int64_t check_invariants(const fs::path& root, const std::string& when) {
     if (!reader.is_ok()) continue;
     const auto status = reader.value().verify_all();
     EXPECT_TRUE(status.is_ok()) << when << ": committed step " << step << " is damaged: " << status.to_string();
+    const auto expected = reference.find(step);
+    EXPECT_TRUE(expected != reference.end()) << when << ": the reference run traced no parameters for step " << step;
+    if (expected != reference.end()) {
+      EXPECT_EQ(model_digest(reader.value()), expected->second)
+          << when << ": committed step " << step << " does not hold the parameters of step " << step;
+    }
   }
   if (fs::exists(root / tenax::storage::kLatestFile)) {
     const std::string named = trim(tenax::testing::read_text(root / tenax::storage::kLatestFile));
@@ -305,7 +346,8 @@ std::int64_t check_invariants(const fs::path& root, const std::string& when) {
       EXPECT_TRUE(std::binary_search(committed.begin(), committed.end(), *step))
           << when << ": `latest` names " << named << ", which is not a committed checkpoint";
       // The CLI a user would run, on what `latest` names.
-      const std::string cmd = std::string(TENAX_BINARY) + " ckpt verify '" + (root / named).string() + "' > /dev/null 2>&1";
+      const std::string cmd =
+          std::string(TENAX_BINARY) + " ckpt verify '" + (root / named).string() + "' > /dev/null 2>&1";
       EXPECT_EQ(std::system(cmd.c_str()), 0) << when << ": tenax ckpt verify " << (root / named);
     }
   }
@@ -363,6 +405,7 @@ TEST(IntegrationAsyncSaveCrash, SigkillOfWorkerProcessesInEveryPhaseOfTheDefault
 
   // 1. The reference: uninterrupted, traced; it also measures each phase here.
   PhaseTiming timing;
+  Digests reference;
   {
     auto job = start_job(paths.train("reference"), paths.base / "reference" / "job");
     const auto code = job->agent->wait(kJobTimeout);
@@ -370,7 +413,9 @@ TEST(IntegrationAsyncSaveCrash, SigkillOfWorkerProcessesInEveryPhaseOfTheDefault
     ASSERT_EQ(*code, 0) << job->agent->log();
     job->trace->poll_file();
     timing = measure(*job->trace);
+    reference = model_digests(*job->trace);
   }
+  ASSERT_EQ(reference.size(), static_cast<std::size_t>(kMaxSteps)) << "parameter digests of the reference run";
   for (int rank = 0; rank < 2; ++rank) {
     std::printf("rank %d phases (median of %d saves): snapshot %.2f ms, shard write %.2f ms", rank, kMaxSteps,
                 timing.median[rank][kSnapshot] / 1e6, timing.median[rank][kWrite] / 1e6);
@@ -413,8 +458,8 @@ TEST(IntegrationAsyncSaveCrash, SigkillOfWorkerProcessesInEveryPhaseOfTheDefault
       target = static_cast<Phase>(short_of - landed.begin());
       victim = static_cast<Victim>(rng() % kVictimCount);
     }
-    const std::string when = "kill " + std::to_string(kills) + " (" + kVictimNames[victim] + ", aimed at the " +
-                             kPhaseNames[target] + ")";
+    const std::string when =
+        "kill " + std::to_string(kills) + " (" + kVictimNames[victim] + ", aimed at the " + kPhaseNames[target] + ")";
     auto job = start_job(paths.train(name), paths.base / name / ("job-" + std::to_string(i)));
 
     // The job resumes from exactly the newest committed checkpoint, on both ranks.
@@ -422,7 +467,8 @@ TEST(IntegrationAsyncSaveCrash, SigkillOfWorkerProcessesInEveryPhaseOfTheDefault
     ASSERT_TRUE(job->trace->wait_until(
         [&] { return job->trace->first(0, "worker.train.begin") && job->trace->first(1, "worker.train.begin"); },
         deadline))
-        << when << ": the workers did not start training\n" << job->agent->log();
+        << when << ": the workers did not start training\n"
+        << job->agent->log();
     EXPECT_EQ(job->trace->first(0, "worker.train.begin")->value, std::max<std::int64_t>(newest, 0)) << when;
     EXPECT_EQ(job->trace->first(1, "worker.train.begin")->value, std::max<std::int64_t>(newest, 0)) << when;
 
@@ -433,11 +479,12 @@ TEST(IntegrationAsyncSaveCrash, SigkillOfWorkerProcessesInEveryPhaseOfTheDefault
     const std::string open = phase_bounds(target, anchor_rank).first;
     const int nth_save = 1 + static_cast<int>(rng() % 2);
     const std::int64_t length = timing.median[static_cast<std::size_t>(anchor_rank)][static_cast<std::size_t>(target)];
-    const std::int64_t offset = static_cast<std::int64_t>(std::uniform_real_distribution<double>(0.0, 1.0)(rng) *
-                                                          static_cast<double>(length));
-    ASSERT_TRUE(job->trace->wait_until([&] { return job->trace->nth(anchor_rank, open, nth_save).has_value(); },
-                                       deadline))
-        << when << ": no '" << open << "' event\n" << job->agent->log();
+    const std::int64_t offset =
+        static_cast<std::int64_t>(std::uniform_real_distribution<double>(0.0, 1.0)(rng) * static_cast<double>(length));
+    ASSERT_TRUE(
+        job->trace->wait_until([&] { return job->trace->nth(anchor_rank, open, nth_save).has_value(); }, deadline))
+        << when << ": no '" << open << "' event\n"
+        << job->agent->log();
     sleep_until_ns(job->trace->nth(anchor_rank, open, nth_save)->ns + offset);
 
     const pid_t rank0 = *job->trace->pid_of(0);
@@ -464,7 +511,7 @@ TEST(IntegrationAsyncSaveCrash, SigkillOfWorkerProcessesInEveryPhaseOfTheDefault
     ++landed_by_victim[victim][hit];
     ++landed_by_aim[target][hit];
 
-    const std::int64_t newest_now = check_invariants(root, when);
+    const std::int64_t newest_now = check_invariants(root, reference, when);
     EXPECT_GE(newest_now, newest) << when << ": the newest committed checkpoint went back";
     newest = newest_now;
     if (::testing::Test::HasFailure()) {
@@ -489,13 +536,14 @@ TEST(IntegrationAsyncSaveCrash, SigkillOfWorkerProcessesInEveryPhaseOfTheDefault
     job->trace->poll_file();
     ASSERT_TRUE(job->trace->first(0, "worker.train.begin").has_value());
     EXPECT_EQ(job->trace->first(0, "worker.train.begin")->value, newest) << "the final run resumed elsewhere";
-    check_invariants(root, "after the final run");
-    tenax::testing::expect_bit_identical_models(paths.checkpoints("reference") / tenax::storage::step_dir_name(kMaxSteps),
-                                                root / tenax::storage::step_dir_name(kMaxSteps));
+    check_invariants(root, reference, "after the final run");
+    tenax::testing::expect_bit_identical_models(
+        paths.checkpoints("reference") / tenax::storage::step_dir_name(kMaxSteps),
+        root / tenax::storage::step_dir_name(kMaxSteps));
   }
 
-  std::printf("%d kills; resumed from step %lld at the end; %d files left by them in %s; where they landed:\n",
-              kills, static_cast<long long>(newest), leftover_files, root.c_str());
+  std::printf("%d kills; resumed from step %lld at the end; %d files left by them in %s; where they landed:\n", kills,
+              static_cast<long long>(newest), leftover_files, root.c_str());
   for (int p = 0; p < kPhaseCount; ++p) {
     std::printf("  %-19s %3d  (", kPhaseNames[p], landed[p]);
     for (int v = 0; v < kVictimCount; ++v) {
