@@ -68,6 +68,7 @@ constexpr int kMaxSteps = 110;
 constexpr int kPlannedKills = 50;
 constexpr int kMaxExtraKills = 30;
 constexpr int kMinPerPhase = 6;
+constexpr int kMinRank0PerPhase = 2;   // of which kills that took rank 0, the manifest writer, down
 constexpr const char* kWidth = "768";  // 0.6 M parameters: ~7 MiB of model + AdamW state per save
 constexpr auto kJobTimeout = std::chrono::seconds(120);
 
@@ -443,6 +444,9 @@ TEST(IntegrationAsyncSaveCrash, SigkillOfWorkerProcessesInEveryPhaseOfTheDefault
   std::array<int, kPhaseCount> landed{};
   std::array<std::array<int, kPhaseCount>, kSavePhases> landed_by_aim{};
   std::array<std::array<int, kPhaseCount>, kVictimCount> landed_by_victim{};
+  auto rank0_landed = [&](int p) {
+    return landed_by_victim[kRank0][p] + landed_by_victim[kBothWorkers][p] + landed_by_victim[kWholeGroup][p];
+  };
   std::int64_t newest = -1;
   int kills = 0;
   for (std::size_t i = 0; i < plan.size() + kMaxExtraKills && newest + 3 < kMaxSteps; ++i) {
@@ -451,12 +455,14 @@ TEST(IntegrationAsyncSaveCrash, SigkillOfWorkerProcessesInEveryPhaseOfTheDefault
     if (i < plan.size()) {
       std::tie(target, victim) = plan[i];
     } else {
-      // Extra kills only for a phase still short of its minimum.
-      auto short_of =
-          std::find_if(landed.begin(), landed.begin() + kSavePhases, [](int n) { return n < kMinPerPhase; });
-      if (short_of == landed.begin() + kSavePhases) break;
-      target = static_cast<Phase>(short_of - landed.begin());
-      victim = static_cast<Victim>(rng() % kVictimCount);
+      // Extra kills only for a phase still short of its minimum (with rank 0 among the victims
+      // when it is the rank 0 kills it lacks).
+      int p = 0;
+      while (p < kSavePhases && landed[p] >= kMinPerPhase && rank0_landed(p) >= kMinRank0PerPhase) ++p;
+      if (p == kSavePhases) break;
+      target = static_cast<Phase>(p);
+      const Victim with_rank0[] = {kRank0, kBothWorkers, kWholeGroup};
+      victim = rank0_landed(p) < kMinRank0PerPhase ? with_rank0[rng() % 3] : static_cast<Victim>(rng() % kVictimCount);
     }
     const std::string when =
         "kill " + std::to_string(kills) + " (" + kVictimNames[victim] + ", aimed at the " + kPhaseNames[target] + ")";
@@ -565,6 +571,7 @@ TEST(IntegrationAsyncSaveCrash, SigkillOfWorkerProcessesInEveryPhaseOfTheDefault
               std::chrono::duration<double>(std::chrono::steady_clock::now() - test_start).count());
   for (int p = 0; p < kSavePhases; ++p) {
     EXPECT_GE(landed[p], kMinPerPhase) << "too few kills landed in the " << kPhaseNames[p];
+    EXPECT_GE(rank0_landed(p), kMinRank0PerPhase) << "too few kills of rank 0 landed in the " << kPhaseNames[p];
   }
   fs::remove_all(paths.base);
 }
