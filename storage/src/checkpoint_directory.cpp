@@ -6,6 +6,7 @@
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
+#include "tenax/core/trace_point.h"
 #include "tenax/storage/layout.h"
 
 namespace tenax::storage {
@@ -93,6 +94,7 @@ Status CheckpointDirectory::commit(const fs::path& tmp_dir, const Manifest& mani
     // 1. The manifest, durable inside the tmp dir (atomic_write fsyncs file and directory).
     files::atomic_write(tmp_dir / kManifestFile, manifest_to_string(manifest));
     files::fsync_dir(tmp_dir);
+    trace_point("save.manifest.written", manifest.step);
 
     // 2. A directory cannot be renamed over a non-empty one: an earlier save of this step
     //    (by an older generation) is moved aside first and deleted once the new one is in place.
@@ -106,9 +108,11 @@ Status CheckpointDirectory::commit(const fs::path& tmp_dir, const Manifest& mani
 
     // 3. The commit point: rename + fsync of the root.
     files::durable_rename(tmp_dir, target);
+    trace_point("save.renamed", manifest.step);
 
     // 4. `latest`, atomically (tmp + fsync + rename + fsync root).
     files::atomic_write(root_ / kLatestFile, step_dir_name(manifest.step));
+    trace_point("save.latest.written", manifest.step);
 
     if (!aside.empty()) remove_tree(aside);
   } catch (const StorageError& e) {
