@@ -188,6 +188,32 @@ std::vector<std::int64_t> CheckpointDirectory::prune(const RetentionPolicy& poli
 }
 
 void CheckpointDirectory::remove_uncommitted() const {
+  // A re-save of a step moves the committed one aside (".old-step-N-gG") before renaming the
+  // new one in: a process killed between the two renames left no step-N, and `latest` may name
+  // it. The aside copy is still a whole committed checkpoint: put it back before anything is
+  // deleted (the new save never reached its commit point). Without this the recovery deleted
+  // both copies, and with save_total_limit 1 every checkpoint of the job was gone.
+  for (const fs::path& dir : list_dirs(root_)) {
+    const std::string name = dir.filename().string();
+    if (!starts_with(name, ".old-step-") || !has_manifest(dir)) continue;
+    const auto dash = name.find("-g", 5);
+    const auto step = parse_step_dir_name(name.substr(5, dash == std::string::npos ? std::string::npos : dash - 5));
+    if (!step || fs::exists(step_dir(*step))) continue;
+    logger("tenax.storage")
+        ->warn("restoring {} as {}: a re-save of that step was cut off between setting the committed one aside "
+               "and committing its own",
+               dir.string(), step_dir(*step).string());
+    files::durable_rename(dir, step_dir(*step));
+  }
+  // atomic_write's temporaries of `latest` ("latest.tmp.<pid>") left by a killed writer.
+  std::error_code ec;
+  for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (starts_with(name, (std::string(kLatestFile) + ".tmp.").c_str()) && it->is_regular_file(ec)) {
+      std::error_code removed;
+      fs::remove(it->path(), removed);
+    }
+  }
   for (const fs::path& dir : uncommitted_dirs()) {
     logger("tenax.storage")->info("removing uncommitted checkpoint directory {}", dir.string());
     remove_tree(dir);
