@@ -761,7 +761,7 @@ def parse_args(argv):
     p.add_argument("--out", help="output directory (default /tmp/tenax-chaos-<pid>)")
     p.add_argument("--seed", type=int, help="RNG seed (default: time-based; always printed)")
     p.add_argument("--injections", type=int, default=20, help="faults to inject (default 20)")
-    p.add_argument("--kinds", "--faults", dest="kinds", default=",".join(DEFAULT_KINDS),
+    p.add_argument("--kinds", "--faults", dest="kinds", default=None,
                    help="comma-separated fault kinds among " + ",".join(FAULTS) + " (default all; "
                    "a kind given twice is drawn twice as often)")
     p.add_argument("--net", choices=("auto", "netns", "loopback"), default="auto",
@@ -792,10 +792,17 @@ def parse_args(argv):
                    help="reuse the train/ directory of an earlier reference run (same --max-steps "
                    "and --save-steps) instead of running one")
     a = p.parse_args(argv)
-    a.kinds = [f.strip() for f in a.kinds.split(",") if f.strip()]
+    defaulted = a.kinds is None
+    a.kinds = list(DEFAULT_KINDS) if defaulted else [f.strip() for f in a.kinds.split(",") if f.strip()]
     bad = [f for f in a.kinds if f not in FAULTS]
     if bad or not a.kinds:
         fail_usage(f"--kinds: unknown {','.join(bad) or '(none given)'}; choose from {','.join(FAULTS)}")
+    if defaulted and a.net in ("auto", "loopback") and (a.net == "loopback" or NetLab.missing_tools()):
+        # The default kinds on a machine without network namespaces (not root): every kind but
+        # partition, said loudly; an explicit --kinds partition is an error below instead.
+        why = "--net loopback" if a.net == "loopback" else NetLab.missing_tools()
+        a.kinds.remove("partition")
+        print(f"chaos.py: note: no partition faults ({why})", flush=True)
     if a.net == "auto":
         a.net = "netns" if "partition" in a.kinds else "loopback"
     if "partition" in a.kinds and a.net != "netns":
@@ -866,12 +873,14 @@ def main(argv):
     failure = None
     ref_elapsed = chaos_elapsed = None
 
-    # A SIGTERM (or SIGHUP) ends the driver like a Ctrl-C: through the cleanup below, which
-    # kills the agents and removes the network namespaces (and with them any partition).
+    # A SIGTERM or SIGHUP ends the driver like a Ctrl-C: through the cleanup below, which
+    # kills the agents and removes the network namespaces (and with them any partition). A
+    # signal ignored at start (nohup, a background job of a script) stays ignored.
     def interrupted(signum, _frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupted)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, interrupted)
     try:
         if args.net == "netns":
             lab = NetLab()
