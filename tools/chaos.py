@@ -990,11 +990,12 @@ def main(argv):
     log(f"rendezvous:  hosting claimed {hosted[0]} time(s) by node 0 and {hosted[1]} by node 1; {deposed} host(s) "
         f"deposed; {moved} search(es) for a lost or moved service; last lease term {lease.get('term')} "
         f"(holder {lease.get('holder')}, generation {lease.get('generation')})")
-    log(f"wall time:   reference {ref_elapsed:.1f} s, chaos {chaos_elapsed:.1f} s, "
+    ref_text = "reused" if args.reference_dir else f"{ref_elapsed:.1f} s"
+    log(f"wall time:   reference {ref_text}, chaos {chaos_elapsed:.1f} s, "
         f"total {time.monotonic() - started:.1f} s")
     log(f"reference:   {ref_final}")
     log(f"chaos:       {chaos_final}")
-    log("logs:        " + os.path.join(ref_dir, "agent.log"))
+    log("logs:        " + (os.path.join(ref_dir, "agent.log") if not args.reference_dir else "(reference reused)"))
     for p in all_logs:
         log("             " + p)
     if verdict is not None:
