@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build test demo bench bench-finetune bench-recovery chaos asan tsan fuzz clean
+.PHONY: all deps assets configure build test test-netns demo bench bench-finetune bench-recovery chaos asan tsan fuzz clean
 
 all: build
 
@@ -27,6 +27,11 @@ build: configure assets
 
 test: build
 	ctest --test-dir $(BUILD) -j $(CTEST_JOBS) --output-on-failure --timeout 900
+
+# Only the network-fault tests (root: they build network namespaces; tests/netns/README.md).
+# `make test` runs them too. One scenario: ctest --test-dir build -R netns.cut_link -V
+test-netns: build
+	ctest --test-dir $(BUILD) -L netns --output-on-failure --timeout 900
 
 demo: build
 	@bash tools/demo.sh $(BUILD)
@@ -49,10 +54,13 @@ bench-recovery: build
 	bash bench/recovery_bench.sh $(BUILD)
 
 # Chaos/soak run of the elastic runtime (tools/chaos.py; not part of `make test`): a reference
-# run, then two `tenax run --nnodes 2:2` agents on this host while a seeded RNG kills workers,
-# SIGSTOPs workers and kills whole nodes (agent and worker, then restarts the agent); the final
-# model must be bit-identical to the reference. A few minutes; the seed is printed. Examples:
-# CHAOS_ARGS="--seed 123" to replay, CHAOS_ARGS="--injections 3" for a short one.
+# run, then two `tenax run --nnodes 2:2` agents on this host while a seeded RNG kills and
+# SIGSTOPs workers, kills whole nodes (then restarts their agent), pauses agents (SIGSTOP
+# 0.5-4 s, then SIGCONT), kills the node holding the rendezvous lease, cuts the two nodes apart
+# for 2-8 s and injects double faults; the final model must be bit-identical to the reference.
+# Partitions run each agent in a network namespace of its own (root; without it the default
+# leaves partitions out). A few minutes; the seed is printed. Examples: CHAOS_ARGS="--seed 123"
+# to replay, CHAOS_ARGS="--injections 3" for a short one, CHAOS_ARGS="--kinds pause-agent,partition".
 CHAOS_ARGS ?=
 chaos: build
 	python3 tools/chaos.py --build $(BUILD) $(CHAOS_ARGS)

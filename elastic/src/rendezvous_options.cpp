@@ -64,6 +64,17 @@ RendezvousOptions& RendezvousOptions::resume_step(std::int64_t value) {
   return *this;
 }
 
+RendezvousOptions& RendezvousOptions::generations_above(std::int64_t value) {
+  if (value < -1) throw ConfigError("rendezvous: generations_above must be >= -1, got " + std::to_string(value));
+  generations_above_ = value;
+  return *this;
+}
+
+RendezvousOptions& RendezvousOptions::claim_generation(std::function<StatusOr<std::int64_t>(std::int64_t)> value) {
+  claim_generation_ = std::move(value);
+  return *this;
+}
+
 RendezvousOptions& RendezvousOptions::keys(JobKeys value) {
   keys_ = std::move(value);
   return *this;
@@ -97,6 +108,11 @@ RendezvousClientOptions& RendezvousClientOptions::reconnect_backoff_max(std::chr
 
 RendezvousClientOptions& RendezvousClientOptions::service_timeout(std::chrono::milliseconds value) {
   service_timeout_ = value;
+  return *this;
+}
+
+RendezvousClientOptions& RendezvousClientOptions::last_generation(std::int64_t value) {
+  last_generation_ = value;
   return *this;
 }
 

@@ -4,11 +4,15 @@
 // connected), used by one thread at a time. Every request carries a fresh request id, and a
 // reply with another id (a late answer to a request that timed out) is dropped. get() and
 // wait() are parked by the service until the keys exist or their timeout passes; the client
-// waits for that answer at most kReplyGrace longer (so that the service's word on which keys
+// waits for that answer at most reply_grace() longer (so that the service's word on which keys
 // are missing is the one reported), and a dead service surfaces as TimeoutError, never a hang.
+// The grace follows the measured round trip: with a fixed 100 ms, every answer over a link with
+// a 400 ms round trip came too late and was dropped, and a checkpoint commit that polls the store
+// in short gets never completed (tests/netns: rtt400).
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <deque>
 #include <iterator>
 #include <optional>
 #include <utility>
@@ -35,8 +39,12 @@ using detail::KvStatus;
 using detail::ReplyHeader;
 using detail::RequestHeader;
 
-// How long past a get/wait timeout the client still waits for the service's own answer.
+// How long past a get/wait timeout the client still waits for the service's own answer, at
+// least; reply_grace() is twice the recent round trip when that is longer, up to kMaxReplyGrace.
 constexpr std::chrono::milliseconds kReplyGrace{100};
+constexpr std::chrono::milliseconds kMaxReplyGrace{10000};
+// Requests remembered for round-trip samples (late answers to abandoned ones included).
+constexpr std::size_t kTrackedRequests = 64;
 
 std::string as_string(const zmq::message_t& m) { return std::string(static_cast<const char*>(m.data()), m.size()); }
 
@@ -94,7 +102,8 @@ class ZmqStoreClient final : public Store {
   }
 
   std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override {
-    auto reply = round_trip({KvOp::kGet, 0, timeout.count()}, {zmq::buffer(key)}, Clock::now() + timeout + kReplyGrace);
+    auto reply = round_trip({KvOp::kGet, 0, timeout.count()}, {zmq::buffer(key)},
+                            Clock::now() + timeout + reply_grace());
     if (!reply) throw TimeoutError(detail::missing_keys_message({key}, timeout, where()));
     if (reply->header.status == KvStatus::kNotFound) {
       throw TimeoutError(detail::missing_keys_message({key}, timeout, where()));
@@ -121,7 +130,7 @@ class ZmqStoreClient final : public Store {
     if (keys.empty()) return;
     std::vector<zmq::const_buffer> args;
     for (const auto& key : keys) args.push_back(zmq::buffer(key));
-    auto reply = round_trip({KvOp::kWait, 0, timeout.count()}, args, Clock::now() + timeout + kReplyGrace);
+    auto reply = round_trip({KvOp::kWait, 0, timeout.count()}, args, Clock::now() + timeout + reply_grace());
     if (!reply) throw TimeoutError(detail::missing_keys_message(keys, timeout, where()));
     if (reply->header.status == KvStatus::kNotFound) {
       std::vector<std::string> missing;
@@ -154,10 +163,31 @@ class ZmqStoreClient final : public Store {
                           std::to_string(static_cast<int>(reply.header.status)) + " from " + endpoint_);
   }
 
+  std::chrono::milliseconds reply_grace() const { return std::clamp(rtt_ * 2, kReplyGrace, kMaxReplyGrace); }
+
+  // A reply to request `id` arrived now: a round-trip sample, unless the service may have held
+  // the request for an unknown part of its timeout (a get/wait answered with a value).
+  void note_reply(std::uint64_t id, KvStatus status) {
+    const auto it = std::find_if(sent_.begin(), sent_.end(), [id](const Sent& s) { return s.id == id; });
+    if (it == sent_.end()) return;
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->at);
+    if (it->parked.count() > 0) {
+      if (status != KvStatus::kNotFound) return;
+      took -= it->parked;  // held the whole timeout, then answered
+    }
+    const auto sample = std::max(took, std::chrono::milliseconds(0));
+    // A slowly decaying maximum: one slow answer raises the grace at once, and it comes down
+    // over a few dozen fast ones.
+    rtt_ = std::max(sample, (rtt_ * 15 + sample) / 16);
+  }
+
   // Sends one request and waits for its reply; nullopt when `deadline` passes first.
   std::optional<Reply> round_trip(RequestHeader header, const std::vector<zmq::const_buffer>& args,
                                   Clock::time_point deadline) {
     header.request_id = next_request_id_++;
+    const bool parks = header.op == KvOp::kGet || header.op == KvOp::kWait;
+    sent_.push_back({header.request_id, Clock::now(), std::chrono::milliseconds(parks ? header.timeout_ms : 0)});
+    if (sent_.size() > kTrackedRequests) sent_.pop_front();
     const std::string encoded = header.encode();
     std::vector<zmq::const_buffer> frames{zmq::buffer(encoded)};
     frames.insert(frames.end(), args.begin(), args.end());
@@ -181,6 +211,7 @@ class ZmqStoreClient final : public Store {
       if (!zmq::recv_multipart(socket_, std::back_inserter(received), zmq::recv_flags::dontwait)) continue;
       Reply reply;
       if (received.empty() || !reply.header.decode(received[0].data(), received[0].size())) continue;
+      note_reply(reply.header.request_id, reply.header.status);
       if (reply.header.request_id != header.request_id) continue;  // late answer to an abandoned request
       std::move(received.begin() + 1, received.end(), std::back_inserter(reply.frames));
       return reply;
@@ -193,6 +224,13 @@ class ZmqStoreClient final : public Store {
   std::chrono::milliseconds request_timeout_;
   bool curve_;
   std::uint64_t next_request_id_ = 1;
+  struct Sent {
+    std::uint64_t id;
+    Clock::time_point at;
+    std::chrono::milliseconds parked;  // the timeout the service may hold it for (get/wait)
+  };
+  std::deque<Sent> sent_;
+  std::chrono::milliseconds rtt_{0};  // recent round trip (note_reply)
 };
 
 }  // namespace

@@ -15,8 +15,10 @@
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
+#include "tenax/elastic/host_election.h"
 #include "tenax/elastic/kv_service.h"
 #include "tenax/elastic/rendezvous_client.h"
+#include "tenax/elastic/rendezvous_lease.h"
 #include "tenax/elastic/rendezvous_service.h"
 #include "slurm_requeue.h"
 #include "worker_process.h"
@@ -36,6 +38,7 @@ enum class Outcome {
   kInterrupted,
   kRendezvousRestart,  // multi-node: the rendezvous ended the generation (another node)
   kRendezvousLost,     // multi-node: the rendezvous service is gone
+  kRequeued,           // multi-node under Slurm: no generation could form; the job was requeued
 };
 
 const char* outcome_name(Outcome outcome) {
@@ -47,6 +50,7 @@ const char* outcome_name(Outcome outcome) {
     case Outcome::kInterrupted: return "interrupted";
     case Outcome::kRendezvousRestart: return "restarted by the rendezvous";
     case Outcome::kRendezvousLost: return "rendezvous service lost";
+    case Outcome::kRequeued: return "requeued: no generation could form";
   }
   return "unknown";
 }
@@ -133,8 +137,24 @@ class RunLoop {
   int run_single();
   int run_multi();
   // Joins the next generation, waking for signals; nullopt (with `exit_code` set) when the
-  // agent must stop instead.
+  // agent must stop instead. A rendezvous service lost or moved meanwhile is found again.
   std::optional<elastic::Assignment> join_generation(int& exit_code, Outcome& outcome);
+  // Multi-node: finds the job's rendezvous service through the lease in the job's directory,
+  // or hosts it when the election says so (host_election.h); connects client_ to it. False
+  // (with `exit_code` and `outcome` set) when none answers within --join-timeout, or a signal.
+  bool locate_service(const std::string& why, int& exit_code, Outcome& outcome);
+  // Hosts the service for `term`: binds, claims the term in the lease; false if another node
+  // claimed it first.
+  bool host_service(std::int64_t term, const std::string& reason);
+  void connect_client(const std::string& endpoint);
+  // The lease says the service this agent uses is gone (its holder stopped renewing) or moved
+  // (another node holds a newer term, or this node's own term was taken): the reason, else "".
+  std::string service_moved();
+  std::int64_t unix_ms() const;
+  // A generation cannot form (too few nodes, or no rendezvous service) and waiting longer is
+  // pointless: under Slurm, ask for a requeue (exit 3) rather than hold the allocation idle;
+  // elsewhere exit 1. Returns the exit code.
+  int give_up_waiting(const std::string& what);
   // Hosting agent: waits until no other node is left that needs the service.
   void wait_for_other_nodes();
   void requeue_if_slurm_rank0(int node_rank);
@@ -143,7 +163,10 @@ class RunLoop {
   std::string where(const Worker& w) const;
   // `signal` to every worker's process group, up to `grace` for them to exit, then SIGKILL.
   void stop_workers(std::vector<Worker>& workers, int signal, std::chrono::seconds grace);
-  void stop_workers(std::vector<Worker>& workers) { stop_workers(workers, SIGTERM, options_.grace_period); }
+  // A restart's stop: kRestartStopSignal, never the preemption signals (DESIGN decision 12).
+  void stop_workers(std::vector<Worker>& workers) {
+    stop_workers(workers, kRestartStopSignal, options_.grace_period);
+  }
   GenerationRecord finish_record(int generation, Outcome outcome, std::vector<Worker>& workers);
   void write_summary(int exit_code, Outcome outcome, int restarts);
   void set_identity(int generation) {
@@ -159,7 +182,14 @@ class RunLoop {
   elastic::KvService* service_;      // single node
   const MultiNodePlan* plan_;        // multi-node
   std::unique_ptr<elastic::RendezvousService> rdzv_service_;
+  std::unique_ptr<elastic::LeaseKeeper> lease_keeper_;  // while this agent hosts the service
   std::unique_ptr<elastic::RendezvousClient> client_;
+  std::optional<elastic::LeaseFile> lease_file_;
+  std::optional<elastic::HostElection> election_;
+  std::optional<elastic::JobKeys> keys_;
+  elastic::HeartbeatOptions heartbeat_;
+  std::int64_t last_generation_ = -1;  // carried by a new client's JOINs (failover)
+  Clock::time_point next_lease_check_{};
   std::shared_ptr<spdlog::logger> log_;
   std::string host_;
   std::vector<std::string> inherited_env_;
@@ -269,42 +299,35 @@ int RunLoop::run_multi() {
                                        plural(*job.restart_count, "time") + ")"
                                  : std::string("unset (first run of the job)"));
   }
-  const auto heartbeat = elastic::HeartbeatOptions()
-                             .interval(options_.heartbeat_interval)
-                             .liveness(options_.heartbeat_liveness);
+  heartbeat_ = elastic::HeartbeatOptions().interval(options_.heartbeat_interval).liveness(options_.heartbeat_liveness);
   // The hosting agent writes the job's keys (or reuses those of an earlier run of the job: a
   // requeued job keeps them); the other agents wait for the file on the shared file system.
-  const elastic::JobKeys keys =
-      plan.hosts_service
-          ? elastic::create_or_read_job_keys(keys_file_)
-          : elastic::wait_for_job_keys(keys_file_, options_.join_timeout, [this](std::chrono::seconds waited) {
-              log_->info("waiting {} s for the job's key file {}, which the agent hosting the rendezvous writes",
-                         waited.count(), keys_file_.string());
-            });
-  int bound_port = 0;
-  if (plan.hosts_service) {
-    rdzv_service_ = std::make_unique<elastic::RendezvousService>(
-        elastic::RendezvousOptions(plan.nodes.min, plan.nodes.max)
-            .heartbeat(heartbeat)
-            .join_timeout(std::chrono::duration_cast<std::chrono::milliseconds>(options_.join_timeout))
-            .keys(keys));
-    bound_port = endpoint_port(rdzv_service_->start(plan.rdzv_bind));
+  keys_ = plan.hosts_service
+              ? elastic::create_or_read_job_keys(keys_file_)
+              : elastic::wait_for_job_keys(keys_file_, options_.join_timeout, [this](std::chrono::seconds waited) {
+                  log_->info("waiting {} s for the job's key file {}, which the agent hosting the rendezvous writes",
+                             waited.count(), keys_file_.string());
+                });
+  // The lease lives beside the keys, in the directory every node of the job shares.
+  const auto lease_timeout = options_.lease_timeout.count() > 0 ? options_.lease_timeout : heartbeat_.expiry() * 2;
+  lease_file_.emplace(keys_file_.parent_path());
+  election_.emplace(plan.node_id, elastic::HostElectionOptions(plan.position, lease_timeout)
+                                      .stagger_step(heartbeat_.interval() * 2));
+  log_->info("node {} on {}: {} per node, {}..{} node(s), rendezvous {} (lease {}, timeout {} ms{})", plan.node_id,
+             host_, plural(n, "worker"), plan.nodes.min, plan.nodes.max,
+             plan.may_host ? "found through the lease" : "at " + plan.connect_endpoint(),
+             lease_file_->path().string(), lease_timeout.count(),
+             plan.may_host ? ", position " + std::to_string(plan.position) + " in the failover order"
+                           : std::string(", never hosted here: --rdzv-host no"));
+  {
+    int code = 1;
+    Outcome outcome = Outcome::kFailed;
+    if (!locate_service("starting", code, outcome)) {
+      history_.clear();
+      write_summary(code, outcome, 0);
+      return code;
+    }
   }
-  const std::string endpoint = plan.connect_endpoint(bound_port);
-  endpoint_ = endpoint;
-  log_->info("node {} on {}: {} per node, {}..{} node(s), rendezvous {} ({})", plan.node_id, host_,
-             plural(n, "worker"), plan.nodes.min, plan.nodes.max, endpoint,
-             plan.hosts_service ? "hosted by this agent" : "hosted by another agent");
-  // The service must be silent for much longer than a heartbeat expiry before a node gives up
-  // on it: a busy host, or the hosting agent stopping its own workers, is not a lost service.
-  const auto service_timeout = std::max<std::chrono::milliseconds>(std::chrono::seconds(30), heartbeat.expiry() * 4);
-  client_ = std::make_unique<elastic::RendezvousClient>(
-      endpoint, elastic::RendezvousClientOptions(plan.node_id, host_, n)
-                    .heartbeat(heartbeat)
-                    .reconnect_backoff_max(std::max<std::chrono::milliseconds>(heartbeat.interval(),
-                                                                                std::chrono::seconds(4)))
-                    .service_timeout(service_timeout)
-                    .keys(keys));
 
   int restarts = 0;
   int exit_code = 1;
@@ -314,6 +337,7 @@ int RunLoop::run_multi() {
     std::optional<elastic::Assignment> assigned = join_generation(exit_code, final_outcome);
     if (!assigned) break;
     const int generation = static_cast<int>(assigned->generation);
+    last_generation_ = assigned->generation;
     set_identity(generation);
     if (!first) {
       log_->warn("generation {} formed: {} node(s), world size {}; this node runs ranks {}..{} (restart {} of {})",
@@ -374,11 +398,11 @@ int RunLoop::run_multi() {
       break;
     }
     if (final_outcome == Outcome::kRendezvousLost) {
-      log_->error("node {} lost the rendezvous service at {}: the job cannot re-form without it; exiting 1 "
-                  "(check the agent of the first node: its log says why it stopped)",
-                  plan.node_id, endpoint);
-      exit_code = 1;
-      break;
+      Outcome outcome = Outcome::kFailed;
+      if (!locate_service("the rendezvous service at " + endpoint_ + " was lost", exit_code, outcome)) {
+        final_outcome = outcome;
+        break;
+      }
     }
     if (restarts >= options_.max_restarts) {
       log_->error("restart budget spent ({}); leaving the rendezvous and giving up (raise --max-restarts to "
@@ -399,32 +423,48 @@ int RunLoop::run_multi() {
     write_summary(exit_code, final_outcome, restarts);
   }
   client_.reset();
-  if (rdzv_service_) rdzv_service_->stop();
+  if (rdzv_service_) {
+    const elastic::RendezvousSnapshot last = rdzv_service_->snapshot();
+    log_->info("rendezvous service: the longest silence of a live node was {} ms (a node is declared dead after "
+               "{} ms = {} ms x {})",
+               last.longest_silence_ms, heartbeat_.expiry().count(), heartbeat_.interval().count(),
+               heartbeat_.liveness());
+    rdzv_service_->stop();
+  }
+  if (lease_keeper_) lease_keeper_->release();
+  lease_keeper_.reset();
   return exit_code;
 }
 
 std::optional<elastic::Assignment> RunLoop::join_generation(int& exit_code, Outcome& outcome) {
-  const auto started = Clock::now();
+  auto started = Clock::now();
   // The service fails a round that lacks MIN nodes at --join-timeout; this bound only guards
   // against a service that accepts the joins but never answers.
-  const auto deadline = started + options_.join_timeout + std::chrono::seconds(30);
+  auto deadline = started + options_.join_timeout + std::chrono::seconds(30);
   log_->info("node {} joining the rendezvous at {} (needs {}..{} node(s), join timeout {} s)", plan_->node_id,
              endpoint_, plan_->nodes.min, plan_->nodes.max, options_.join_timeout.count());
   auto next_note = started + std::chrono::seconds(10);
   while (true) {
-    // Slices of one second, so that a signal during the join is acted on at once.
+    // Slices of one second, so that a signal or a moved service is acted on at once.
     StatusOr<elastic::Assignment> assigned = client_->join(std::chrono::seconds(1));
     if (assigned.is_ok()) return assigned.value();
     const Status& status = assigned.status();
+    std::string moved = status.code() == StatusCode::kUnavailable ? status.message() : service_moved();
+    if (!moved.empty()) {
+      if (!locate_service(moved, exit_code, outcome)) return std::nullopt;
+      started = Clock::now();
+      deadline = started + options_.join_timeout + std::chrono::seconds(30);
+      continue;
+    }
     if (status.code() == StatusCode::kAborted) {
       // The generation formed and ended before this agent started a worker (another node
       // re-joined or was lost meanwhile): nothing to stop, join the next one.
       log_->info("node {}: {} before its workers started; joining the next generation", plan_->node_id,
                  status.message());
     } else if (status.code() != StatusCode::kDeadlineExceeded) {
-      log_->error("node {} could not join a generation: {}; exiting 1", plan_->node_id, status.message());
-      outcome = status.code() == StatusCode::kUnavailable ? Outcome::kRendezvousLost : Outcome::kFailed;
-      exit_code = 1;
+      outcome = Outcome::kFailed;
+      exit_code = give_up_waiting("node " + plan_->node_id + " could not join a generation: " + status.message());
+      if (exit_code == kPreemptedExitCode) outcome = Outcome::kRequeued;
       return std::nullopt;
     }
     if (const int sig = signals_.received(); sig != 0) {
@@ -437,10 +477,12 @@ std::optional<elastic::Assignment> RunLoop::join_generation(int& exit_code, Outc
     }
     const auto now = Clock::now();
     if (now >= deadline) {
-      log_->error("node {}: no generation formed within {} s of joining ({}); exiting 1", plan_->node_id,
-                  std::chrono::duration_cast<std::chrono::seconds>(now - started).count(), status.message());
-      exit_code = 1;
       outcome = Outcome::kFailed;
+      exit_code = give_up_waiting(
+          "node " + plan_->node_id + ": no generation formed within " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - started).count()) +
+          " s of joining (" + status.message() + ")");
+      if (exit_code == kPreemptedExitCode) outcome = Outcome::kRequeued;
       return std::nullopt;
     }
     if (now >= next_note) {
@@ -448,6 +490,190 @@ std::optional<elastic::Assignment> RunLoop::join_generation(int& exit_code, Outc
       log_->info("still waiting for a generation to form: {}", status.message());
     }
   }
+}
+
+int RunLoop::give_up_waiting(const std::string& what) {
+  if (!plan_->slurm) {
+    log_->error("{}; exiting 1 (start the missing nodes, or lower MIN with --nnodes, and run the job again)", what);
+    return 1;
+  }
+  const SlurmJob& job = *plan_->slurm;
+  // A cause that a requeue does not cure (a node that fails every time) must not requeue the
+  // job forever.
+  constexpr int kMaxRequeuesWithoutAGeneration = 3;
+  if (job.restart_count.value_or(0) >= kMaxRequeuesWithoutAGeneration) {
+    log_->error("{}; Slurm job {} was already requeued {} times (SLURM_RESTART_COUNT); not again: exiting 1 (check "
+                "the nodes of the allocation, or lower MIN with --nnodes, and resubmit)",
+                what, job.job_id, *job.restart_count);
+    return 1;
+  }
+  log_->error("{}; asking Slurm to requeue job {} rather than hold its allocation idle (`scontrol requeue {}`); "
+              "exiting {}",
+              what, job.job_id, job.job_id, kPreemptedExitCode);
+  // The marker that makes the requeue once per run of the job lives in the job's shared
+  // directory, so that of several agents giving up together one requeues.
+  const RequeueResult r = requeue_job(job.job_id, job.restart_count.value_or(0), keys_file_.parent_path(),
+                                      std::chrono::seconds(30));
+  if (r.outcome == RequeueResult::Outcome::kFailed) {
+    log_->error("{}; exiting 1", r.message);
+    return 1;
+  }
+  log_->warn("{}", r.message);
+  return kPreemptedExitCode;
+}
+
+std::int64_t RunLoop::unix_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string RunLoop::service_moved() {
+  if (!election_) return "";
+  const auto now = Clock::now();
+  if (now < next_lease_check_) return "";
+  next_lease_check_ = now + heartbeat_.interval();
+  if (lease_keeper_ && lease_keeper_->deposed()) {
+    // Another node took the lease over (this agent's renewals stopped for longer than the lease
+    // timeout: paused, or cut off from the shared file system): its service is the job's now.
+    log_->warn("node {} no longer holds the rendezvous lease; stopping its rendezvous service at {}",
+               plan_->node_id, endpoint_);
+    lease_keeper_.reset();
+    if (rdzv_service_) rdzv_service_->stop();
+    rdzv_service_.reset();
+    return "this node's rendezvous lease was taken over by another node";
+  }
+  election_->observe(lease_file_->read(), now, unix_ms());
+  const elastic::HostElection::Decision d = election_->decide(now);
+  if (d.action == elastic::HostElection::Action::kConnect && d.lease.endpoint != endpoint_) {
+    return "the rendezvous service moved to " + d.lease.endpoint + " (" + d.reason + ")";
+  }
+  if (d.action == elastic::HostElection::Action::kClaim && plan_->may_host && !lease_keeper_) {
+    return d.reason;
+  }
+  return "";
+}
+
+bool RunLoop::locate_service(const std::string& why, int& exit_code, Outcome& outcome) {
+  const MultiNodePlan& plan = *plan_;
+  const auto started = Clock::now();
+  if (client_) log_->warn("{}; looking for the job's rendezvous service in {}", why, lease_file_->path().string());
+  auto next_note = started + std::chrono::seconds(5);
+  while (true) {
+    const auto now = Clock::now();
+    election_->observe(lease_file_->read(), now, unix_ms());
+    const elastic::HostElection::Decision d = election_->decide(now);
+    if (d.action == elastic::HostElection::Action::kConnect) {
+      const bool same = d.lease.endpoint == endpoint_ && client_ &&
+                        client_->status().code() != StatusCode::kUnavailable;
+      if (!same) {
+        log_->info("rendezvous service at {}: {}", d.lease.endpoint, d.reason);
+        connect_client(d.lease.endpoint);
+      }
+      return true;
+    }
+    if (!plan.may_host && !election_->lease()) {
+      // Stand-alone `tenax rdzv` without a lease yet (or an older one): the given endpoint.
+      if (endpoint_ != plan.connect_endpoint() || !client_ ||
+          client_->status().code() == StatusCode::kUnavailable) {
+        connect_client(plan.connect_endpoint());
+      }
+      return true;
+    }
+    // --rdzv-host no: a standing-by `tenax rdzv` claims a dead lease, never this agent.
+    if (plan.may_host && d.action == elastic::HostElection::Action::kClaim && host_service(d.term, d.reason)) {
+      return true;
+    }
+    if (const int sig = signals_.received(); sig != 0) {
+      log_->warn("received {} while looking for the rendezvous service; exiting {}", signal_name(sig),
+                 exit_code_for_signal(sig));
+      outcome = Outcome::kInterrupted;
+      exit_code = exit_code_for_signal(sig);
+      return false;
+    }
+    if (now - started >= options_.join_timeout) {
+      outcome = Outcome::kRendezvousLost;
+      exit_code = give_up_waiting("node " + plan.node_id + ": no rendezvous service found within the join timeout of " +
+                                  std::to_string(options_.join_timeout.count()) + " s (" + why + "; last: " +
+                                  d.reason + ")");
+      if (exit_code == kPreemptedExitCode) outcome = Outcome::kRequeued;
+      return false;
+    }
+    if (now >= next_note) {
+      next_note = now + std::chrono::seconds(5);
+      log_->info("still looking for the rendezvous service: {}", d.reason);
+    }
+    signals_.wait(std::min<std::chrono::milliseconds>(heartbeat_.interval(), std::chrono::milliseconds(200)));
+  }
+}
+
+bool RunLoop::host_service(std::int64_t term, const std::string& reason) {
+  const MultiNodePlan& plan = *plan_;
+  lease_keeper_.reset();
+  if (rdzv_service_) rdzv_service_->stop();
+  const std::int64_t above = std::max(election_->highest_generation(), last_generation_);
+  auto service = std::make_unique<elastic::RendezvousService>(
+      elastic::RendezvousOptions(plan.nodes.min, plan.nodes.max)
+          .heartbeat(heartbeat_)
+          .join_timeout(std::chrono::duration_cast<std::chrono::milliseconds>(options_.join_timeout))
+          .keys(*keys_)
+          .generations_above(above));
+  // The designated host keeps the job's well-known endpoint (--rdzv-endpoint, or the Slurm
+  // default) when it can bind it; any other host, or one that cannot, binds any free port on
+  // this node. Either way the lease publishes it.
+  std::string endpoint;
+  if (plan.hosts_service) {
+    try {
+      endpoint = plan.connect_endpoint(endpoint_port(service->start(plan.rdzv_bind)));
+    } catch (const RendezvousError& e) {
+      log_->warn("{}; hosting on another port (the lease tells the other nodes)", e.what());
+    }
+  }
+  if (endpoint.empty()) {
+    const bool loopback = plan.host == "127.0.0.1" || plan.host == "localhost";
+    const std::string bound = service->start(std::string("tcp://") + (loopback ? "127.0.0.1" : "*") + ":0");
+    endpoint = "tcp://" + plan.host + ":" + std::to_string(endpoint_port(bound));
+  }
+  elastic::LeaseRecord record;
+  record.term = term;
+  record.holder = plan.node_id;
+  record.endpoint = endpoint;
+  record.generation = above;
+  bool won = false;
+  try {
+    won = lease_file_->claim(record);
+  } catch (const Error& e) {
+    log_->error("node {} cannot claim the rendezvous lease: {}", plan.node_id, e.what());
+  }
+  if (!won) {
+    service->stop();
+    log_->info("node {}: another node claimed rendezvous term {} first; following it", plan.node_id, term);
+    return false;
+  }
+  elastic::RendezvousService* raw = service.get();
+  lease_keeper_ = std::make_unique<elastic::LeaseKeeper>(*lease_file_, record, heartbeat_.interval(),
+                                                         [raw] { return raw->snapshot().generation; });
+  rdzv_service_ = std::move(service);
+  log_->warn("node {} hosts the rendezvous service at {} (lease term {}, generations above {}): {}", plan.node_id,
+             endpoint, term, above, reason);
+  connect_client(endpoint);
+  return true;
+}
+
+void RunLoop::connect_client(const std::string& endpoint) {
+  client_.reset();
+  // The service must be silent for much longer than a heartbeat expiry before a node gives up
+  // on it: a busy host, or the hosting agent stopping its own workers, is not a lost service.
+  // A host that is really gone shows sooner, through its lease (service_moved()).
+  const auto service_timeout = std::max<std::chrono::milliseconds>(std::chrono::seconds(30), heartbeat_.expiry() * 4);
+  client_ = std::make_unique<elastic::RendezvousClient>(
+      endpoint, elastic::RendezvousClientOptions(plan_->node_id, host_, options_.nproc_per_node)
+                    .heartbeat(heartbeat_)
+                    .reconnect_backoff_max(std::max<std::chrono::milliseconds>(heartbeat_.interval(),
+                                                                                std::chrono::seconds(4)))
+                    .service_timeout(service_timeout)
+                    .keys(*keys_)
+                    .last_generation(last_generation_));
+  endpoint_ = endpoint;
 }
 
 void RunLoop::wait_for_other_nodes() {
@@ -669,11 +895,16 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
                            workers);
     }
     if (client_ && !preempt_deadline) {
-      if (const Status rdzv = client_->status(); !rdzv.is_ok()) {
+      Status rdzv = client_->status();
+      if (rdzv.is_ok()) {
+        // The lease shows a dead or moved service sooner than the client's own service timeout.
+        if (std::string moved = service_moved(); !moved.empty()) rdzv = Status(StatusCode::kUnavailable, moved);
+      }
+      if (!rdzv.is_ok()) {
         const bool lost = rdzv.code() != StatusCode::kAborted;
         if (lost) {
-          log_->error("{}; stopping the {} local {} (they cannot re-form a world without it)", rdzv.message(),
-                      n, n == 1 ? "worker" : "workers");
+          log_->error("{}; stopping the {} local {} (they cannot go on without a rendezvous; finding it again)",
+                      rdzv.message(), n, n == 1 ? "worker" : "workers");
         } else {
           log_->warn("{}; stopping the local workers of node {} and joining the next generation", rdzv.message(),
                      plan_->node_id);

@@ -6,7 +6,8 @@
 //   spawn N workers (own process groups, torchrun-compatible env)
 //   poll every kPollInterval: waitid(WNOWAIT) on each worker, and the agent's SIGINT/SIGTERM
 //   a worker killed by a signal or exiting non-zero (other than 3) → the generation failed:
-//     SIGTERM every group, wait up to the grace period, SIGKILL, reap
+//     kRestartStopSignal (SIGUSR2, never a preemption signal) to every group, wait up to the
+//     grace period, SIGKILL, reap
 //   a worker exiting 2 (usage/configuration error) → stop the others, no restart, exit 2
 //   all exited 0 → finished (exit 0); all exited 0 or 3, at least one 3 → preempted (exit 3)
 // Between generations the old generation's keys ("gen/<n>/") are dropped from the service.
@@ -36,6 +37,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +52,16 @@ class KvService;
 }
 
 namespace tenax::launcher {
+
+/// The signal that stops workers for a restart (a peer failed, the generation ended, a hang).
+/// Not SIGTERM: workers take SIGTERM and SIGUSR1 for a preemption (Slurm's warning, scancel, a
+/// time limit) and answer it by voting, saving and exiting 3, and a vote reaches every rank of
+/// the communicator, so an agent that stopped its workers with SIGTERM for a restart made the
+/// whole job save and exit 3 as "preempted" (issue 12: a paused agent ended the job). The SDK
+/// installs no handler for SIGUSR2, so its default action ends the worker at once, wherever it
+/// is (blocked in a collective included); a worker that catches it may clean up within
+/// --grace-period, after which SIGKILL follows.
+inline constexpr int kRestartStopSignal = SIGUSR2;
 
 /// How often the agent looks at its workers when nothing wakes it earlier.
 inline constexpr std::chrono::milliseconds kPollInterval{20};

@@ -30,6 +30,11 @@ std::optional<MultiNodePlan> plan_multi_node(const RunOptions& options, const st
   } else if (slurm) {
     plan.nodes = {slurm->num_nodes, slurm->num_nodes};
   }
+  if (slurm && slurm->num_nodes < plan.nodes.min) {
+    throw ConfigError("tenax run: the Slurm step has " + std::to_string(slurm->num_nodes) +
+                      " nodes but --nnodes needs at least " + std::to_string(plan.nodes.min) +
+                      ": no generation could ever form; lower MIN or start more nodes (srun -N / sbatch -N)");
+  }
   if (slurm && slurm->num_nodes > plan.nodes.max) {
     throw ConfigError("tenax run: the Slurm step has " + std::to_string(slurm->num_nodes) +
                       " nodes but --nnodes allows at most " + std::to_string(plan.nodes.max) +
@@ -41,7 +46,9 @@ std::optional<MultiNodePlan> plan_multi_node(const RunOptions& options, const st
   plan.node_id = rendezvous_node_id(raw_id);
   plan.raw_node_id = raw_id;
 
-  if (slurm) {
+  if (!options.node_host.empty()) {
+    plan.host = options.node_host;
+  } else if (slurm) {
     plan.host = !slurm->node_name.empty() ? slurm->node_name
                                           : slurm->nodes[static_cast<std::size_t>(slurm->node_id)];
   } else {
@@ -61,6 +68,16 @@ std::optional<MultiNodePlan> plan_multi_node(const RunOptions& options, const st
       }
       break;
   }
+
+  if (all_digits(options.node_id)) {
+    plan.position = std::stoi(options.node_id);
+  } else if (options.node_id.empty() && slurm) {
+    plan.position = slurm->node_id;
+  } else {
+    plan.position = plan.hosts_service ? 0 : 1;
+  }
+  if (plan.hosts_service) plan.position = 0;
+  plan.may_host = options.rdzv_host != RdzvHosting::kNo;
 
   if (!options.rdzv_endpoint.empty()) {
     const auto colon = options.rdzv_endpoint.rfind(':');

@@ -1,6 +1,8 @@
 #include "rdzv_command.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <memory>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -11,6 +13,8 @@
 #include "shutdown_signals.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
+#include "tenax/elastic/host_election.h"
+#include "tenax/elastic/rendezvous_lease.h"
 #include "tenax/elastic/rendezvous_service.h"
 
 namespace tenax::launcher {
@@ -51,7 +55,8 @@ RdzvOptions parse_rdzv_options(const std::vector<std::string>& args) {
     }
     static const std::vector<std::string> known = {"--nnodes",       "--host",         "--port",
                                                    "--keys-file",    "--last-call",    "--join-timeout",
-                                                   "--heartbeat-interval", "--heartbeat-liveness"};
+                                                   "--heartbeat-interval", "--heartbeat-liveness",
+                                                   "--position",     "--advertise",    "--lease-timeout"};
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       flag_error(kCommand, "unknown argument '" + name + "' (see `tenax rdzv --help`)");
     }
@@ -78,6 +83,16 @@ RdzvOptions parse_rdzv_options(const std::vector<std::string>& args) {
     } else if (name == "--heartbeat-interval") {
       options.heartbeat_interval =
           std::chrono::milliseconds(parse_flag_int(kCommand, name, *value, 10, "whole milliseconds", "500"));
+    } else if (name == "--position") {
+      options.position = parse_flag_int(kCommand, name, *value, 0, "a whole number (0 serves first)", "1");
+    } else if (name == "--advertise") {
+      if (value->empty() || value->find_first_of(" \t/:") != std::string::npos) {
+        flag_error(kCommand, "--advertise expects a host name or address the agents reach, e.g. --advertise rdzv01");
+      }
+      options.advertise = *value;
+    } else if (name == "--lease-timeout") {
+      options.lease_timeout =
+          std::chrono::milliseconds(parse_flag_int(kCommand, name, *value, 10, "whole milliseconds", "5000"));
     } else {  // --heartbeat-liveness
       options.heartbeat_liveness = parse_flag_int(kCommand, name, *value, 2, "a whole number of beats", "5");
     }
@@ -105,7 +120,15 @@ std::string rdzv_usage() {
       << "  --last-call SECONDS       once MIN nodes joined, how long to wait for more (default 3)\n"
       << "  --join-timeout SECONDS    fail a round with fewer than MIN nodes by then (default 300)\n"
       << "  --heartbeat-interval MS   (default 500)\n"
-      << "  --heartbeat-liveness N    missed beats before a node is lost (default 5)\n";
+      << "  --heartbeat-liveness N    missed beats before a node is lost (default 5)\n"
+      << "\n"
+      << "Failover: the serving instance holds a lease (" << elastic::kLeaseFileName << ") beside the keys file;\n"
+      << "start one instance per candidate host, each with its own --position, sharing that\n"
+      << "directory: position 0 serves, the others stand by and the lowest takes over when the lease\n"
+      << "is not renewed for the lease timeout. Agents started with --rdzv-host no follow the lease.\n"
+      << "  --position N              this candidate's place (default 0: serves first)\n"
+      << "  --advertise HOST          the address agents connect to (default: --host, or this host's name)\n"
+      << "  --lease-timeout MS        a lease unrenewed this long is dead (default 2 x interval x liveness)\n";
   return out.str();
 }
 
@@ -129,32 +152,79 @@ int run_rdzv_command(const std::vector<std::string>& args) {
   auto log = logger("tenax.launcher");
   try {
     ShutdownSignals signals;
-    elastic::RendezvousService service(
-        elastic::RendezvousOptions(options.nodes.min, options.nodes.max)
-            .last_call(options.last_call)
-            .join_timeout(options.join_timeout)
-            .heartbeat(elastic::HeartbeatOptions()
-                           .interval(options.heartbeat_interval)
-                           .liveness(options.heartbeat_liveness))
-            .keys(*keys));
-    const std::string bound =
-        service.start("tcp://" + options.host + ":" + std::to_string(options.port));
+    const auto heartbeat =
+        elastic::HeartbeatOptions().interval(options.heartbeat_interval).liveness(options.heartbeat_liveness);
+    const auto lease_timeout = options.lease_timeout.count() > 0 ? options.lease_timeout : heartbeat.expiry() * 2;
+    const std::filesystem::path dir = std::filesystem::absolute(options.keys_file).parent_path();
+    const elastic::LeaseFile lease_file(dir);
     char hostname[256] = {};
     (void)::gethostname(hostname, sizeof hostname - 1);
-    log->info("serving {}..{} node(s) at {}; agents: tenax run --rdzv-endpoint {}:{} --rdzv-host no --keys-file {} "
-              "--nnodes {}:{} ...",
-              options.nodes.min, options.nodes.max, bound, hostname, bound.substr(bound.rfind(':') + 1),
-              std::filesystem::absolute(options.keys_file).string(), options.nodes.min, options.nodes.max);
+    const std::string advertise =
+        !options.advertise.empty() ? options.advertise : options.host != "*" ? options.host : std::string(hostname);
+    const std::string node = "rdzv-" + std::to_string(options.position);
+    elastic::HostElection election(
+        node, elastic::HostElectionOptions(options.position, lease_timeout).stagger_step(heartbeat.interval() * 2));
+    auto unix_ms = [] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+    std::optional<elastic::RendezvousService> service;
+    std::unique_ptr<elastic::LeaseKeeper> keeper;
     std::string last;
+    std::string standing_by;
     while (signals.wait(std::chrono::milliseconds(200)) == 0) {
-      const std::string now = describe(service.snapshot());
+      if (keeper && keeper->deposed()) {
+        log->warn("another rendezvous instance took the lease over; this one stops serving and stands by");
+        keeper.reset();
+        service.reset();
+      }
+      if (!service) {
+        election.observe(lease_file.read(), std::chrono::steady_clock::now(), unix_ms());
+        const auto d = election.decide(std::chrono::steady_clock::now());
+        if (d.action != elastic::HostElection::Action::kClaim) {
+          if (d.reason != standing_by) log->info("standing by (position {}): {}", options.position, d.reason);
+          standing_by = d.reason;
+          continue;
+        }
+        service.emplace(elastic::RendezvousOptions(options.nodes.min, options.nodes.max)
+                            .last_call(options.last_call)
+                            .join_timeout(options.join_timeout)
+                            .heartbeat(heartbeat)
+                            .keys(*keys)
+                            .generations_above(election.highest_generation()));
+        const std::string bound = service->start("tcp://" + options.host + ":" + std::to_string(options.port));
+        elastic::LeaseRecord record;
+        record.term = d.term;
+        record.holder = node;
+        record.endpoint = "tcp://" + advertise + ":" + bound.substr(bound.rfind(':') + 1);
+        record.generation = election.highest_generation();
+        if (!lease_file.claim(record)) {
+          service.reset();
+          continue;
+        }
+        elastic::RendezvousService* raw = &*service;
+        keeper = std::make_unique<elastic::LeaseKeeper>(lease_file, record, heartbeat.interval(),
+                                                        [raw] { return raw->snapshot().generation; });
+        log->info("serving {}..{} node(s) at {} (lease term {}: {}); agents: tenax run --rdzv-endpoint {}:{} "
+                  "--rdzv-host no --keys-file {} --nnodes {}:{} ...",
+                  options.nodes.min, options.nodes.max, bound, d.term, d.reason, advertise,
+                  bound.substr(bound.rfind(':') + 1), std::filesystem::absolute(options.keys_file).string(),
+                  options.nodes.min, options.nodes.max);
+      }
+      const std::string now = describe(service->snapshot());
       if (now != last) log->info("{}", now);
       last = now;
     }
-    const auto final_state = service.snapshot();
-    log->info("stopping on {}: {}; {} peer(s) refused for want of the job's keys", signal_name(signals.received()),
-              describe(final_state), final_state.refused_peers);
-    service.stop();
+    if (service) {
+      const auto final_state = service->snapshot();
+      log->info("stopping on {}: {}; {} peer(s) refused for want of the job's keys", signal_name(signals.received()),
+                describe(final_state), final_state.refused_peers);
+      service->stop();
+      if (keeper) keeper->release();
+    } else {
+      log->info("stopping on {} (standing by, never served)", signal_name(signals.received()));
+    }
     return 0;
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\nRun `tenax rdzv --help` for usage.\n";

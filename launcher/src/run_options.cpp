@@ -29,7 +29,8 @@ const char* const kKnownFlags[] = {"--nproc-per-node", "--max-restarts",       "
                                    "--grace-period",   "--preempt-grace",      "--hang-timeout",
                                    "--nnodes",         "--node-id",            "--rdzv-endpoint",
                                    "--rdzv-host",      "--heartbeat-interval", "--heartbeat-liveness",
-                                   "--join-timeout",   "--keys-file"};
+                                   "--join-timeout",   "--keys-file",          "--node-host",
+                                   "--lease-timeout"};
 
 bool is_known_flag(const std::string& name) {
   for (const char* flag : kKnownFlags) {
@@ -133,6 +134,14 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     } else if (name == "--join-timeout") {
       options.join_timeout =
           std::chrono::seconds(parse_flag_int(name, *value, 1, "a whole number of seconds", "300"));
+    } else if (name == "--node-host") {
+      if (value->empty() || value->find_first_of(" \t/:") != std::string::npos) {
+        usage_error("--node-host expects a host name or IPv4 address, got '" + *value + "'; e.g. --node-host node07");
+      }
+      options.node_host = *value;
+    } else if (name == "--lease-timeout") {
+      options.lease_timeout = std::chrono::milliseconds(
+          parse_flag_int(name, *value, 10, "a whole number of milliseconds", "5000"));
     } else if (name == "--keys-file") {
       if (value->empty()) usage_error("--keys-file needs a file name, e.g. --keys-file ./tenax-job.keys");
       options.keys_file = *value;
@@ -247,8 +256,15 @@ std::string run_usage() {
       << kDefaultAgentHeartbeat.count() << ")\n"
       << "  --heartbeat-liveness N   missed beats before a node is lost (default "
       << kDefaultAgentLiveness << ")\n"
-      << "  --join-timeout SECONDS   fail when fewer than MIN nodes joined by then (default "
+      << "  --join-timeout SECONDS   fail when fewer than MIN nodes joined by then, and the\n"
+      << "                         longest this agent waits for a rendezvous service (default "
       << kDefaultJoinTimeout.count() << ")\n"
+      << "  --node-host ADDR       this node's address as the others reach it (its workers'\n"
+      << "                         MASTER_ADDR as node rank 0, and its rendezvous endpoint if it\n"
+      << "                         takes over hosting; default: Slurm node name, else hostname)\n"
+      << "  --lease-timeout MS     the rendezvous host renews a lease in the job's directory; a\n"
+      << "                         lease unrenewed this long is dead and the lowest live node of\n"
+      << "                         the node list takes over (default: 2 x interval x liveness)\n"
       << "\n"
       << "Security: the rendezvous service and the key-value store speak ZeroMQ CURVE and admit\n"
       << "only peers holding the job's keys; others are refused and logged.\n"

@@ -54,6 +54,9 @@ struct RunOptions {
   int heartbeat_liveness = kDefaultAgentLiveness;
   std::chrono::seconds join_timeout = kDefaultJoinTimeout;  ///< fewer than MIN nodes by then: fail
   std::filesystem::path keys_file;                          ///< --keys-file; empty: job_keys_path()
+  std::string node_host;                                    ///< --node-host; "" = Slurm node name or hostname
+  /// --lease-timeout: a rendezvous lease unrenewed this long is dead (failover); 0 = 2 x expiry.
+  std::chrono::milliseconds lease_timeout{0};
   std::vector<std::string> command;                         ///< PROGRAM ARGS... (non-empty)
 
   bool operator==(const RunOptions& other) const {
@@ -63,6 +66,7 @@ struct RunOptions {
            nnodes == other.nnodes && node_id == other.node_id && rdzv_endpoint == other.rdzv_endpoint &&
            rdzv_host == other.rdzv_host && heartbeat_interval == other.heartbeat_interval &&
            heartbeat_liveness == other.heartbeat_liveness && join_timeout == other.join_timeout &&
+           node_host == other.node_host && lease_timeout == other.lease_timeout &&
            keys_file == other.keys_file && command == other.command;
   }
 };

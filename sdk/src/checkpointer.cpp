@@ -15,6 +15,7 @@
 #include "commit_protocol.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
+#include "tenax/core/trace_point.h"
 #include "tenax/elastic/generation_fence.h"
 #include "tenax/sdk/tensor_conversion.h"
 #include "tenax/storage/checkpoint_directory.h"
@@ -160,6 +161,7 @@ std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snap
   if (!request.metrics.empty()) state["metrics"] = request.metrics;
 
   std::optional<SaveResult> previous = wait();
+  trace_point("save.begin", request.step);
 
   auto job = std::make_shared<Job>();
   const std::vector<int> owner = storage::plan_writes(sizes, world_size_);
@@ -235,6 +237,7 @@ void Checkpointer::start_writer(std::shared_ptr<Job> job) {
     // The references to the caller's tensors are dropped by the training thread (wait()),
     // after the join: a tensor is then never freed on this thread, behind libtorch's back.
     job->copied.set_value();
+    trace_point("save.copied", job->plan.step);
     const auto start = Clock::now();
     const detail::CommitOutcome outcome = detail::run_commit(job->plan, *store, job->cancelled, kCancelLatency);
     SaveResult result;

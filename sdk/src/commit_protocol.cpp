@@ -7,6 +7,7 @@
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
+#include "tenax/core/trace_point.h"
 #include "tenax/elastic/generation_fence.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/layout.h"
@@ -138,9 +139,11 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
     return out;
   }
   publish(store, k + "prepared", kOk);
+  trace_point("save.prepared", plan.step);
 
   std::vector<std::string> reports(static_cast<std::size_t>(plan.world_size));
   reports[0] = write_my_shard(plan, tmp);
+  trace_point("save.shard.written", plan.step);
   const auto deadline = Clock::now() + plan.timeout;
   std::string failures;
   for (int r = 1; r < plan.world_size && !cancelled.load(); ++r) {
@@ -148,6 +151,7 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
     auto report = wait_key(store, k + "report/" + std::to_string(r), deadline, cancelled, poll, why);
     reports[static_cast<std::size_t>(r)] = report ? *report : kErrorTag + why;
   }
+  trace_point("save.reports.in", plan.step);
 
   std::vector<storage::ShardInfo> shards;
   std::optional<CommitOutcome> fenced;
@@ -200,6 +204,7 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
   out.committed = true;
   out.dir = directory.step_dir(plan.step);
   publish(store, k + "result", kOk);
+  trace_point("save.result", plan.step);
   return out;
 }
 
@@ -231,6 +236,7 @@ CommitOutcome run_other_rank(const CommitPlan& plan, elastic::Store& store, cons
   const std::filesystem::path tmp = plan.root / storage::tmp_dir_name(plan.step, plan.generation);
   try {
     publish(store, k + "report/" + std::to_string(plan.rank), write_my_shard(plan, tmp));
+    trace_point("save.reported", plan.step);
   } catch (const std::exception& e) {
     out.error = rank_tag(plan.rank) + "could not report its shard: " + e.what();
     return out;
@@ -251,6 +257,7 @@ CommitOutcome run_other_rank(const CommitPlan& plan, elastic::Store& store, cons
   }
   out.committed = true;
   out.dir = storage::CheckpointDirectory(plan.root).step_dir(plan.step);
+  trace_point("save.result", plan.step);
   return out;
 }
 

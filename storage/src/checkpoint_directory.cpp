@@ -6,6 +6,7 @@
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
+#include "tenax/core/trace_point.h"
 #include "tenax/storage/layout.h"
 
 namespace tenax::storage {
@@ -93,6 +94,7 @@ Status CheckpointDirectory::commit(const fs::path& tmp_dir, const Manifest& mani
     // 1. The manifest, durable inside the tmp dir (atomic_write fsyncs file and directory).
     files::atomic_write(tmp_dir / kManifestFile, manifest_to_string(manifest));
     files::fsync_dir(tmp_dir);
+    trace_point("save.manifest.written", manifest.step);
 
     // 2. A directory cannot be renamed over a non-empty one: an earlier save of this step
     //    (by an older generation) is moved aside first and deleted once the new one is in place.
@@ -106,9 +108,11 @@ Status CheckpointDirectory::commit(const fs::path& tmp_dir, const Manifest& mani
 
     // 3. The commit point: rename + fsync of the root.
     files::durable_rename(tmp_dir, target);
+    trace_point("save.renamed", manifest.step);
 
     // 4. `latest`, atomically (tmp + fsync + rename + fsync root).
     files::atomic_write(root_ / kLatestFile, step_dir_name(manifest.step));
+    trace_point("save.latest.written", manifest.step);
 
     if (!aside.empty()) remove_tree(aside);
   } catch (const StorageError& e) {
@@ -184,6 +188,32 @@ std::vector<std::int64_t> CheckpointDirectory::prune(const RetentionPolicy& poli
 }
 
 void CheckpointDirectory::remove_uncommitted() const {
+  // A re-save of a step moves the committed one aside (".old-step-N-gG") before renaming the
+  // new one in: a process killed between the two renames left no step-N, and `latest` may name
+  // it. The aside copy is still a whole committed checkpoint: put it back before anything is
+  // deleted (the new save never reached its commit point). Without this the recovery deleted
+  // both copies, and with save_total_limit 1 every checkpoint of the job was gone.
+  for (const fs::path& dir : list_dirs(root_)) {
+    const std::string name = dir.filename().string();
+    if (!starts_with(name, ".old-step-") || !has_manifest(dir)) continue;
+    const auto dash = name.find("-g", 5);
+    const auto step = parse_step_dir_name(name.substr(5, dash == std::string::npos ? std::string::npos : dash - 5));
+    if (!step || fs::exists(step_dir(*step))) continue;
+    logger("tenax.storage")
+        ->warn("restoring {} as {}: a re-save of that step was cut off between setting the committed one aside "
+               "and committing its own",
+               dir.string(), step_dir(*step).string());
+    files::durable_rename(dir, step_dir(*step));
+  }
+  // atomic_write's temporaries of `latest` ("latest.tmp.<pid>") left by a killed writer.
+  std::error_code ec;
+  for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (starts_with(name, (std::string(kLatestFile) + ".tmp.").c_str()) && it->is_regular_file(ec)) {
+      std::error_code removed;
+      fs::remove(it->path(), removed);
+    }
+  }
   for (const fs::path& dir : uncommitted_dirs()) {
     logger("tenax.storage")->info("removing uncommitted checkpoint directory {}", dir.string());
     remove_tree(dir);

@@ -112,5 +112,35 @@ TEST(LauncherMultiNodePlan, WithoutSlurmTheEndpointIsNeededBeyondOneNode) {
   EXPECT_EQ(alone->connect_endpoint(4242), "tcp://127.0.0.1:4242");
 }
 
+// Failover order and addresses (host_election.h): the node-list position, who may take over.
+TEST(LauncherMultiNodePlan, EveryNodeKnowsItsPlaceInTheFailoverOrder) {
+  auto rank1 = plan_multi_node(parse({"--nproc-per-node", "1"}), job(1), "node2", 8);
+  EXPECT_EQ(rank1->position, 1);
+  EXPECT_TRUE(rank1->may_host);
+  auto numbered = plan_multi_node(
+      parse({"--nproc-per-node", "1", "--nnodes", "2", "--node-id", "5", "--rdzv-endpoint", "10.0.0.1:1",
+             "--node-host", "10.77.0.12"}),
+      std::nullopt, "box", 4);
+  EXPECT_EQ(numbered->position, 5);
+  EXPECT_EQ(numbered->host, "10.77.0.12");
+  auto standalone = plan_multi_node(
+      parse({"--nproc-per-node", "1", "--nnodes", "2", "--node-id", "0", "--rdzv-endpoint", "h:1", "--rdzv-host", "no"}),
+      std::nullopt, "box", 4);
+  EXPECT_FALSE(standalone->may_host);
+}
+
+// A Slurm step with fewer nodes than MIN can never form a generation: a configuration error at
+// once (exit 2), not a wait for the join timeout followed by requeues.
+TEST(LauncherMultiNodePlan, ASlurmStepBelowTheMinimumIsRefusedAtOnce) {
+  try {
+    (void)plan_multi_node(parse({"--nproc-per-node", "1", "--nnodes", "3:4"}), job(0), "node1", 7);
+    FAIL() << "a 2-node step was accepted for --nnodes 3:4";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("the Slurm step has 2 nodes but --nnodes needs at least 3"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tenax::launcher

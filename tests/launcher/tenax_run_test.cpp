@@ -233,22 +233,46 @@ TEST_F(LauncherRun, SuccessfulWorkerDoesNotHideAnotherWorkersFailure) {
   EXPECT_TRUE(fs::exists(at("started-1-1"))) << explain(r);
 }
 
-TEST_F(LauncherRun, WorkerIgnoringSigtermIsKilledAfterGracePeriod) {
-  // Rank 0 ignores SIGTERM (and so does its sleep); rank 1 fails once rank 0 is ignoring it.
+TEST_F(LauncherRun, WorkerIgnoringTheStopSignalIsKilledAfterGracePeriod) {
+  // Rank 0 ignores the restart's stop signal (and so does its sleep); rank 1 fails once rank 0
+  // is ignoring it.
   const std::string script =
       "if [ \"$RANK\" = 1 ]; then "
       "  while [ ! -e " +
       at("ignoring") +
       " ]; do sleep 0.05; done; exit 1; "
-      "fi; trap '' TERM; touch " +
+      "fi; trap '' USR2; touch " +
       at("ignoring") + "; while :; do sleep 1; done";
   TenaxResult r = tenax_workers(2, script, {"--grace-period", "1", "--max-restarts", "0"});
   ASSERT_EQ(r.exit_code, 1) << explain(r);
   EXPECT_TRUE(contains(r.log, "worker rank 0 (pid ")) << explain(r);
-  EXPECT_TRUE(contains(r.log, "did not stop within 1 s of SIGTERM; sending SIGKILL")) << explain(r);
+  EXPECT_TRUE(contains(r.log, "did not stop within 1 s of SIGUSR2; sending SIGKILL")) << explain(r);
   EXPECT_EQ(r.summary["history"][0]["workers"][0]["signal"], "SIGKILL") << explain(r);
   EXPECT_EQ(r.summary["history"][0]["workers"][0]["stopped_by_agent"], true) << explain(r);
   EXPECT_TRUE(contains(r.log, "restart budget spent (0 restarts); giving up")) << explain(r);
+}
+
+// Issue 12: a restart's stop is not a preemption. A worker that answers SIGTERM/SIGUSR1 as a
+// preemption (save, exit 3, as the SDK does) must not see either when the agent stops it because
+// a peer failed: with SIGTERM it would "save and exit 3", and in a real job its preemption vote
+// would reach every rank and end the job as preempted.
+TEST_F(LauncherRun, ARestartStopsTheSurvivorsWithoutAPreemptionSignal) {
+  const std::string script =
+      "if [ \"$TENAX_GENERATION\" != 0 ]; then exit 0; fi; "
+      "if [ \"$RANK\" = 1 ]; then "
+      "  while [ ! -e " +
+      at("trapping") +
+      " ]; do sleep 0.05; done; exit 1; "
+      "fi; trap 'touch " +
+      at("preempted") + "; exit 3' TERM USR1; touch " + at("trapping") +
+      "; while :; do sleep 0.1; done";
+  TenaxResult r = tenax_workers(2, script, {"--grace-period", "5", "--max-restarts", "1"});
+  ASSERT_EQ(r.exit_code, 0) << explain(r);
+  EXPECT_FALSE(fs::exists(at("preempted"))) << "the survivor got a preemption signal\n" << explain(r);
+  EXPECT_EQ(r.summary["history"][0]["outcome"], "failed") << explain(r);
+  EXPECT_EQ(r.summary["history"][0]["workers"][0]["signal"], "SIGUSR2") << explain(r);
+  EXPECT_EQ(r.summary["history"][0]["workers"][0]["stopped_by_agent"], true) << explain(r);
+  EXPECT_EQ(r.summary["history"][1]["outcome"], "finished") << explain(r);
 }
 
 TEST_F(LauncherRun, RestartBudgetSpentExitsOne) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "storage/storage_test_util.h"
 #include "tenax/core/error.h"
 
@@ -115,6 +117,26 @@ TEST_F(StorageDirectory, RecommitOfTheSameStepReplacesTheOldOne) {
   EXPECT_EQ(parsed.value().shards[0].checksum, m1.shards[0].checksum);
   EXPECT_EQ(dir.committed_steps(), std::vector<std::int64_t>{500});
   EXPECT_TRUE(dir.uncommitted_dirs().empty());
+}
+
+// A re-save of a step sets the committed one aside before renaming its own in; a kill between
+// the two renames must not cost the committed checkpoint (found by IntegrationAsyncSaveCrash's
+// author: the recovery deleted both copies). Recovery puts the aside copy back.
+TEST_F(StorageDirectory, ARecoveryRestoresACommittedStepSetAsideByACutOffResave) {
+  CheckpointDirectory dir(dir_ / "checkpoints");
+  auto [tmp1, manifest1] = stage(dir, 5, 1);
+  ASSERT_TRUE(dir.commit(tmp1, manifest1).is_ok());
+  auto [tmp2, manifest2] = stage(dir, 5, 2, 7);
+  fs::rename(dir.step_dir(5), dir_ / "checkpoints" / ".old-step-000000005-g2");  // commit's step 2, then killed
+  std::ofstream(dir_ / "checkpoints" / "latest.tmp.4242") << "step-0000";        // a killed atomic_write
+  ASSERT_TRUE(dir.committed_steps().empty());
+
+  dir.remove_uncommitted();
+  EXPECT_EQ(dir.committed_steps(), std::vector<std::int64_t>{5});
+  EXPECT_EQ(dir.latest_step(), std::optional<std::int64_t>(5));
+  EXPECT_TRUE(dir.uncommitted_dirs().empty());
+  EXPECT_FALSE(fs::exists(tmp2));
+  EXPECT_FALSE(fs::exists(dir_ / "checkpoints" / "latest.tmp.4242"));
 }
 
 TEST_F(StorageDirectory, PruneKeepsTheNewestTheLatestAndTheBest) {

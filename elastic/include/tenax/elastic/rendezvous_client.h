@@ -60,6 +60,9 @@ class RendezvousClientOptions {
   RendezvousClientOptions& service_timeout(std::chrono::milliseconds value);
   /// CURVE with the job's keys (the service must use the same); unset: plain TCP.
   RendezvousClientOptions& keys(JobKeys value);
+  /// The last generation this node was in (-1: none), carried by its JOINs: a new rendezvous
+  /// host (failover) numbers its generations above it.
+  RendezvousClientOptions& last_generation(std::int64_t value);
 
   const std::string& node_id() const { return node_id_; }
   const std::string& host() const { return host_; }
@@ -68,6 +71,7 @@ class RendezvousClientOptions {
   std::chrono::milliseconds reconnect_backoff_max() const { return reconnect_backoff_max_; }
   std::chrono::milliseconds service_timeout() const { return service_timeout_; }
   const std::optional<JobKeys>& keys() const { return keys_; }
+  std::int64_t last_generation() const { return last_generation_; }
 
   /// Throws ConfigError when the timing options contradict each other (RendezvousClient calls
   /// it): backoff below the interval, or a service timeout not beyond interval x liveness.
@@ -76,7 +80,7 @@ class RendezvousClientOptions {
   bool operator==(const RendezvousClientOptions& o) const {
     return node_id_ == o.node_id_ && host_ == o.host_ && local_workers_ == o.local_workers_ &&
            heartbeat_ == o.heartbeat_ && reconnect_backoff_max_ == o.reconnect_backoff_max_ &&
-           service_timeout_ == o.service_timeout_ && keys_ == o.keys_;
+           service_timeout_ == o.service_timeout_ && keys_ == o.keys_ && last_generation_ == o.last_generation_;
   }
   bool operator!=(const RendezvousClientOptions& o) const { return !(*this == o); }
 
@@ -88,6 +92,7 @@ class RendezvousClientOptions {
   std::chrono::milliseconds reconnect_backoff_max_ = kDefaultReconnectBackoffMax;
   std::chrono::milliseconds service_timeout_ = kDefaultServiceTimeout;
   std::optional<JobKeys> keys_;
+  std::int64_t last_generation_ = -1;
 };
 
 class RendezvousClient {

@@ -46,11 +46,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tenax/core/status.h"
 #include "tenax/elastic/job_keys.h"
 #include "tenax/elastic/rendezvous.h"
 
@@ -75,6 +77,12 @@ class RendezvousOptions {
   /// CURVE on both sockets (membership and store): only peers holding the job's client key get
   /// in; the others are refused and logged. Unset: no encryption, anyone may connect.
   RendezvousOptions& keys(JobKeys value);
+  /// Numbers generations above `value` (a host taking over from another knows the last one
+  /// formed, from the lease); -1: from 0.
+  RendezvousOptions& generations_above(std::int64_t value);
+  /// Asked before any ASSIGN of generation g goes out: the number to use (>= g) or an error that
+  /// fails the round (the job's generation fence; see membership.h). Unset: g.
+  RendezvousOptions& claim_generation(std::function<StatusOr<std::int64_t>(std::int64_t)> value);
 
   int min_nodes() const { return min_nodes_; }
   int max_nodes() const { return max_nodes_; }
@@ -83,11 +91,14 @@ class RendezvousOptions {
   const HeartbeatOptions& heartbeat() const { return heartbeat_; }
   std::int64_t resume_step() const { return resume_step_; }
   const std::optional<JobKeys>& keys() const { return keys_; }
+  std::int64_t generations_above() const { return generations_above_; }
+  const std::function<StatusOr<std::int64_t>(std::int64_t)>& claim_generation() const { return claim_generation_; }
 
+  /// Compares the values; claim_generation (a function) is not compared.
   bool operator==(const RendezvousOptions& o) const {
     return min_nodes_ == o.min_nodes_ && max_nodes_ == o.max_nodes_ && last_call_ == o.last_call_ &&
            join_timeout_ == o.join_timeout_ && heartbeat_ == o.heartbeat_ && resume_step_ == o.resume_step_ &&
-           keys_ == o.keys_;
+           keys_ == o.keys_ && generations_above_ == o.generations_above_;
   }
   bool operator!=(const RendezvousOptions& o) const { return !(*this == o); }
 
@@ -99,6 +110,8 @@ class RendezvousOptions {
   HeartbeatOptions heartbeat_;
   std::int64_t resume_step_ = 0;
   std::optional<JobKeys> keys_;
+  std::int64_t generations_above_ = -1;
+  std::function<StatusOr<std::int64_t>(std::int64_t)> claim_generation_;
 };
 
 /// The service's state as last published by its thread (for logs, `tenax rdzv`, tests).
@@ -113,6 +126,9 @@ struct RendezvousSnapshot {
   std::vector<std::string> waiting;      ///< node ids waiting for the next generation, join order
   std::int64_t resume_step = 0;
   std::uint64_t nodes_lost = 0;          ///< nodes declared dead after missed heartbeats
+  /// The longest gap between two messages of a node that was not declared dead (a healthy node's
+  /// worst silence: the measurement behind the heartbeat defaults, README "Multi-node").
+  std::int64_t longest_silence_ms = 0;
   std::uint64_t malformed_messages = 0;  ///< messages dropped as malformed
   std::uint64_t refused_peers = 0;       ///< connections refused for want of the job's keys (both sockets)
   std::string last_failure;              ///< the message of the last failed round ("" if none)
