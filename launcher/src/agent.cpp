@@ -11,10 +11,12 @@
 #include <utility>
 
 #include "exit_status.h"
+#include "generation_claim.h"
 #include "shutdown_signals.h"
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
+#include "tenax/elastic/generation_fence.h"
 #include "tenax/elastic/host_election.h"
 #include "tenax/elastic/kv_service.h"
 #include "tenax/elastic/rendezvous_client.h"
@@ -226,7 +228,12 @@ int RunLoop::run_single() {
   int restarts = 0;
   int exit_code = 1;
   Outcome final_outcome = Outcome::kFailed;
+  // Generations are numbered above the job's fence and recorded in it before their workers
+  // start (as the rendezvous does for multi-node jobs): a rerun in the same directory goes on
+  // above the last run's numbers, whose checkpoints its workers could otherwise not commit.
+  const elastic::GenerationFence fence(keys_file_.parent_path());
   for (int generation = 0;; ++generation) {
+    generation = static_cast<int>(advance_fence_from(fence, generation));
     set_identity(generation);
     GenerationPlan plan;
     plan.generation = generation;
@@ -610,13 +617,17 @@ bool RunLoop::host_service(std::int64_t term, const std::string& reason) {
   const MultiNodePlan& plan = *plan_;
   lease_keeper_.reset();
   if (rdzv_service_) rdzv_service_->stop();
-  const std::int64_t above = std::max(election_->highest_generation(), last_generation_);
+  const elastic::GenerationFence fence(keys_file_.parent_path());
+  const StatusOr<std::int64_t> fenced = fence.current();
+  const std::int64_t above = std::max({election_->highest_generation(), last_generation_,
+                                       fenced.is_ok() ? fenced.value() : std::int64_t{-1}});
   auto service = std::make_unique<elastic::RendezvousService>(
       elastic::RendezvousOptions(plan.nodes.min, plan.nodes.max)
           .heartbeat(heartbeat_)
           .join_timeout(std::chrono::duration_cast<std::chrono::milliseconds>(options_.join_timeout))
           .keys(*keys_)
-          .generations_above(above));
+          .generations_above(above)
+          .claim_generation(fenced_generation_claim(*lease_file_, fence, term, plan.node_id)));
   // The designated host keeps the job's well-known endpoint (--rdzv-endpoint, or the Slurm
   // default) when it can bind it; any other host, or one that cannot, binds any free port on
   // this node. Either way the lease publishes it.

@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include "exit_status.h"
+#include "generation_claim.h"
 #include "shutdown_signals.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
+#include "tenax/elastic/generation_fence.h"
 #include "tenax/elastic/host_election.h"
 #include "tenax/elastic/rendezvous_lease.h"
 #include "tenax/elastic/rendezvous_service.h"
@@ -187,12 +189,16 @@ int run_rdzv_command(const std::vector<std::string>& args) {
           standing_by = d.reason;
           continue;
         }
+        const elastic::GenerationFence fence(dir);
+        const StatusOr<std::int64_t> fenced = fence.current();
         service.emplace(elastic::RendezvousOptions(options.nodes.min, options.nodes.max)
                             .last_call(options.last_call)
                             .join_timeout(options.join_timeout)
                             .heartbeat(heartbeat)
                             .keys(*keys)
-                            .generations_above(election.highest_generation()));
+                            .generations_above(std::max(election.highest_generation(),
+                                                        fenced.is_ok() ? fenced.value() : std::int64_t{-1}))
+                            .claim_generation(fenced_generation_claim(lease_file, fence, d.term, node)));
         const std::string bound = service->start("tcp://" + options.host + ":" + std::to_string(options.port));
         elastic::LeaseRecord record;
         record.term = d.term;
