@@ -57,7 +57,10 @@ HostElection::Decision HostElection::decide(Clock::time_point now) const {
     return d;
   }
   const auto silent = now - beat_changed_;
-  const bool dead = long_dead_ || silent >= patience;
+  // A long-dead lease needs no watching, but the positions still take their turns: after a
+  // requeue every agent finds the released lease at once, and the lowest live position claims.
+  const bool waited_turn = first_observed_ && now - *first_observed_ >= options_.stagger();
+  const bool dead = (long_dead_ && waited_turn) || silent >= patience;
   if (!dead) {
     d.action = Action::kConnect;
     d.lease = *lease_;

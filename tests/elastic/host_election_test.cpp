@@ -96,6 +96,11 @@ TEST(elastic_host_election, ALongDeadLeaseFoundAtStartIsClaimedAtOnce) {
   const auto d = first.decide(kStart);
   EXPECT_EQ(d.action, Action::kClaim);
   EXPECT_EQ(d.term, 5);
+  // The others wait their turn, so that the lowest live position claims.
+  HostElection second("node-000001", HostElectionOptions(1, kLease));
+  second.observe(lease(4, 77, "node-000001", kWallStart - 3600'000), kStart, kWallStart);
+  EXPECT_NE(second.decide(kStart + milliseconds(900)).action, Action::kClaim);
+  EXPECT_EQ(second.decide(kStart + milliseconds(1000)).action, Action::kClaim);
 }
 
 // A lease seen for the first time with a recent wall-clock stamp is given the benefit of the

@@ -7,9 +7,9 @@
 //   - A lease whose beat changed within the lease timeout (on this node's clock) is alive: use
 //     its endpoint. A network partition between agents therefore never elects a second host
 //     while the holder can still write the shared file system.
-//   - A lease whose beat has not moved for lease timeout + stagger, or whose wall-clock age is
-//     beyond 3 x the lease timeout (a long-dead lease found by a new agent, e.g. after a Slurm
-//     requeue), is dead: claim the next term.
+//   - A lease whose beat has not moved for lease timeout + stagger is dead: claim the next term.
+//     So is one whose wall-clock age is beyond 3 x the lease timeout (a long-dead or released
+//     lease found by a new agent, e.g. after a Slurm requeue), once this node's stagger passed.
 //   - No lease at all: the job's designated first host (node rank 0 in the node list) claims
 //     term 0 at once; the others wait lease timeout + stagger first (the designated host is
 //     normally there in a second).
