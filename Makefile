@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build test test-netns demo bench bench-finetune bench-recovery chaos asan tsan fuzz clean
+.PHONY: all deps assets configure build test test-netns demo bench bench-finetune bench-recovery chaos soak-slurm asan tsan fuzz clean
 
 all: build
 
@@ -64,6 +64,13 @@ bench-recovery: build
 CHAOS_ARGS ?=
 chaos: build
 	python3 tools/chaos.py --build $(BUILD) $(CHAOS_ARGS)
+
+# Soak of the Slurm requeue (tools/soak_slurm.sh; not part of `make test`): the preemption,
+# shipped-template and time-limit tests of tests/slurm, SOAK_RUNS (20) times each on the local
+# Slurm cluster (brought up and down as `ctest -L slurm` does); prints the pass counts, exits
+# non-zero if any run failed. About SOAK_RUNS x 80 s. Only root can run the local cluster.
+soak-slurm: build
+	bash tools/soak_slurm.sh $(BUILD)
 
 # Sanitizer builds, each in its own directory.
 asan:

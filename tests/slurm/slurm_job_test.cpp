@@ -9,6 +9,8 @@
 //   bit-identical. (f) a client without the job's key file is refused and logged; the job finishes undisturbed.
 //   (e) the shipped slurm/finetune.sbatch with the synthetic example: scancel --batch --signal=USR1
 //   (the batch shell only, as --signal=B:USR1) → trap → agents → save → requeue → resume.
+//   (h) a job PENDING again within the second of its requeue, released early (as (d), (e) do):
+//   it runs again (issue 12's requeue flake). Also a real time limit's warning.
 // Skipped only when the Slurm client binaries are absent.
 #include <gtest/gtest.h>
 
@@ -131,14 +133,42 @@ class SlurmJob : public ::testing::Test {
     return wait_for({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}, timeout);
   }
 
+  // Waits until the job is PENDING again after a requeue, then lets it start at once instead
+  // of after Slurm's BeginTime hold (cred_expire: 10 s here), but never within the wall-clock
+  // second in which it was requeued. The requeue revokes the first run's credential on every
+  // slurmd, stamped in whole seconds, and slurmd refuses a launch credential issued in that same
+  // second ("Job N already killed, do not launch batch job"); slurmctld then ends the job FAILED
+  // with exit code 1 ("Killing non-startable batch JobId=N: Job credential revoked"), Restarts=1,
+  // and it never runs again. That was the requeue flake of issue 12: when the first run had
+  // already ended by the time Slurm processed the requeue (no KillWait), the job was PENDING
+  // within ~0.3 s and `StartTime=now` landed in the revocation's second. Slurm's own hold exists
+  // to avoid exactly this, so without the test's shortcut a requeued job never meets it. The job
+  // shows PENDING only after the revocation (COMPLETING until every node's epilog is done), so a
+  // credential issued once the clock has passed the second it was seen PENDING is newer.
+  // `update` (e.g. "TimeLimit=10") is applied to the pending job first. Returns the state seen
+  // ("PENDING", or whatever it was at the deadline).
+  std::string start_requeued_job_now(std::chrono::seconds timeout, const std::string& update = "") const {
+    const std::string pending = wait_for({"PENDING"}, timeout);
+    if (pending != "PENDING") return pending;
+    if (!update.empty()) run("scontrol update JobId=" + job_ + " " + update + " 2>&1");
+    const auto seen = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    while (std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()) <= seen) {
+      std::this_thread::sleep_for(50ms);
+    }
+    run("scontrol update JobId=" + job_ + " StartTime=now 2>&1");
+    return pending;
+  }
+
   nlohmann::json summary(int node) const {
     const std::string text = read_text(out_ / ("run-" + std::to_string(node)) / "agent.json");
     return text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
   }
   std::string log() const { return read_text(out_ / "slurm.out"); }
   std::string explain() const {
-    return "job " + job_ + " state " + state() + "\n--- slurm.out ---\n" + log() +
-           "\n--- scontrol ---\n" + run("scontrol show job " + job_);
+    // slurmctld's lines about the job say why Slurm ended or held it (e.g. a revoked credential).
+    return "job " + job_ + " state " + state() + "\n--- slurm.out ---\n" + log() + "\n--- scontrol ---\n" +
+           run("scontrol show job " + job_) + "\n--- slurmctld.log (JobId=" + job_ + ") ---\n" +
+           run("grep -w 'JobId=" + job_ + "' " SLURM_STATE_DIR "/log/slurmctld.log 2>/dev/null | tail -n 20");
   }
   fs::path checkpoint(int step) const {
     return out_ / "train" / "checkpoints" / tenax::storage::step_dir_name(step);
@@ -250,9 +280,7 @@ TEST_F(SlurmJob, PreemptedJobCheckpointsRequeuesAndResumes) {
   ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 40s)) << explain();
   ASSERT_EQ(run("scancel --signal=USR1 " + job_ + " 2>&1"), "") << explain();
   // The agent of node rank 0 requeues; skip the cred_expire wait once it is pending again.
-  const std::string pending = wait_for({"PENDING"}, 40s);
-  ASSERT_EQ(pending, "PENDING") << explain();
-  run("scontrol update JobId=" + job_ + " StartTime=now 2>&1");
+  ASSERT_EQ(start_requeued_job_now(40s), "PENDING") << explain();
   ASSERT_EQ(wait_done(60s), "COMPLETED") << explain();
   const std::string text = log();
   EXPECT_NE(text.find("forwarding SIGUSR1"), std::string::npos) << text;
@@ -275,6 +303,42 @@ TEST_F(SlurmJob, PreemptedJobCheckpointsRequeuesAndResumes) {
   EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
 }
 
+// The requeue flake of issue 12, made to happen every time: the job requeues itself just after
+// a wall-clock second begins and ends at once (as a job does when its agent's `scontrol requeue`
+// returns and every agent exits 3 before Slurm's kill arrives), so it is PENDING again within
+// that second. Released at once, as the tests did, slurmd refused the launch ("Job credential
+// revoked") in 8 of 10 runs and the job ended FAILED, ExitCode 1:0, Restarts=1;
+// start_requeued_job_now must get it to run again every time.
+TEST_F(SlurmJob, ARequeuedJobReleasedEarlyRunsAgain) {
+  out_ = base_dir() / "release-early";
+  fs::remove_all(out_);
+  fs::create_directories(out_);
+  const std::string o = out_.string();
+  const std::string script =
+      "#!/bin/bash\n"
+      "if [ -z \"${SLURM_RESTART_COUNT:-}\" ]; then\n"
+      "  srun --ntasks-per-node=1 true; sleep 1\n"
+      "  s=$(date +%s); while [ \"$(date +%s)\" -le \"$s\" ]; do sleep 0.01; done\n"
+      "  scontrol requeue $SLURM_JOB_ID && echo \"requeued at $(date +%T.%N)\"\n"
+      "  exit 3\n"
+      "fi\n"
+      "srun --ntasks-per-node=1 bash -c 'echo \"run 2 on $(hostname)\"'\n";
+  std::FILE* f = std::fopen((out_ / "job.sh").c_str(), "w");
+  ASSERT_NE(f, nullptr) << out_;
+  std::fputs(script.c_str(), f);
+  std::fclose(f);
+  job_ = run("sbatch --parsable -N2 --ntasks-per-node=1 -t 2 --requeue --open-mode=append -o " + o + "/slurm.out " +
+             o + "/job.sh 2>&1");
+  // PENDING at submission is not the requeue: first the first run (at least 1 s long).
+  ASSERT_EQ(wait_for({"RUNNING"}, 30s), "RUNNING") << explain();
+  ASSERT_EQ(start_requeued_job_now(30s), "PENDING") << explain();
+  ASSERT_EQ(wait_done(30s), "COMPLETED") << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("requeued at"), std::string::npos) << text;
+  EXPECT_NE(text.find("run 2 on node1"), std::string::npos) << text;
+  EXPECT_NE(text.find("run 2 on node2"), std::string::npos) << text;
+}
+
 // The shipped template: the warning goes to the batch shell only (as --signal=B:USR1 does);
 // its trap passes it to the agents, which save, requeue, and the requeued job finishes.
 TEST_F(SlurmJob, TemplatePassesTheBatchWarningToTheAgentsAndTheJobResumes) {
@@ -282,8 +346,7 @@ TEST_F(SlurmJob, TemplatePassesTheBatchWarningToTheAgentsAndTheJobResumes) {
   submit_template("template", "-t 5", kLong, 100, 10);
   ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 40s)) << explain();
   ASSERT_EQ(run("scancel --batch --signal=USR1 " + job_ + " 2>&1"), "") << explain();
-  ASSERT_EQ(wait_for({"PENDING"}, 40s), "PENDING") << explain();
-  run("scontrol update JobId=" + job_ + " StartTime=now 2>&1");
+  ASSERT_EQ(start_requeued_job_now(40s), "PENDING") << explain();
   ASSERT_EQ(wait_done(60s), "COMPLETED") << explain();
   const std::string text = log();
   EXPECT_NE(text.find("batch shell got SIGUSR1"), std::string::npos) << text;
@@ -303,9 +366,7 @@ TEST_F(SlurmJob, TimeLimitWarningCheckpointsRequeuesAndResumes) {
   submit_template("time-limit", "-t 1 --signal=B:USR1@45", kLong, 500, 100);
   ASSERT_EQ(wait_for({"RUNNING"}, 30s), "RUNNING") << explain();
   // Requeued after the warning: pending again.
-  ASSERT_EQ(wait_for({"PENDING"}, 60s), "PENDING") << explain();
-  run("scontrol update JobId=" + job_ + " TimeLimit=10 2>&1");
-  run("scontrol update JobId=" + job_ + " StartTime=now 2>&1");
+  ASSERT_EQ(start_requeued_job_now(60s, "TimeLimit=10"), "PENDING") << explain();
   ASSERT_EQ(wait_done(180s), "COMPLETED") << explain();
   const std::string text = log();
   EXPECT_NE(text.find("batch shell got SIGUSR1"), std::string::npos) << text;
