@@ -319,7 +319,7 @@ TEST_F(SlurmJob, ARequeuedJobReleasedEarlyRunsAgain) {
       "if [ -z \"${SLURM_RESTART_COUNT:-}\" ]; then\n"
       "  srun --ntasks-per-node=1 true; sleep 1\n"
       "  s=$(date +%s); while [ \"$(date +%s)\" -le \"$s\" ]; do sleep 0.01; done\n"
-      "  scontrol requeue $SLURM_JOB_ID && echo \"requeued at $(date +%T.%N)\"\n"
+      "  echo \"requeueing at $(date +%T.%N)\"; scontrol requeue $SLURM_JOB_ID\n"
       "  exit 3\n"
       "fi\n"
       "srun --ntasks-per-node=1 bash -c 'echo \"run 2 on $(hostname)\"'\n";
@@ -334,7 +334,7 @@ TEST_F(SlurmJob, ARequeuedJobReleasedEarlyRunsAgain) {
   ASSERT_EQ(start_requeued_job_now(30s), "PENDING") << explain();
   ASSERT_EQ(wait_done(30s), "COMPLETED") << explain();
   const std::string text = log();
-  EXPECT_NE(text.find("requeued at"), std::string::npos) << text;
+  EXPECT_NE(text.find("requeueing at"), std::string::npos) << text;
   EXPECT_NE(text.find("run 2 on node1"), std::string::npos) << text;
   EXPECT_NE(text.find("run 2 on node2"), std::string::npos) << text;
 }
