@@ -68,7 +68,7 @@ chaos: build
 # Soak of the Slurm requeue (tools/soak_slurm.sh; not part of `make test`): the preemption,
 # shipped-template and time-limit tests of tests/slurm, SOAK_RUNS (20) times each on the local
 # Slurm cluster (brought up and down as `ctest -L slurm` does); prints the pass counts, exits
-# non-zero if any run failed. About SOAK_RUNS x 80 s. Only root can run the local cluster.
+# non-zero if any run failed. About SOAK_RUNS x 95 s. Only root can run the local cluster.
 soak-slurm: build
 	bash tools/soak_slurm.sh $(BUILD)
 

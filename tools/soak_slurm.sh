@@ -11,7 +11,7 @@
 # (shared/slurm/local-cluster.sh, the state directory and port of the CMake cache), so it must not
 # run beside `ctest -L slurm`. A failed run's gtest output (with slurm.out, `scontrol show job` and
 # slurmctld's lines about the job) is kept in BUILD_DIR/soak-slurm/; the whole run takes about
-# SOAK_RUNS x 80 s (the time-limit test alone waits ~45 s for Slurm's warning).
+# SOAK_RUNS x 95 s (the time-limit test alone takes ~65 s: it waits up to 30 s for Slurm's warning).
 set -uo pipefail
 
 build=${1:-build}
@@ -40,7 +40,10 @@ fi
 logs="$build/soak-slurm"
 rm -rf "$logs" && mkdir -p "$logs"
 
-trap '"$cluster" down "$state" > "$logs/cluster-down.log" 2>&1' EXIT
+pid=""
+# Stopped early (Ctrl-C): end the running test first, then take the cluster down.
+trap '[ -n "$pid" ] && kill "$pid" 2> /dev/null; "$cluster" down "$state" > "$logs/cluster-down.log" 2>&1' EXIT
+trap 'exit 130' INT TERM
 if ! SLURM_LOCAL_PORT=$port "$cluster" up "$state" > "$logs/cluster-up.log" 2>&1; then
   cat "$logs/cluster-up.log" >&2
   echo "soak-slurm: the local Slurm cluster did not come up (log above)" >&2
@@ -59,7 +62,9 @@ for ((i = 1; i <= runs; i++)); do
     wait "$pid"
     rc=$?
     took=$((SECONDS - t0))
-    rmdir "/tmp/tenax-slurm-$pid" 2> /dev/null  # the test's empty base directory (kept if it failed)
+    pid_done=$pid
+    pid=""
+    rmdir "/tmp/tenax-slurm-$pid_done" 2> /dev/null  # the test's empty base directory (kept if it failed)
     if [ "$rc" -eq 0 ] && grep -q "^\[  PASSED  \] 1 test" "$log"; then
       passed[$t]=$((passed[$t] + 1))
       rm -f "$log"

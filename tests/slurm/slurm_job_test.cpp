@@ -357,17 +357,27 @@ TEST_F(SlurmJob, TemplatePassesTheBatchWarningToTheAgentsAndTheJobResumes) {
   EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
 }
 
-// A real time limit: -t 1 with --signal=B:USR1@45, so slurmctld sends the warning about 15 s
-// into the run (measured on this cluster: to the second); the training (~35 s) is still going
-// then. The job saves and requeues; the test lifts the time limit of the requeued job (or it
-// would be warned again) and it resumes and finishes.
+// A real time limit's warning. slurmctld checks time limits every 30 s (PERIODIC_TIMEOUT) and
+// sends the --signal warning at the first check where now + 30 s >= end - 45 s, i.e. up to 30 s
+// early. With -t 1 from the submission that is the first check after the job starts, anywhere
+// in its first 30 s: the soak saw it come before the workers had started (the agents exited
+// 138, the job FAILED) and after a 24 s training had ended (the job COMPLETED unwarned), 4 of 15
+// runs. So the job is submitted with -t 5 (no warning due) and its limit is cut to 1 min once
+// the training has saved step 500: the warning then comes at the next check, within 30 s, while
+// the training (25000 steps, ~45 s at the fastest rate seen here, 580 steps/s) still runs, and
+// well before the limit itself (60 s after the start, enforced at the first check after it).
+// The job saves and requeues; the test lifts the time limit of the requeued job (or it would
+// be warned again) and it resumes and finishes.
 TEST_F(SlurmJob, TimeLimitWarningCheckpointsRequeuesAndResumes) {
-  constexpr int kLong = 12000;
-  submit_template("time-limit", "-t 1 --signal=B:USR1@45", kLong, 500, 100);
-  ASSERT_EQ(wait_for({"RUNNING"}, 30s), "RUNNING") << explain();
+  constexpr int kLong = 25000;
+  submit_template("time-limit", "-t 5 --signal=B:USR1@45", kLong, 500, 500);
+  ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(500) / "manifest.json", 60s)) << explain();
+  run("scontrol update JobId=" + job_ + " TimeLimit=1 2>&1");
   // Requeued after the warning: pending again.
-  ASSERT_EQ(start_requeued_job_now(60s, "TimeLimit=10"), "PENDING") << explain();
-  ASSERT_EQ(wait_done(180s), "COMPLETED") << explain();
+  ASSERT_EQ(start_requeued_job_now(60s, "TimeLimit=10"), "PENDING")
+      << "no requeue within 60 s of cutting the limit (COMPLETED: the training ended before the warning)\n"
+      << explain();
+  ASSERT_EQ(wait_done(300s), "COMPLETED") << explain();
   const std::string text = log();
   EXPECT_NE(text.find("batch shell got SIGUSR1"), std::string::npos) << text;
   EXPECT_NE(text.find("received SIGUSR1; forwarding SIGUSR1"), std::string::npos) << text;
