@@ -395,6 +395,21 @@ int RunLoop::run_multi() {
       exit_code = kPreemptedExitCode;
       break;
     }
+    if ((final_outcome == Outcome::kInterrupted || signals_.received() != 0) && plan.slurm &&
+        signals_.received() == SIGUSR1) {
+      // Slurm's preemption warning reached workers that could not save (still starting, before
+      // their handlers were installed: killed by the signal). The job must still be requeued,
+      // not end FAILED: its newest committed checkpoint is where the requeued run resumes.
+      log_->warn("workers did not save a checkpoint at {} (still starting?); the requeued job resumes from the "
+                 "newest committed checkpoint",
+                 signal_name(SIGUSR1));
+      final_outcome = Outcome::kPreempted;
+      (void)client_->finish();
+      wait_for_other_nodes();
+      log_->warn("preempted; exiting {} so that the job is requeued", kPreemptedExitCode);
+      exit_code = kPreemptedExitCode;
+      break;
+    }
     if (final_outcome == Outcome::kInterrupted || signals_.received() != 0) {
       final_outcome = Outcome::kInterrupted;
       const int sig = signals_.received();
@@ -425,7 +440,8 @@ int RunLoop::run_multi() {
   }
   if (final_outcome == Outcome::kPreempted && exit_code == kPreemptedExitCode) {
     write_summary(exit_code, final_outcome, restarts);
-    requeue_if_slurm_rank0(last_node_rank);
+    // Before any generation formed, the node-list position stands in for the node rank.
+    requeue_if_slurm_rank0(last_node_rank >= 0 ? last_node_rank : plan.position);
   } else {
     write_summary(exit_code, final_outcome, restarts);
   }
@@ -475,9 +491,17 @@ std::optional<elastic::Assignment> RunLoop::join_generation(int& exit_code, Outc
       return std::nullopt;
     }
     if (const int sig = signals_.received(); sig != 0) {
+      (void)client_->leave();
+      if (plan_->slurm && sig == SIGUSR1) {
+        // Slurm's preemption warning between generations: nothing to save, requeue all the same.
+        log_->warn("received {} while joining; leaving the rendezvous; exiting {} so that the job is requeued",
+                   signal_name(sig), kPreemptedExitCode);
+        outcome = Outcome::kPreempted;
+        exit_code = kPreemptedExitCode;
+        return std::nullopt;
+      }
       log_->warn("received {} while joining; leaving the rendezvous; exiting {}", signal_name(sig),
                  exit_code_for_signal(sig));
-      (void)client_->leave();
       outcome = Outcome::kInterrupted;
       exit_code = exit_code_for_signal(sig);
       return std::nullopt;

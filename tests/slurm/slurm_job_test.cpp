@@ -85,18 +85,27 @@ class SlurmJob : public ::testing::Test {
   }
 
   // Submits a 2-node job whose one task per node runs `tenax run FLAGS -- synthetic ARGS`.
+  // `worker_prelude`: shell lines a wrapper runs before it execs the worker (e.g. a slow start).
   std::string submit(const std::string& name, const std::string& tenax_flags, const std::string& example_args,
-                     const std::string& sbatch_flags = "", int save_steps = 20) {
+                     const std::string& sbatch_flags = "", int save_steps = 20, const std::string& worker_prelude = "") {
     out_ = base_dir() / name;
     fs::remove_all(out_);
     fs::create_directories(out_);
     const std::string o = out_.string();
+    std::string wrapper;
+    if (!worker_prelude.empty()) {
+      wrapper = o + "/worker.sh ";
+      std::FILE* w = std::fopen((out_ / "worker.sh").c_str(), "w");
+      std::fputs(("#!/bin/bash\n" + worker_prelude + "\nexec \"$@\"\n").c_str(), w);
+      std::fclose(w);
+      fs::permissions(out_ / "worker.sh", fs::perms::owner_all);
+    }
     const std::string script =
         "#!/bin/bash\n"
         "echo \"batch: job $SLURM_JOB_ID SLURM_RESTART_COUNT=${SLURM_RESTART_COUNT:-unset}\"\n"
         "srun --ntasks-per-node=1 bash -c 'echo $$ > " + o + "/agent-$SLURM_NODEID.pid; exec " TENAX_BINARY
         " run --nproc-per-node 1 --run-dir " + o + "/run-%n --heartbeat-interval 100 --join-timeout 20 "
-        "--grace-period 2 " + tenax_flags + " -- " EXAMPLE_BINARY " --output-dir " + o + "/train --save-steps " + std::to_string(save_steps) + " "
+        "--grace-period 2 " + tenax_flags + " -- " + wrapper + EXAMPLE_BINARY " --output-dir " + o + "/train --save-steps " + std::to_string(save_steps) + " "
         "--logging-steps 10 " + example_args + "'\n"
         "status=$?\necho \"batch: srun exited $status\"\nexit $status\n";
     std::FILE* f = std::fopen((out_ / "job.sh").c_str(), "w");
@@ -280,6 +289,52 @@ TEST_F(SlurmJob, LostNodeLeavesTheOtherToFinishAlone) {
   EXPECT_NE(text.find("node-000001' (node2) missed heartbeats"), std::string::npos) << text;
   EXPECT_NE(text.find("1 node(s), world size 1"), std::string::npos) << text;
   EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
+}
+
+// Issue 12, point 5: a node lost for good below MIN (--nnodes 2:2): the survivor waits for a
+// generation that cannot form only until --join-timeout, then asks Slurm for a requeue instead
+// of holding the allocation; the requeued job gets both nodes again and finishes.
+TEST_F(SlurmJob, AGenerationThatCannotFormAsksSlurmForARequeue) {
+  constexpr int kLong = 3000;
+  submit("give-up", "--nnodes 2:2 --join-timeout 5", "--max-steps " + std::to_string(kLong), "--requeue", 100);
+  ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 40s)) << explain();
+  const std::string pid_text = read_text(out_ / "agent-1.pid");
+  ASSERT_FALSE(pid_text.empty()) << explain();
+  const pid_t agent = static_cast<pid_t>(std::stol(pid_text));
+  const std::string children = run("cat /proc/" + std::to_string(agent) + "/task/*/children 2>/dev/null");
+  ::kill(agent, SIGKILL);
+  run("kill -9 " + children + " 2>/dev/null");
+  ASSERT_EQ(start_requeued_job_now(90s), "PENDING") << explain();
+  ASSERT_EQ(wait_done(120s), "COMPLETED") << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("fewer than the minimum of 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("asking Slurm to requeue job " + job_ + " rather than hold its allocation idle"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("batch: job " + job_ + " SLURM_RESTART_COUNT=1"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
+}
+
+// Slurm's preemption warning can come while the workers are still starting, before they can
+// save (here: a 4 s start, and USR1 in it, which kills the not-yet-Tenax process). The job must
+// still be requeued and resume from its newest checkpoint, not end FAILED with 138 (seen by the
+// time-limit test's soak with the old agent).
+TEST_F(SlurmJob, APreemptionWarningBeforeTheWorkersCanSaveStillRequeuesTheJob) {
+  submit("early-usr1", "", "--max-steps 300", "--requeue", 100,
+         "[ \"${SLURM_RESTART_COUNT:-0}\" = 0 ] && sleep 4");
+  const auto deadline = std::chrono::steady_clock::now() + 40s;
+  while (log().find("starting 1 worker") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_NE(log().find("starting 1 worker"), std::string::npos) << explain();
+  ASSERT_EQ(run("scancel --signal=USR1 " + job_ + " 2>&1"), "") << explain();
+  ASSERT_EQ(start_requeued_job_now(60s), "PENDING") << explain();
+  ASSERT_EQ(wait_done(90s), "COMPLETED") << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("workers did not save a checkpoint at SIGUSR1"), std::string::npos) << text;
+  EXPECT_NE(text.find("requeueing Slurm job " + job_), std::string::npos) << text;
+  EXPECT_NE(text.find("batch: job " + job_ + " SLURM_RESTART_COUNT=1"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(checkpoint(300) / "manifest.json")) << explain();
 }
 
 TEST_F(SlurmJob, PreemptedJobCheckpointsRequeuesAndResumes) {
