@@ -44,7 +44,6 @@ import argparse
 import collections
 import ctypes
 import fcntl
-import glob
 import json
 import os
 import re
@@ -56,6 +55,9 @@ import struct
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import procfs  # noqa: E402  (tools/procfs.py, beside this file)
 
 PREFIX = "tenax-lab-"
 SUBNET = "10.77.0"
@@ -144,16 +146,7 @@ def kill_processes_in(names):
         time.sleep(0.05)
 
 
-def children(pid):
-    """Direct children of `pid` (empty if it is gone)."""
-    out = []
-    for path in glob.glob(f"/proc/{pid}/task/*/children"):
-        try:
-            with open(path) as f:
-                out.extend(int(x) for x in f.read().split())
-        except OSError:
-            pass
-    return sorted(set(out))
+children = procfs.children  # direct children of a pid (tools/procfs.py)
 
 
 def list_lab_namespaces():

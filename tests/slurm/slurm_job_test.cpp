@@ -187,6 +187,17 @@ class SlurmJob : public ::testing::Test {
            run("scontrol show job " + job_) + "\n--- slurmctld.log (JobId=" + job_ + ") ---\n" +
            run("grep -w 'JobId=" + job_ + "' " SLURM_STATE_DIR "/log/slurmctld.log 2>/dev/null | tail -n 20");
   }
+  // The node dies: its agent (the pid the job script recorded) and its worker, at once. False
+  // when the agent's pid was not recorded.
+  bool kill_node(int node) const {
+    const std::string pid_text = read_text(out_ / ("agent-" + std::to_string(node) + ".pid"));
+    if (pid_text.empty()) return false;
+    const pid_t agent = static_cast<pid_t>(std::stol(pid_text));
+    const std::string children = run("cat /proc/" + std::to_string(agent) + "/task/*/children 2>/dev/null");
+    ::kill(agent, SIGKILL);
+    run("kill -9 " + children + " 2>/dev/null");
+    return true;
+  }
   fs::path checkpoint(int step) const {
     return out_ / "train" / "checkpoints" / tenax::storage::step_dir_name(step);
   }
@@ -274,13 +285,7 @@ TEST_F(SlurmJob, LostNodeLeavesTheOtherToFinishAlone) {
   constexpr int kLong = 3000;  // steps take ~5 ms: long enough to lose a node mid-run
   submit("lose-node", "--nnodes 1:2", "--max-steps " + std::to_string(kLong), "", 100);
   ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 40s)) << explain();
-  const std::string pid_text = read_text(out_ / "agent-1.pid");
-  ASSERT_FALSE(pid_text.empty()) << explain();
-  const pid_t agent = static_cast<pid_t>(std::stol(pid_text));
-  // The node dies: its agent and its worker, at once.
-  const std::string children = run("cat /proc/" + std::to_string(agent) + "/task/*/children 2>/dev/null");
-  ::kill(agent, SIGKILL);
-  run("kill -9 " + children + " 2>/dev/null");
+  ASSERT_TRUE(kill_node(1)) << explain();
   wait_done();
   const auto s = summary(0);
   EXPECT_EQ(s["outcome"], "finished") << explain();
@@ -298,12 +303,7 @@ TEST_F(SlurmJob, AGenerationThatCannotFormAsksSlurmForARequeue) {
   constexpr int kLong = 3000;
   submit("give-up", "--nnodes 2:2 --join-timeout 5", "--max-steps " + std::to_string(kLong), "--requeue", 100);
   ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 40s)) << explain();
-  const std::string pid_text = read_text(out_ / "agent-1.pid");
-  ASSERT_FALSE(pid_text.empty()) << explain();
-  const pid_t agent = static_cast<pid_t>(std::stol(pid_text));
-  const std::string children = run("cat /proc/" + std::to_string(agent) + "/task/*/children 2>/dev/null");
-  ::kill(agent, SIGKILL);
-  run("kill -9 " + children + " 2>/dev/null");
+  ASSERT_TRUE(kill_node(1)) << explain();
   ASSERT_EQ(start_requeued_job_now(90s), "PENDING") << explain();
   ASSERT_EQ(wait_done(120s), "COMPLETED") << explain();
   const std::string text = log();
