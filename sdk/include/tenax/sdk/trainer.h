@@ -85,6 +85,43 @@ class Trainer {
   /// non-zero (not kExitPreempted), and its agent re-joins the current generation.
   TrainOutput train();
 
+  // One optimizer step at a time: the seam train() loops over, and what an embedding code (a
+  // simulation, through the C API) drives between its solver steps. begin() once, then step()
+  // as often as wanted, with save_checkpoint() / preemption_agreed() where the caller wants them,
+  // then end() (optional for an embedding code: its own last save_checkpoint() is enough).
+
+  /// Collective. Plans the run (global batch, gradient accumulation, schedule length: max_steps,
+  /// else num_train_epochs of the training dataset), builds the optimizer, the schedule and the
+  /// gradient sync, makes the replicas identical and, when `resume`, restores the newest
+  /// committed checkpoint under output_dir (model, optimizer, RNG, data position, user state).
+  /// Returns that checkpoint's label (save_checkpoint's), or nullopt. Once per Trainer.
+  /// Without a training dataset (embedding) there is no data order: max_steps sets the
+  /// schedule's length (when <= 0 the schedule never ends) and step() takes the caller's batches.
+  std::optional<std::int64_t> begin(bool resume = true);
+  /// Collective. One optimizer step on this rank's `micro_batches` (accumulation_steps() of them):
+  /// forward and backward each, gradient sync, clipping, LR, optimizer, then on_step_end and the
+  /// logging / evaluation / saving that the strategies and callbacks ask for. Returns this rank's
+  /// loss of the step (the micro-batches' sum, each divided by their number). After begin().
+  double step(const std::vector<Batch>& micro_batches);
+  /// Collective: the signal any rank received (SIGUSR1, SIGTERM), or 0; every rank gets the same
+  /// answer at the same call (one allreduce). 0 when handle_preemption_signals is off.
+  int preemption_agreed();
+  /// Collective, asynchronous: a checkpoint now, named by `label` (default: the optimizer step).
+  /// An embedding code labels it with its solver step; the optimizer step is saved beside it.
+  /// The previous save's failure is reported here (as on_save_error says).
+  void save_checkpoint(std::optional<std::int64_t> label = std::nullopt);
+  /// Collective: waits until the save in flight is committed; throws StorageError when it failed
+  /// (RendezvousError when fenced).
+  void wait_for_checkpoint();
+  /// Collective. Saves the last step unless it is saved, waits for the commit, loads the best
+  /// model (load_best_model_at_end, unless preempted), fires on_preempt and on_train_end.
+  TrainOutput end(int preempt_signal = 0);
+  /// Not collective: the model's output for one batch in eval mode without autograd (the model's
+  /// mode is restored afterwards).
+  ModelOutput predict_batch(const Batch& batch);
+  /// The gradient accumulation steps of this run (set by begin(): an elastic resize changes it).
+  std::int64_t accumulation_steps() const { return accumulation_steps_; }
+
   /// Collective. The model's logits and the labels for every sample of `dataset`, in dataset
   /// order, on every rank: each rank runs prediction_step over its contiguous shard in batches
   /// of per_device_eval_batch_size (eval mode, no autograd), then the rows are allgathered.
