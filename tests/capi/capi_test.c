@@ -153,24 +153,27 @@ static void part_mlp(tenax_context* ctx) {
   CHECK(model == NULL);
 }
 
-/* The same run with C-order arrays and with Fortran-order ones (transposed memory, reversed
- * shape) gives the same losses and predictions, bit for bit. */
+/* The same run with C-order arrays and with Fortran-order ones gives the same losses and
+ * predictions, bit for bit. The Fortran array x(features, batch) is filled by its own index
+ * rule, element (f, b) at f + features * b (0-based), and y(1, batch) alike. */
 static void part_orders(tenax_context* ctx) {
-  static float x[kRows][kFeatures], y[kRows][1], xt[kFeatures][kRows], out_c[kRows][1], out_f[kRows];
+  static float x[kRows][kFeatures], y[kRows][1], xf[kFeatures * kRows], yf[kRows], out_c[kRows][1], out_f[kRows];
   char dir_c[4200], dir_f[4200];
   tenax_model* model_c = make_mlp();
   tenax_model* model_f = make_mlp();
   tenax_trainer *trainer_c, *trainer_f;
   tenax_array in_c = array2(x, TENAX_FLOAT32, TENAX_ORDER_C, kRows, kFeatures);
   tenax_array label_c = array2(y, TENAX_FLOAT32, TENAX_ORDER_C, kRows, 1);
-  tenax_array in_f = array2(xt, TENAX_FLOAT32, TENAX_ORDER_F, kFeatures, kRows); /* x(features, batch) */
-  tenax_array label_f = array2(y, TENAX_FLOAT32, TENAX_ORDER_F, 1, kRows);
+  tenax_array in_f = array2(xf, TENAX_FLOAT32, TENAX_ORDER_F, kFeatures, kRows); /* x(features, batch) */
+  tenax_array label_f = array2(yf, TENAX_FLOAT32, TENAX_ORDER_F, 1, kRows);
   tenax_array output_c = array2(out_c, TENAX_FLOAT32, TENAX_ORDER_C, kRows, 1);
   tenax_array output_f = array2(out_f, TENAX_FLOAT32, TENAX_ORDER_F, 1, kRows);
   int i, j, step;
   make_data(x, y, 0);
-  for (i = 0; i < kRows; ++i)
-    for (j = 0; j < kFeatures; ++j) xt[j][i] = x[i][j];
+  for (i = 0; i < kRows; ++i) {
+    for (j = 0; j < kFeatures; ++j) xf[j + kFeatures * i] = x[i][j];
+    yf[i] = y[i][0];
+  }
   fresh_dir("orders-c", dir_c, sizeof dir_c);
   fresh_dir("orders-f", dir_f, sizeof dir_f);
   trainer_c = make_trainer(ctx, model_c, dir_c);
@@ -184,6 +187,10 @@ static void part_orders(tenax_context* ctx) {
   CHECK_OK(tenax_predict(trainer_c, &in_c, &output_c));
   CHECK_OK(tenax_predict(trainer_f, &in_f, &output_f));
   CHECK(memcmp(out_c, out_f, sizeof out_f) == 0);
+  /* A Fortran array declared the C way round, x(batch, features), is refused by name. */
+  in_f.shape[0] = kRows;
+  in_f.shape[1] = kFeatures;
+  CHECK_FAILS(tenax_train_step(trainer_f, &in_f, &label_f, NULL), TENAX_ERR_INVALID_ARGUMENT, "input: shape");
   CHECK_OK(tenax_trainer_free(&trainer_c));
   CHECK_OK(tenax_trainer_free(&trainer_f));
   CHECK_OK(tenax_model_free(&model_c));
