@@ -164,6 +164,15 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
   const std::string me = who(id, launch);
   const bool one_node = id.local_world_size == id.world_size;
 
+  // Rank 0 removes its discovery files when it leaves, having formed the world or not: once
+  // every rank has checked in, or on the way out of a failed launch (its store dies with it).
+  struct RemoveDiscoveryFiles {
+    fs::path dir;
+    std::string launch_id;
+    ~RemoveDiscoveryFiles() {
+      if (!dir.empty()) remove_rdzv_address(dir, launch_id);
+    }
+  } cleanup;
   std::unique_ptr<KvService> service;
   std::optional<JobKeys> keys;
   std::string endpoint;
@@ -191,6 +200,8 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
       }
       discovery_dir = discovery_directory(id);
       if (id.rank == 0) {
+        cleanup.dir = discovery_dir;
+        cleanup.launch_id = launch.launch_id;
         publish_rdzv_address(discovery_dir, launch.launch_id, address);
       } else {
         address = await_rdzv_address(discovery_dir, launch.launch_id, timeout, me);
@@ -222,8 +233,6 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
     gloo.timeout = timeout;
     communicator = make_gloo_communicator(*store, id.rank, id.world_size, gloo);
   }
-  // Every rank has checked in through the store by now, so the discovery files have done their job.
-  if (!discovery_dir.empty() && id.rank == 0) remove_rdzv_address(discovery_dir, launch.launch_id);
 
   StoreFactory open_store;
   if (!endpoint.empty()) {

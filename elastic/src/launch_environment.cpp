@@ -162,17 +162,15 @@ LaunchIdentity parse_launch_environment(const EnvironmentMap& env) {
     return out;  // a single process
   }
 
-  const auto restarts = vars.get_int("SLURM_RESTART_COUNT");
-  if (out.mode == LaunchMode::kTenaxRun) {
-    id.generation = vars.get_int("TENAX_GENERATION").value_or(0);
-    id.restart_count = vars.get_int("TENAX_RESTART_COUNT").value_or(0);
-  } else {
-    id.generation = vars.get_int("TENAX_GENERATION").value_or(restarts.value_or(0));
-    id.restart_count = restarts.value_or(0);
-  }
-  checked("TENAX_GENERATION", id.generation, 0, std::numeric_limits<std::int64_t>::max(), "must be >= 0");
-  checked("restart count", id.restart_count, 0, std::numeric_limits<std::int64_t>::max(), "must be >= 0");
-  if (id.generation > kIntMax) throw ConfigError("TENAX_GENERATION=" + std::to_string(id.generation) + " is too large");
+  // Generation and restarts: the agent's under `tenax run`; else each requeue is a generation.
+  const auto counter = [&](const char* name) -> std::optional<std::int64_t> {
+    const auto value = vars.get_int(name);
+    if (value && *value < 0) throw ConfigError(std::string(name) + "=" + std::to_string(*value) + " must be >= 0");
+    return value;
+  };
+  const auto restarts = counter(out.mode == LaunchMode::kTenaxRun ? "TENAX_RESTART_COUNT" : "SLURM_RESTART_COUNT");
+  id.restart_count = restarts.value_or(0);
+  id.generation = counter("TENAX_GENERATION").value_or(out.mode == LaunchMode::kTenaxRun ? 0 : id.restart_count);
 
   // The launch id: the same on every rank of this launch, new for each requeue of the job.
   std::vector<std::string> parts;
