@@ -20,7 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "tenax/core/error.h"
 #include "tenax/core/files.h"
+#include "tenax/elastic/direct_launch.h"
 #include "tenax/elastic/job_keys.h"
 
 namespace {
@@ -187,6 +189,18 @@ TEST_F(elastic_direct_launch, OneTaskNeedsNoStore) {
   EXPECT_NE(r0.output().find("rank 0 of 1 local 0 of 1 generation 0 restart 0 sum 1.500 ranks 0 store no"),
             std::string::npos)
       << r0.output();
+}
+
+// In this process, which never initialised MPI: asking for an MPI communicator is a clear
+// configuration error, whether this Tenax has MPI (not initialised) or not (built without it).
+TEST(elastic_direct_launch_mpi, AnMpiCommunicatorWithoutMpiIsAConfigError) {
+  try {
+    tenax::elastic::WorkerContext::from_launch(tenax::elastic::LaunchOptions().mpi_fortran_comm(0));
+    ADD_FAILURE() << "from_launch must refuse an MPI communicator here";
+  } catch (const tenax::ConfigError& e) {
+    const std::string needle = tenax::elastic::built_with_mpi() ? "MPI is not initialised" : "TENAX_WITH_MPI=OFF";
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
