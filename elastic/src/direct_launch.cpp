@@ -177,7 +177,9 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
   std::optional<JobKeys> keys;
   std::string endpoint;
   fs::path discovery_dir;
+  bool shared_store = false;
   if (const auto external = env::get("TENAX_RDZV_ENDPOINT"); external && !external->empty()) {
+    shared_store = true;
     endpoint = *external;
     if (const auto keys_file = env::get(kJobKeysVariable); keys_file && !keys_file->empty()) {
       keys = read_job_keys(*keys_file);
@@ -211,11 +213,15 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
     keys = address.keys;
   }
 
+  // A store of our own holds this launch only; a shared one (TENAX_RDZV_ENDPOINT) may serve
+  // other launches of the same generation number, so their keys are kept apart by the launch id.
+  const std::string prefix = (!shared_store || launch.launch_id.empty() ? "" : "launch/" + launch.launch_id + "/") +
+                             generation_prefix(id.generation);
   std::unique_ptr<Store> base;
   std::unique_ptr<Store> store;
   if (!endpoint.empty()) {
     base = connect_store(endpoint, timeout, keys);
-    store = std::make_unique<PrefixStore>(generation_prefix(id.generation), *base);
+    store = std::make_unique<PrefixStore>(prefix, *base);
   }
   std::unique_ptr<Communicator> communicator;
   const char* backend = "the given communicator";
@@ -236,8 +242,8 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
 
   StoreFactory open_store;
   if (!endpoint.empty()) {
-    open_store = [endpoint, generation = id.generation, timeout, keys]() -> std::unique_ptr<Store> {
-      return std::make_unique<OwningPrefixStore>(generation_prefix(generation), connect_store(endpoint, timeout, keys));
+    open_store = [endpoint, prefix, timeout, keys]() -> std::unique_ptr<Store> {
+      return std::make_unique<OwningPrefixStore>(prefix, connect_store(endpoint, timeout, keys));
     };
   }
   std::optional<GenerationFence> fence;
