@@ -75,7 +75,7 @@ tenax_status tenax_checkpoint_save(tenax_trainer* trainer, int64_t step) {
 tenax_status tenax_checkpoint_wait(tenax_trainer* trainer) {
   return guarded("tenax_checkpoint_wait", [&] {
     tenax_trainer& t = live(trainer, "trainer", "tenax_trainer");
-    if (t.begun) t.trainer->wait_for_checkpoint();
+    if (t.begun && !t.begin_failed) t.trainer->wait_for_checkpoint();
   });
 }
 

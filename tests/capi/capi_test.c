@@ -481,6 +481,48 @@ static void part_bad_input(tenax_context* ctx) {
   CHECK_OK(tenax_model_free(&model));
   CHECK_FAILS(tenax_trainer_create(&trainer, ctx, other, NULL, NULL, 0), TENAX_ERR_NOT_INITIALIZED, "model");
 
+  /* A context used after its finalize; a context finalized under a live trainer. */
+  {
+    tenax_context* second = NULL;
+    tenax_context* kept;
+    int32_t rank = -1;
+    tenax_model* small = make_mlp();
+    tenax_trainer* using_second;
+    char second_dir[4200];
+    CHECK_OK(tenax_init(&second));
+    fresh_dir("bad-ctx", second_dir, sizeof second_dir);
+    using_second = make_trainer(second, small, second_dir);
+    CHECK_FAILS(tenax_finalize(&second), TENAX_ERR_INVALID_ARGUMENT, "ctx: 1 trainer(s)");
+    CHECK_OK(tenax_trainer_free(&using_second));
+    kept = second;
+    CHECK_OK(tenax_finalize(&second));
+    CHECK(second == NULL);
+    CHECK_FAILS(tenax_rank(kept, &rank), TENAX_ERR_NOT_INITIALIZED, "ctx: not a live tenax_context");
+    CHECK_FAILS(tenax_trainer_create(&using_second, kept, small, NULL, NULL, 0), TENAX_ERR_NOT_INITIALIZED, "ctx");
+    CHECK_OK(tenax_model_free(&small));
+  }
+
+  /* Restores that do not fit what was saved: another model, another state array. */
+  {
+    const int64_t narrow[] = {kFeatures, 8, 1};
+    static double short_field[4];
+    tenax_array short_array = array2(short_field, TENAX_FLOAT64, TENAX_ORDER_C, 4, 1);
+    short_array.ndim = 1;
+    CHECK_OK(tenax_model_create_mlp(&other, narrow, 3, "tanh", TENAX_LOSS_MSE));
+    trainer = make_trainer(ctx, other, dir);
+    CHECK_OK(tenax_register_state(trainer, "field", &field_array, TENAX_REPLICATED));
+    CHECK_FAILS(tenax_checkpoint_restore(trainer, &step), TENAX_ERR_IO, "layers");
+    CHECK_FAILS(tenax_train_step(trainer, &in, &label, NULL), TENAX_ERR_NOT_INITIALIZED, "free it");
+    CHECK_OK(tenax_trainer_free(&trainer));
+    CHECK_OK(tenax_model_free(&other));
+    model = make_mlp();
+    trainer = make_trainer(ctx, model, dir);
+    CHECK_OK(tenax_register_state(trainer, "field", &short_array, TENAX_REPLICATED));
+    CHECK_FAILS(tenax_checkpoint_restore(trainer, &step), TENAX_ERR_IO, "field");
+    CHECK_OK(tenax_trainer_free(&trainer));
+    CHECK_OK(tenax_model_free(&model));
+  }
+
   /* Nothing saved was lost: the checkpoint of step 5 comes back. */
   for (i = 0; i < 8; ++i) field[i] = -1.0;
   model = make_mlp();
