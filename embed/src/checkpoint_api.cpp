@@ -33,7 +33,8 @@ tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, cons
                             "register every state array before them");
     }
     if (scope != TENAX_REPLICATED && scope != TENAX_PER_RANK) {
-      throw InvalidArgument("scope: " + std::to_string(scope) + " is not a tenax_scope (TENAX_REPLICATED, TENAX_PER_RANK)");
+      throw InvalidArgument("scope: " + std::to_string(scope) +
+                            " is not a tenax_scope (TENAX_REPLICATED, TENAX_PER_RANK)");
     }
     const torch::Tensor tensor = tenax::capi::view_of(array, "array");
     tenax::capi::register_array(t.user_state, key, tensor,
