@@ -13,7 +13,7 @@ program api_test
   type(tenax_model) :: model
   type(tenax_trainer) :: trainer
   character(len=1024) :: dir
-  character(len=:), allocatable :: output_dir
+  character(len=1100) :: output_dir, options(4), bad_option = 'no_such_key=1'
   real(real64), target :: u(5, 4), u_saved(5, 4)
   integer(int64), target :: solver_step(1)
   real(real64) :: x8(features, batch), y8(1, batch), p8(1, batch), p8_saved(1, batch), loss, total
@@ -43,8 +43,10 @@ program api_test
 
   ! ---- Train on real(8), then real(4) arrays; predict both ways -------------------------------
   call expect_ok(tenax_model_create_mlp(model, [features, 16, 1], 'tanh', TENAX_LOSS_MSE), 'create the MLP')
-  call expect_ok(tenax_trainer_create(trainer, ctx, model, overrides=[character(len=64) :: output_dir, &
-                 'max_steps=100', 'learning_rate=0.01', 'seed=7', 'save_total_limit=3']), 'tenax_trainer_create')
+  ! Assigned one by one: gfortran 12 corrupts memory for [character(len=n) :: 'a='//trim(s), ...].
+  options(1) = output_dir
+  options(2:4) = [character(len=len(options)) :: 'max_steps=100', 'learning_rate=0.01', 'seed=7']
+  call expect_ok(tenax_trainer_create(trainer, ctx, model, overrides=options), 'tenax_trainer_create')
   u = reshape([(real(i, real64)/3, i = 1, size(u))], shape(u))
   solver_step = 0
   call expect_ok(tenax_register_state(trainer, 'u', u, TENAX_PER_RANK), 'register u')
@@ -107,10 +109,9 @@ program api_test
 
   call expect_ok(tenax_model_create_mlp(model, [integer(int64) :: features, 16, 1], 'tanh', TENAX_LOSS_MSE), &
                  'create the MLP again (8-byte widths)')
-  call expect_status(tenax_trainer_create(trainer, ctx, model, overrides=[character(len=64) :: output_dir, &
-                     'no_such_key=1']), TENAX_ERR_CONFIG, 'no_such_key', 'an unknown configuration key')
-  call expect_ok(tenax_trainer_create(trainer, ctx, model, overrides=[character(len=64) :: output_dir, &
-                 'max_steps=100', 'learning_rate=0.01', 'seed=7']), 'a second trainer')
+  call expect_status(tenax_trainer_create(trainer, ctx, model, overrides=[options(1:4), bad_option]), &
+                     TENAX_ERR_CONFIG, 'no_such_key', 'an unknown configuration key')
+  call expect_ok(tenax_trainer_create(trainer, ctx, model, overrides=options), 'a second trainer')
   call expect_ok(tenax_register_state(trainer, 'u', u, TENAX_PER_RANK), 'register u again')
   call expect_ok(tenax_register_state(trainer, 'solver_step', solver_step, TENAX_REPLICATED), &
                  'register solver_step again')

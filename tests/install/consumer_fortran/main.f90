@@ -6,6 +6,7 @@ program consumer
   type(tenax_model) :: model
   type(tenax_trainer) :: trainer
   character(len=4096) :: dir
+  character(len=4200) :: options(2)
   real(8) :: x(2, 4), y(1, 4), loss
 
   call get_command_argument(1, dir)
@@ -14,8 +15,9 @@ program consumer
   loss = -1
   call check(tenax_init(ctx), 'tenax_init')
   call check(tenax_model_create_mlp(model, [2, 8, 1], 'tanh', TENAX_LOSS_MSE), 'tenax_model_create_mlp')
-  call check(tenax_trainer_create(trainer, ctx, model, overrides=[character(len=4200) :: 'output_dir='//dir, &
-                                                                   'max_steps=1']), 'tenax_trainer_create')
+  options(1) = 'output_dir='//dir
+  options(2) = 'max_steps=1'
+  call check(tenax_trainer_create(trainer, ctx, model, overrides=options), 'tenax_trainer_create')
   call check(tenax_train_step(trainer, x, y, loss), 'tenax_train_step')
   call check(tenax_trainer_free(trainer), 'tenax_trainer_free')
   call check(tenax_model_free(model), 'tenax_model_free')
