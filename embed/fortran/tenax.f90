@@ -11,7 +11,10 @@
 !     arrays. A registered state array keeps its address in Tenax: declare it TARGET (an
 !     allocatable one too), register it whole or as a contiguous section, and keep it alive
 !     until the trainer is freed;
-!   - strings: trailing blanks are trimmed (fixed-length Fortran strings), then NUL-terminated;
+!   - strings: trailing blanks are trimmed (fixed-length Fortran strings), then NUL-terminated.
+!     Build a list of overrides in a character array variable, element by element: gfortran 12
+!     corrupts the heap for a typed constructor of non-constant lengths such as
+!     [character(len=200) :: 'output_dir='//trim(dir), 'max_steps=100'] (seen with valgrind);
 !   - tenax_init_mpi takes the solver's communicator as an integer handle: `comm` from `use mpi`
 !     or `comm%MPI_VAL` from `use mpi_f08`.
 ! Thread-safety: as the C API, one thread per context; the message of an error found on the
