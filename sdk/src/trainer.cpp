@@ -54,6 +54,26 @@ struct SavedRun {
   nlohmann::json arguments;
 };
 
+// The checkpoint's "sampler" tensor, int64 [seed, epoch, cursor, global_batch]: the data order
+// with its position, so that a resume can refuse a run whose data order would differ. Named
+// fields here, the tensor only at the checkpoint boundary (its layout is the file format).
+struct SavedDataOrder {
+  std::uint64_t seed = 0;
+  SamplerPosition position;
+  std::int64_t global_batch = 0;
+
+  torch::Tensor to_tensor() const {
+    return torch::tensor({static_cast<std::int64_t>(seed), position.epoch, position.cursor, global_batch}, torch::kInt64);
+  }
+  /// nullopt when the tensor is absent or not four int64 values.
+  static std::optional<SavedDataOrder> from_tensor(const torch::Tensor& t) {
+    if (!t.defined() || t.scalar_type() != torch::kInt64 || t.numel() != 4) return std::nullopt;
+    const torch::Tensor v = t.contiguous();
+    const std::int64_t* p = v.data_ptr<std::int64_t>();
+    return SavedDataOrder{static_cast<std::uint64_t>(p[0]), {p[1], p[2]}, p[3]};
+  }
+};
+
 std::optional<SavedRun> newest_saved_run(const Checkpointer& checkpointer) {
   storage::CheckpointDirectory directory(checkpointer.root());
   const auto steps = directory.committed_steps();
@@ -204,12 +224,10 @@ std::optional<std::int64_t> Trainer::restore(Checkpointer& checkpointer, torch::
   // The data position first: a changed seed or global batch would silently change which
   // samples come next, so both are refused (the run stops) before the optimizer, the RNG and
   // the step are touched; the parameters were already read in place.
-  torch::Tensor sampler = loaded->get("sampler");
-  if (!sampler.defined() || sampler.scalar_type() != torch::kInt64 || sampler.numel() != 4) {
-    throw StorageError(loaded->dir.string() + ": the sampler position is missing or malformed");
-  }
-  const auto saved_seed = static_cast<std::uint64_t>(sampler[0].item<std::int64_t>());
-  const std::int64_t saved_global_batch = sampler[3].item<std::int64_t>();
+  const std::optional<SavedDataOrder> order = SavedDataOrder::from_tensor(loaded->get("sampler"));
+  if (!order) throw StorageError(loaded->dir.string() + ": the sampler position is missing or malformed");
+  const std::uint64_t saved_seed = order->seed;
+  const std::int64_t saved_global_batch = order->global_batch;
   if (saved_seed != args_.seed) {
     throw ConfigError("TrainingArguments.seed: the checkpoint in " + loaded->dir.string() +
                       " was trained with seed " + std::to_string(saved_seed) + ", this run has " +
@@ -220,7 +238,7 @@ std::optional<std::int64_t> Trainer::restore(Checkpointer& checkpointer, torch::
     throw StorageError(loaded->dir.string() + ": the sampler says global batch " + std::to_string(saved_global_batch) +
                        " but the manifest said " + std::to_string(state_.train_batch_size));
   }
-  restored_position_ = {sampler[1].item<std::int64_t>(), sampler[2].item<std::int64_t>()};
+  restored_position_ = order->position;
 
   torch::NoGradGuard no_grad;
   const NamedTensors params = named_parameters();
@@ -304,10 +322,9 @@ void Trainer::save(const Logs& metrics, std::optional<std::int64_t> label) {
   NamedTensors& late = args_.save_async ? request.replicated_copied_late : request.replicated;
   for (const auto& [name, p] : params) late.emplace_back("model/" + name, p.detach());
   for (auto& entry : capture_adamw_state(optimizer, params, Capture::kView)) late.push_back(std::move(entry));
-  const std::int64_t cursor = (data_step % steps_per_epoch) * state_.train_batch_size;
-  request.replicated.emplace_back(
-      "sampler", torch::tensor({static_cast<std::int64_t>(args_.seed), request.epoch, cursor, state_.train_batch_size},
-                               torch::kInt64));
+  const SavedDataOrder order{args_.seed, {request.epoch, (data_step % steps_per_epoch) * state_.train_batch_size},
+                             state_.train_batch_size};
+  request.replicated.emplace_back("sampler", order.to_tensor());
   request.per_rank = capture_rng_states(rank);
   if (user_state_ != nullptr) user_state_->capture(rank, request.replicated, request.per_rank);
   request.trainer_state = state_.to_json();

@@ -39,6 +39,7 @@
 #include "tenax/sdk/lr_schedule.h"
 #include "tenax/sdk/model.h"
 #include "tenax/sdk/prediction.h"
+#include "tenax/sdk/sampler.h"
 #include "tenax/sdk/state_capture.h"
 #include "tenax/sdk/trainer_callback.h"
 #include "tenax/sdk/training_arguments.h"
@@ -204,7 +205,7 @@ class Trainer {
   /// Global batches of the data order that should_epoch_stop skipped: step s trains on batch
   /// s + skipped_steps_. Saved as the sampler's (epoch, cursor); 0 unless a callback used it.
   std::int64_t skipped_steps_ = 0;
-  std::pair<std::int64_t, std::int64_t> restored_position_{0, 0};  ///< (epoch, cursor) of the loaded checkpoint
+  SamplerPosition restored_position_;  ///< of the loaded checkpoint
   /// Everything begin() builds for the run (checkpointer, optimizer, schedule, sync, sampler,
   /// counters); null before begin().
   std::unique_ptr<Run> run_;
