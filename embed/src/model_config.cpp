@@ -1,8 +1,9 @@
 #include "model_config.h"
 
+#include <cctype>
 #include <fstream>
-#include <regex>
 #include <sstream>
+#include <string_view>
 
 #include <toml++/toml.h>
 
@@ -121,18 +122,48 @@ ModelSpec read_model_spec(const std::filesystem::path& file, const std::vector<s
   return spec;
 }
 
+namespace {
+
+std::string_view lstrip(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  return s;
+}
+
+// "[model]" with blanks anywhere and an optional trailing comment. (Hand-written rather than
+// std::regex: GCC 12's <regex> trips -Wmaybe-uninitialized under -O1 sanitizer builds.)
+bool is_model_header(std::string_view line) {
+  line = lstrip(line);
+  if (line.substr(0, 1) != "[" || line.substr(0, 2) == "[[") return false;
+  line = lstrip(line.substr(1));
+  if (line.substr(0, 5) != "model") return false;
+  line = lstrip(line.substr(5));
+  if (line.substr(0, 1) != "]") return false;
+  line = lstrip(line.substr(1));
+  return line.empty() || line.front() == '#' || line.front() == '\r';
+}
+
+// Any table header ([a], [[a]], ["a"]); a nested array's line starts with a value after its '[',
+// not with a key.
+bool is_table_header(std::string_view line) {
+  line = lstrip(line);
+  if (line.substr(0, 1) != "[") return false;
+  line.remove_prefix(line.substr(0, 2) == "[[" ? 2 : 1);
+  line = lstrip(line);
+  if (line.empty()) return false;
+  const char c = line.front();
+  return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '"' || c == '\'';
+}
+
+}  // namespace
+
 std::string without_model_table(const std::string& text) {
-  static const std::regex model_header(R"(^\s*\[\s*model\s*\]\s*(#.*)?$)");
-  // Any other table header ends it ([a], [[a]], ["a"]); a nested array's line starts with a
-  // value after its '[', not with a key.
-  static const std::regex any_header(R"(^\s*\[\[?\s*[A-Za-z_"'])");
   std::stringstream in(text);
   std::string out;
   bool in_model = false;
   for (std::string line; std::getline(in, line);) {
-    if (std::regex_search(line, model_header)) {
+    if (is_model_header(line)) {
       in_model = true;
-    } else if (in_model && std::regex_search(line, any_header)) {
+    } else if (in_model && is_table_header(line)) {
       in_model = false;
     }
     out += (in_model ? std::string() : line) + "\n";
