@@ -37,7 +37,7 @@ struct Fault {
 // Valid safetensors dtypes that Tenax has no DType for: the file is fine, the tensor is not ours.
 bool is_other_safetensors_dtype(const std::string& name) {
   static const std::set<std::string> kOthers = {"BOOL",    "I8",      "I16", "U16",     "I32",
-                                                "U32",     "U64",     "C64",     "F8_E5M2",
+                                                "U32",     "U64",     "F64", "C64",     "F8_E5M2",
                                                 "F8_E4M3", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2"};
   return kOthers.count(name) != 0;
 }
@@ -46,11 +46,11 @@ DType parse_dtype(const std::string& tensor, const nlohmann::json& value) {
   if (!value.is_string()) fail(tensor, "dtype: expected a string");
   const std::string name = value.get<std::string>();
   for (DType d :
-       {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt64, DType::kUInt8, DType::kFloat64}) {
+       {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt64, DType::kUInt8}) {
     if (name == safetensors_dtype_name(d)) return d;
   }
   if (is_other_safetensors_dtype(name)) {
-    fail(tensor, "dtype " + name + " is not supported (Tenax reads F32, F64, F16, BF16, I64, U8)",
+    fail(tensor, "dtype " + name + " is not supported (Tenax reads F32, F16, BF16, I64, U8)",
          StatusCode::kFailedPrecondition);
   }
   fail(tensor, "unknown dtype \"" + name + "\"");

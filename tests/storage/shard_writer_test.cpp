@@ -38,7 +38,6 @@ TEST_F(StorageShard, RoundTripsEveryDtypeScalarAndEmpty) {
       pattern_tensor("user/empty_rows", DType::kInt64, {0, 3}, 5),
       pattern_tensor("user/empty", DType::kFloat32, {0}, 6),
       pattern_tensor("scalar_f32", DType::kFloat32, {}, 7),
-      pattern_tensor("user/field", DType::kFloat64, {3, 4}, 8),  // a simulation's state (C API)
   };
   const auto step = testing::write_checkpoint(dir_ / "checkpoints", tensors);
   auto reader = CheckpointReader::open(step);

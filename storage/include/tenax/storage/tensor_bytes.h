@@ -10,7 +10,7 @@
 
 namespace tenax::storage {
 
-enum class DType : std::uint8_t { kFloat32, kFloat16, kBFloat16, kInt64, kUInt8, kFloat64 };
+enum class DType : std::uint8_t { kFloat32, kFloat16, kBFloat16, kInt64, kUInt8 };
 
 /// "float32", "float16", "bfloat16", "int64", "uint8" (the manifest and HDF5 attribute spelling).
 const char* dtype_name(DType dtype);
