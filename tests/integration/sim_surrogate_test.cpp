@@ -246,6 +246,9 @@ struct KillCase {
   std::vector<int> resume_steps;  // where the restarted job may resume (-1: from scratch)
 };
 
+// gtest prints a parameter by its bytes unless told otherwise.
+void PrintTo(const KillCase& c, std::ostream* os) { *os << c.name << " (rank " << c.rank << " at step " << c.stop_at_step << ")"; }
+
 class SimSurrogateKill : public SimSurrogate, public ::testing::WithParamInterface<KillCase> {};
 
 TEST_P(SimSurrogateKill, RankKilledByPidResumesAtTheSavedSolverStepBitIdentically) {
