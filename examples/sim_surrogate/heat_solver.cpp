@@ -44,7 +44,7 @@ HeatStrip::HeatStrip(const HeatOptions& options, int rank, int world_size)
   const double h = 1.0 / static_cast<double>(nx_);
   dt_ = courant_ * h * h;  // alpha = 1
   u_.assign(static_cast<std::size_t>((rows_ + 2) * stride()), 0.0);
-  next_ = u_;
+  next_.assign(static_cast<std::size_t>(2 * stride()), 0.0);
   const std::int64_t first_global_row = rank * rows_;
   for (std::int64_t i = 1; i <= rows_; ++i) {
     const double y = (static_cast<double>(first_global_row + i - 1) + 0.5) / static_cast<double>(options.ny);
@@ -59,22 +59,23 @@ HeatStrip::HeatStrip(const HeatOptions& options, int rank, int world_size)
 }
 
 void HeatStrip::step() {
+  // In place, row by row: `above` holds the old values of row i - 1 and `row` those of row i
+  // (row i + 1 is still old in u_). Two rows of scratch instead of a second field: the
+  // checkpoint holds a pointer to u_, so the field cannot be swapped with a buffer, and a copy
+  // of the whole field every step would cost as much as the update.
   const double r = courant_;
+  const std::size_t width = static_cast<std::size_t>(stride());
+  double* above = next_.data();
+  double* row = next_.data() + width;
+  std::copy(u_.begin(), u_.begin() + static_cast<std::ptrdiff_t>(width), above);  // ghost row 0
   for (std::int64_t i = 1; i <= rows_; ++i) {
-    const double* up = &u_[static_cast<std::size_t>((i - 1) * stride())];
-    const double* row = &u_[static_cast<std::size_t>(i * stride())];
-    const double* down = &u_[static_cast<std::size_t>((i + 1) * stride())];
-    double* out = &next_[static_cast<std::size_t>(i * stride())];
+    double* out = &u_[static_cast<std::size_t>(i) * width];
+    const double* down = out + width;
+    std::copy(out, out + width, row);
     for (std::int64_t j = 1; j <= nx_; ++j) {
-      out[j] = row[j] + r * (up[j] + down[j] + row[j - 1] + row[j + 1] - 4.0 * row[j]);
+      out[j] = row[j] + r * (above[j] + down[j] + row[j - 1] + row[j + 1] - 4.0 * row[j]);
     }
-  }
-  // Copied back rather than swapped: the checkpoint holds a pointer to u_.
-  for (std::int64_t i = 1; i <= rows_; ++i) {
-    const std::size_t begin = static_cast<std::size_t>(i * stride() + 1);
-    std::copy(next_.begin() + static_cast<std::ptrdiff_t>(begin),
-              next_.begin() + static_cast<std::ptrdiff_t>(begin + static_cast<std::size_t>(nx_)),
-              u_.begin() + static_cast<std::ptrdiff_t>(begin));
+    std::swap(above, row);
   }
 }
 

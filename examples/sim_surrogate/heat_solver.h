@@ -92,7 +92,7 @@ class HeatStrip {
   double courant_;
   double dt_;
   std::vector<double> u_;     // registered with the checkpoint: never reallocated
-  std::vector<double> next_;  // scratch of the update
+  std::vector<double> next_;  // two rows of scratch for the in-place update
 };
 
 /// The fixed probe stencils on which the final surrogate is evaluated (count x kStencil):
