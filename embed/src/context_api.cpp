@@ -52,7 +52,8 @@ elastic::ReduceOp reduce_op(int32_t op) {
     case TENAX_SUM: return elastic::ReduceOp::kSum;
     case TENAX_MAX: return elastic::ReduceOp::kMax;
     case TENAX_MIN: return elastic::ReduceOp::kMin;
-    default: throw InvalidArgument("op: " + std::to_string(op) + " is not a tenax_reduce_op (TENAX_SUM, TENAX_MAX, TENAX_MIN)");
+    default:
+      throw InvalidArgument("op: " + std::to_string(op) + " is not a tenax_reduce_op (TENAX_SUM, TENAX_MAX, TENAX_MIN)");
   }
 }
 

@@ -127,6 +127,7 @@ static void part_mlp(tenax_context* ctx) {
   fresh_dir("mlp", dir, sizeof dir);
   make_data(x, y, 0);
   trainer = make_trainer(ctx, model, dir);
+  CHECK_OK(tenax_predict(trainer, &in, &output)); /* before any step: the seeded initial model */
   for (step = 0; step < 150; ++step) {
     CHECK_OK(tenax_train_step(trainer, &in, &label, &loss));
     if (step == 0) first = loss;
@@ -569,6 +570,23 @@ static void part_config(tenax_context* ctx) {
   CHECK_OK(tenax_checkpoint_restore(trainer, &step));
   CHECK(step == -1);
   CHECK_OK(tenax_trainer_free(&trainer));
+
+  /* gradient_accumulation_steps = 2: one call is one optimizer step over two micro-batches. */
+  {
+    static float x[kRows][kFeatures], y[kRows][1];
+    tenax_array in = array2(x, TENAX_FLOAT32, TENAX_ORDER_C, kRows, kFeatures);
+    tenax_array label = array2(y, TENAX_FLOAT32, TENAX_ORDER_C, kRows, 1);
+    int64_t optimizer_steps = -1;
+    make_data(x, y, 0);
+    overrides[0] = "gradient_accumulation_steps=2";
+    CHECK_OK(tenax_trainer_create(&trainer, ctx, model, toml, overrides, 1));
+    CHECK_OK(tenax_train_step(trainer, &in, &label, NULL));
+    CHECK_OK(tenax_optimizer_step(trainer, &optimizer_steps));
+    CHECK(optimizer_steps == 1);
+    in.shape[0] = label.shape[0] = kRows - 1; /* 31 rows do not split in two */
+    CHECK_FAILS(tenax_train_step(trainer, &in, &label, NULL), TENAX_ERR_INVALID_ARGUMENT, "input: a batch of 31");
+    CHECK_OK(tenax_trainer_free(&trainer));
+  }
 
   /* Unknown keys, in the file and in the overrides, are named. */
   overrides[0] = output_dir;
