@@ -78,9 +78,9 @@ def main():
     ap.add_argument("--seed", type=int, default=None, help="order RNG seed (default: drawn and printed)")
     ap.add_argument("--nx", type=int, default=512)
     ap.add_argument("--ny", type=int, default=512)
-    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--steps", type=int, default=2500)
     ap.add_argument("--train-every", type=int, default=10)
-    ap.add_argument("--save-every", type=int, default=200)
+    ap.add_argument("--save-every", type=int, default=500)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of every program")
     ap.add_argument("--repeats", type=int, default=3,
