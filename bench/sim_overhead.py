@@ -8,12 +8,15 @@ Three programs run the same heat solver with the same online surrogate, one proc
   tenax-async  examples/sim_surrogate through the C API: tenax_train_step, the preemption poll
                every solver step, tenax_checkpoint_save every --save-every steps (asynchronous:
                the call returns after the snapshot; a background thread writes and commits);
-  tenax-sync   the same with --sync-save: tenax_checkpoint_wait right after every save, i.e. the
+  tenax-nosave the coupled run without periodic checkpoints (one, asynchronous, at the last
+               step): what the C API's training step and the preemption poll cost alone;
+  tenax-sync   the same as tenax-async with --sync-save: tenax_checkpoint_wait right after every save, i.e. the
                solver waits for the write and the commit (a synchronous save).
 
 Each prints its solver-loop time per step and the time spent inside the save calls. Per round:
 
   overhead per solver step = tenax-async / baseline - 1            (target <= 3 %)
+                             (and tenax-nosave / baseline - 1: without the checkpoints' writes)
   checkpoint stall          = tenax-async's time in a save call
                               / tenax-sync's time in a save call    (target <= 5 %)
 
@@ -78,9 +81,9 @@ def main():
     ap.add_argument("--seed", type=int, default=None, help="order RNG seed (default: drawn and printed)")
     ap.add_argument("--nx", type=int, default=512)
     ap.add_argument("--ny", type=int, default=512)
-    ap.add_argument("--steps", type=int, default=2500)
+    ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--train-every", type=int, default=10)
-    ap.add_argument("--save-every", type=int, default=500)
+    ap.add_argument("--save-every", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of every program")
     ap.add_argument("--repeats", type=int, default=3,
@@ -115,6 +118,7 @@ def main():
 
     systems = {
         "baseline": lambda: [baseline, *problem],
+        "tenax-nosave": lambda: tenax_cmd("nosave", ["--save-every", str(10 * a.steps)]),
         "tenax-async": lambda: tenax_cmd("async", []),
         "tenax-sync": lambda: tenax_cmd("sync", ["--sync-save"]),
     }
@@ -131,7 +135,7 @@ def main():
         f"(batch {a.batch}), a checkpoint every {a.save_every} (tenax-*), OMP_NUM_THREADS={a.threads}, 1 process")
     say(f"order seed {seed}, {a.repeats} interleaved runs of each program per round (fastest kept)")
     say()
-    say(f"{'round':>5} {'order':<38} {'load':>9} {'base us':>9} {'async us':>9} {'sync us':>9} "
+    say(f"{'round':>5} {'order':<50} {'load':>9} {'base us':>9} {'nosave us':>9} {'async us':>9} {'sync us':>9} "
         f"{'overhead':>9} {'async ms':>9} {'sync ms':>9} {'stall':>7}")
 
     rounds = []
@@ -158,10 +162,12 @@ def main():
         overhead = t["tenax-async"]["per_step_us"] / t["baseline"]["per_step_us"] - 1.0
         stall = t["tenax-async"]["per_save_ms"] / t["tenax-sync"]["per_save_ms"]
         rounds.append({"overhead": overhead, "stall": stall, "loaded": loaded,
+                       "nosave_overhead": t["tenax-nosave"]["per_step_us"] / t["baseline"]["per_step_us"] - 1.0,
                        "sync_overhead": t["tenax-sync"]["per_step_us"] / t["baseline"]["per_step_us"] - 1.0,
                        **{f"{k}_us": t[k]["per_step_us"] for k in systems},
                        "async_ms": t["tenax-async"]["per_save_ms"], "sync_ms": t["tenax-sync"]["per_save_ms"]})
-        say(f"{r:>5} {','.join(order):<38} {load_start:>4.1f}/{load_end:<4.1f} {t['baseline']['per_step_us']:>9.1f} "
+        say(f"{r:>5} {','.join(order):<50} {load_start:>4.1f}/{load_end:<4.1f} {t['baseline']['per_step_us']:>9.1f} "
+            f"{t['tenax-nosave']['per_step_us']:>9.1f} "
             f"{t['tenax-async']['per_step_us']:>9.1f} {t['tenax-sync']['per_step_us']:>9.1f} {100 * overhead:>8.2f}% "
             f"{t['tenax-async']['per_save_ms']:>9.3f} {t['tenax-sync']['per_save_ms']:>9.3f} {100 * stall:>6.2f}%"
             + ("  LOADED" if loaded else ""))
@@ -171,11 +177,13 @@ def main():
         return statistics.median(v), min(v), max(v)
 
     say()
-    say(f"{'measure':<52} {'median':>9} {'min':>9} {'max':>9}  target")
+    say(f"{'measure':<62} {'median':>9} {'min':>9} {'max':>9}  target")
     for label, key, scale, unit, target in [
         ("solver step, baseline (us)", "baseline_us", 1, "", ""),
+        ("solver step, Tenax, no periodic checkpoint (us)", "tenax-nosave_us", 1, "", ""),
         ("solver step, Tenax + async checkpoints (us)", "tenax-async_us", 1, "", ""),
         ("solver step, Tenax + synchronous checkpoints (us)", "tenax-sync_us", 1, "", ""),
+        ("overhead per solver step, Tenax no checkpoint vs baseline (%)", "nosave_overhead", 100, "%", "(shown)"),
         ("overhead per solver step, Tenax async vs baseline (%)", "overhead", 100, "%", "<= 3 %"),
         ("overhead per solver step, Tenax sync vs baseline (%)", "sync_overhead", 100, "%", "(shown)"),
         ("time in a save call, async (ms)", "async_ms", 1, "", ""),
@@ -183,7 +191,7 @@ def main():
         ("checkpoint stall, async / synchronous (%)", "stall", 100, "%", "<= 5 %"),
     ]:
         med, lo, hi = summary(key, scale)
-        say(f"{label:<52} {med:>9.3f} {lo:>9.3f} {hi:>9.3f}  {target}")
+        say(f"{label:<62} {med:>9.3f} {lo:>9.3f} {hi:>9.3f}  {target}")
     flagged = sum(1 for x in rounds if x["loaded"])
     if flagged:
         say(f"{flagged} of {len(rounds)} rounds ran with a load above {cores} cores (flagged LOADED above)")
