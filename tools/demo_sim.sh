@@ -113,6 +113,6 @@ run_pair "C++" "$cxx" --config "$config" "${problem[@]}" --log-every 500
 if [ -x "$fortran" ]; then
   run_pair "Fortran" "$fortran" "${problem[@]}"
 else
-  bold "[Fortran] skipped: $fortran is not built (needs gfortran: TENAX_WITH_FORTRAN=ON)"
+  bold "[Fortran] skipped: $fortran is not built (it needs examples/sim_surrogate/fortran and TENAX_WITH_FORTRAN=ON, i.e. gfortran)"
 fi
 bold "demo-sim done in $(( $(date +%s) - t0 )) s; logs and results under $runs/"
