@@ -11,10 +11,11 @@
 ! Preemption (SIGUSR1/SIGTERM to any rank): every rank stops at the same solver step, saves, exits 3.
 ! Exit status: 0 done, 1 failure, 2 bad option or configuration, 3 preempted (requeue me).
 !
-!   sim_surrogate_f --output-dir runs/sim-f [--steps 600] [--nx 64] [--ny 64] [--train-every 5]
-!                   [--save-every 50] [--batch 64] [--probes 32] [--seed 7] [--learning-rate 0.001]
-! Writes, when done, in OUTPUT_DIR/final/: field-rank<r>.bin (this rank's interior rows, float64,
-! Fortran order (nx, rows)) and probes.bin (rank 0: the surrogate on --probes fixed stencils, float64).
+!   sim_surrogate_f --output-dir runs/sim-f [--result FILE] [--steps 600] [--nx 64] [--ny 64]
+!                   [--train-every 5] [--save-every 50] [--batch 64] [--probes 16] [--seed 7]
+!                   [--learning-rate 0.001]
+! Writes, when done, FILE (default OUTPUT_DIR/result.txt, rank 0): the whole final field and the
+! surrogate's prediction on --probes fixed stencils, as text whose numbers round-trip.
 program sim_surrogate_f
   use, intrinsic :: iso_fortran_env, only: int64, real64, error_unit, output_unit
   use heat_strip
@@ -25,8 +26,8 @@ program sim_surrogate_f
   implicit none
 
   integer, parameter :: kExitFailure = 1, kExitUsage = 2
-  character(len=4096) :: output_dir = ''
-  integer(int64) :: steps = 600, nx = 64, ny = 64, train_every = 5, save_every = 50, batch = 64, probes = 32
+  character(len=4096) :: output_dir = '', result_path = ''
+  integer(int64) :: steps = 600, nx = 64, ny = 64, train_every = 5, save_every = 50, batch = 64, probes = 16
   integer(int64) :: seed = 7
   real(real64) :: learning_rate = 1.0e-3_real64
   type(strip), target :: s
@@ -101,8 +102,8 @@ program sim_surrogate_f
     if (signal_number /= 0) then
       if (saved /= step) call check(tenax_checkpoint_save(trainer, step), 'tenax_checkpoint_save(' // itoa(step) // ')')
       call check(tenax_checkpoint_wait(trainer), 'tenax_checkpoint_wait')
-      call say('preempted by signal ' // itoa(int(signal_number, int64)) // ' at solver step ' // itoa(step) // &
-               ': saved; exiting 3')
+      call say('preempted by ' // signal_name(signal_number) // ' at solver step ' // itoa(step) // &
+               ': checkpoint committed; exiting 3 so that the job is requeued')
       call finish(TENAX_EXIT_PREEMPTED)
     end if
   end do
@@ -111,7 +112,7 @@ program sim_surrogate_f
   allocate(probe(kStencil, probes), prediction(1, probes))
   call probe_stencils(probe)
   call check(tenax_predict(trainer, probe, prediction), 'tenax_predict')
-  call write_final()
+  call write_result()
   call say('finished at solver step ' // itoa(steps) // ', time ' // rtoa(time(1)) // '; surrogate on probe 1: ' // &
            rtoa(prediction(1, 1)) // ' (exact ' // rtoa(exact_update(s, probe(:, 1))) // ')')
   call finish(0)
@@ -126,7 +127,7 @@ contains
     do while (i <= n)
       call get_command_argument(i, name)
       if (name == '--help' .or. name == '-h') then
-        write (output_unit, '(a)') 'usage: sim_surrogate_f --output-dir DIR [--steps N] [--nx N] [--ny N] ' // &
+        write (output_unit, '(a)') 'usage: sim_surrogate_f --output-dir DIR [--result FILE] [--steps N] [--nx N] [--ny N] ' // &
           '[--train-every N] [--save-every N] [--batch N] [--probes N] [--seed N] [--learning-rate X]'
         stop
       end if
@@ -135,6 +136,8 @@ contains
       select case (name)
       case ('--output-dir')
         output_dir = value
+      case ('--result')
+        result_path = value
       case ('--steps')
         steps = positive(name, value)
       case ('--nx')
@@ -159,6 +162,7 @@ contains
       i = i + 2
     end do
     if (len_trim(output_dir) == 0) call fail(kExitUsage, '--output-dir is required (where checkpoints and results go)')
+    if (len_trim(result_path) == 0) result_path = trim(output_dir) // '/result.txt'
   end subroutine parse_options
 
   integer(int64) function positive(name, value)
@@ -250,24 +254,45 @@ contains
     if (rank + 1 < world_size) s%u(1:n, rows + 1) = all_edges(:, 1, rank + 2)  ! the first row of rank + 1
   end subroutine exchange_halo
 
-  subroutine write_final()
-    character(len=:), allocatable :: dir
-    integer :: unit, ios
-    dir = trim(output_dir) // '/final'
-    ! Every rank: mkdir -p is idempotent, so no rank waits for another.
-    call execute_command_line('mkdir -p "' // dir // '"', exitstat=ios)
-    open (newunit=unit, file=dir // '/field-rank' // itoa(int(rank, int64)) // '.bin', access='stream', &
-          form='unformatted', status='replace', action='write', iostat=ios)
-    if (ios /= 0) call fail(kExitFailure, 'cannot write ' // dir // '/field-rank' // itoa(int(rank, int64)) // '.bin')
-    write (unit) s%u(1:s%nx, 1:s%rows)
-    close (unit)
+  ! The result, for a byte comparison of two runs (one uninterrupted, one killed and resumed): the
+  ! whole field (gathered) and the surrogate on the probes, as text whose numbers round-trip.
+  ! Rank 0 writes it to a temporary file and renames it into place.
+  subroutine write_result()
+    real(real64), allocatable :: mine(:, :), field(:, :, :)
+    integer :: unit, ios, r
+    integer(int64) :: i, k
+    allocate(mine(s%nx, s%rows), field(s%nx, s%rows, world_size))
+    mine = s%u(1:s%nx, 1:s%rows)
+    if (world_size > 1) then
+      call check(tenax_allgather(ctx, mine, field), 'tenax_allgather of the final field')
+    else
+      field(:, :, 1) = mine
+    end if
     if (rank /= 0) return
-    open (newunit=unit, file=dir // '/probes.bin', access='stream', form='unformatted', status='replace', &
-          action='write', iostat=ios)
-    if (ios /= 0) call fail(kExitFailure, 'cannot write ' // dir // '/probes.bin')
-    write (unit) prediction
+    open (newunit=unit, file=trim(result_path) // '.tmp', status='replace', action='write', iostat=ios)
+    if (ios /= 0) call fail(kExitFailure, 'cannot write ' // trim(result_path) // '.tmp (--result): does its ' // &
+                                          'directory exist?')
+    write (unit, '(a)') 'sim_surrogate_f nx ' // itoa(s%nx) // ' ny ' // itoa(ny) // ' step ' // itoa(steps) // &
+                        ' time ' // rtoa(time(1))
+    do r = 1, world_size
+      do i = 1, s%rows
+        write (unit, '(*(es25.17e3))') field(:, i, r)
+      end do
+    end do
+    write (unit, '(a)') 'probes ' // itoa(probes) // ': stencil (5), surrogate, exact'
+    do k = 1, probes
+      write (unit, '(*(es25.17e3))') probe(:, k), prediction(1, k), exact_update(s, probe(:, k))
+    end do
     close (unit)
-  end subroutine write_final
+    call rename_file(trim(result_path) // '.tmp', trim(result_path))
+  end subroutine write_result
+
+  subroutine rename_file(from, to)
+    character(len=*), intent(in) :: from, to
+    integer :: status
+    call execute_command_line('mv -f "' // from // '" "' // to // '"', exitstat=status)
+    if (status /= 0) call fail(kExitFailure, 'cannot rename ' // from // ' to ' // to)
+  end subroutine rename_file
 
   ! Frees the trainer and the context (collective), then ends the process with `code`.
   subroutine finish(code)
@@ -312,6 +337,19 @@ contains
     write (output_unit, '(a)') 'sim_surrogate_f: ' // message
     flush (output_unit)
   end subroutine say
+
+  function signal_name(number) result(name)
+    integer, intent(in) :: number
+    character(len=:), allocatable :: name
+    select case (number)
+    case (10)
+      name = 'SIGUSR1'
+    case (15)
+      name = 'SIGTERM'
+    case default
+      name = 'signal ' // itoa(int(number, int64))
+    end select
+  end function signal_name
 
   function itoa(i) result(out)
     integer(int64), intent(in) :: i
