@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build test test-netns demo bench bench-finetune bench-recovery chaos soak-slurm asan tsan fuzz clean
+.PHONY: all deps assets configure build test test-netns demo demo-sim bench bench-finetune bench-recovery chaos soak-slurm asan tsan fuzz clean
 
 all: build
 
@@ -35,6 +35,13 @@ test-netns: build
 
 demo: build
 	@bash tools/demo.sh $(BUILD)
+
+# A heat-equation solver embedding Tenax through the C API (examples/sim_surrogate), run under
+# `tenax run` uninterrupted and with a rank killed by kill -9; the final field and surrogate
+# compared byte for byte; then the Fortran version when it is built. About a minute.
+demo-sim: configure
+	cmake --build $(BUILD) -j $(JOBS) --target sim_demo_programs
+	@bash tools/demo_sim.sh $(BUILD)
 
 # Benchmarks (not tests): each figure is a ratio against a baseline run in the same invocation.
 bench: build

@@ -71,6 +71,10 @@ WorkerContext WorkerContext::from_env(std::chrono::milliseconds timeout) {
     // Not started by a launcher: one process, nothing to rendezvous with.
     return WorkerContext(WorkerIdentity{}, nullptr, make_local_communicator());
   }
+  return from_tenax_run(timeout, nullptr);
+}
+
+WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, std::unique_ptr<Communicator> given) {
   const WorkerIdentity id = identity_from_env();
   set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
 
@@ -93,8 +97,16 @@ WorkerContext WorkerContext::from_env(std::chrono::milliseconds timeout) {
   GlooOptions options;
   options.hostname = gloo_hostname(id);
   options.timeout = timeout;
+  if (given && (given->rank() != id.rank || given->size() != id.world_size)) {
+    throw ConfigError("the communicator passed to from_launch is rank " + std::to_string(given->rank()) + " of " +
+                      std::to_string(given->size()) + " but `tenax run` started this process as RANK=" +
+                      std::to_string(id.rank) + " of WORLD_SIZE=" + std::to_string(id.world_size) +
+                      "; under `tenax run` pass no communicator (Gloo is built from the agent's store)");
+  }
   std::unique_ptr<Communicator> communicator =
-      id.world_size == 1 ? make_local_communicator() : make_gloo_communicator(*store, id.rank, id.world_size, options);
+      given                 ? std::move(given)
+      : id.world_size == 1 ? make_local_communicator()
+                           : make_gloo_communicator(*store, id.rank, id.world_size, options);
 
   StoreFactory open_store;
   if (endpoint) {
@@ -139,6 +151,7 @@ WorkerContext& WorkerContext::operator=(WorkerContext&& other) noexcept {
     communicator_ = std::move(other.communicator_);
     open_store_ = std::move(other.open_store_);
     fence_ = std::move(other.fence_);
+    hosted_service_ = std::move(other.hosted_service_);
   }
   return *this;
 }
@@ -158,6 +171,7 @@ void WorkerContext::release() noexcept {
   communicator_.reset();
   store_.reset();
   base_store_.reset();
+  hosted_service_.reset();
 }
 
 Communicator& WorkerContext::communicator() {

@@ -7,6 +7,8 @@
 // (no RANK in the environment) it gives a single-process context of world size 1.
 // Defaults when RANK is set: LOCAL_RANK = RANK, LOCAL_WORLD_SIZE = WORLD_SIZE, TENAX_GENERATION
 // and TENAX_RESTART_COUNT = 0; TENAX_RDZV_ENDPOINT is required when WORLD_SIZE > 1.
+// `from_launch()` (direct_launch.h) also serves ranks started directly by srun or mpirun, and
+// ranks that bring their own (MPI) communicator; under `tenax run` it is from_env().
 // TENAX_FENCE_DIR (optional) names the job's GenerationFence: its checkpoints commit only while
 // this context's generation is current. Unset or empty: no fencing (a single process, tests).
 // The Gloo device binds TENAX_GLOO_HOSTNAME if set, else MASTER_ADDR on a single-node world,
@@ -32,6 +34,9 @@
 
 namespace tenax::elastic {
 
+class KvService;
+class LaunchOptions;
+
 struct WorkerIdentity {
   int rank = 0;
   int local_rank = 0;
@@ -50,6 +55,12 @@ class WorkerContext {
   /// See the file comment. Throws ConfigError naming a missing/invalid variable,
   /// RendezvousError / TimeoutError when the service or peers cannot be reached.
   static WorkerContext from_env(std::chrono::milliseconds timeout = kDefaultStoreTimeout);
+
+  /// Collective. Under `tenax run`, from_env(); under srun or mpirun, the direct launch of
+  /// direct_launch.h (include it for LaunchOptions). `communicator` (optional, e.g.
+  /// make_mpi_communicator(solver_comm)) carries the collectives when its size is > 1.
+  /// Throws ConfigError naming the variable to set, TimeoutError naming missing ranks.
+  static WorkerContext from_launch(const LaunchOptions& options, std::unique_ptr<Communicator> communicator = nullptr);
 
   /// Assembles a context from parts (tests run N ranks as threads this way).
   /// `store` may be null when world_size == 1.
@@ -87,6 +98,8 @@ class WorkerContext {
 
  private:
   void release() noexcept;
+  // from_env(), with `given` (size > 1, matching RANK/WORLD_SIZE) instead of Gloo when set.
+  static WorkerContext from_tenax_run(std::chrono::milliseconds timeout, std::unique_ptr<Communicator> given);
 
   WorkerIdentity identity_;
   // Destroyed in reverse order: the communicator, then the prefix view, then the connection
@@ -96,6 +109,9 @@ class WorkerContext {
   std::unique_ptr<Communicator> communicator_;
   StoreFactory open_store_;
   std::optional<GenerationFence> fence_;
+  // The store that rank 0 of a direct launch hosts (from_launch); released last, after the
+  // connections to it.
+  std::unique_ptr<KvService> hosted_service_;
 };
 
 }  // namespace tenax::elastic
