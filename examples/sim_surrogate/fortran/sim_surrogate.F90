@@ -43,6 +43,7 @@ program sim_surrogate_f
   integer :: rank = 0, world_size = 1, signal_number = 0
   logical :: use_mpi = .false.
   character(len=:), allocatable :: problem
+  character(len=4200) :: overrides(6)
 
   call parse_options()
   use_mpi = launched_by_mpirun()
@@ -52,11 +53,15 @@ program sim_surrogate_f
 
   call check(tenax_model_create_mlp(model, [5_int64, 32_int64, 32_int64, 1_int64], 'tanh', TENAX_LOSS_MSE), &
              'tenax_model_create_mlp')
-  call check(tenax_trainer_create(trainer, ctx, model, overrides=[character(len=4200) :: &
-                                  'output_dir=' // trim(output_dir), 'max_steps=' // itoa(steps / train_every), &
-                                  'learning_rate=' // rtoa(learning_rate), 'seed=' // itoa(seed), &
-                                  'logging_steps=' // itoa(max(1_int64, save_every / train_every)), &
-                                  'save_total_limit=3']), 'tenax_trainer_create')
+  ! Element by element: gfortran 12 corrupts the heap for a typed array constructor of strings of
+  ! non-constant lengths (embed/fortran/tenax.f90 says more).
+  overrides(1) = 'output_dir=' // trim(output_dir)
+  overrides(2) = 'max_steps=' // itoa(steps / train_every)
+  overrides(3) = 'learning_rate=' // rtoa(learning_rate)
+  overrides(4) = 'seed=' // itoa(seed)
+  overrides(5) = 'logging_steps=' // itoa(max(1_int64, save_every / train_every))
+  overrides(6) = 'save_total_limit=3'
+  call check(tenax_trainer_create(trainer, ctx, model, overrides=overrides), 'tenax_trainer_create')
   call check(tenax_model_free(model), 'tenax_model_free')
   call check(tenax_register_state(trainer, 'field', s%u, TENAX_PER_RANK), 'tenax_register_state(field)')
   call check(tenax_register_state(trainer, 'time', time, TENAX_REPLICATED), 'tenax_register_state(time)')
