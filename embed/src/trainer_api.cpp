@@ -1,0 +1,174 @@
+// Trainer: configuration, one optimizer step, one prediction.
+#include <fstream>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "arrays.h"
+#include "error_boundary.h"
+#include "handles.h"
+#include "live_handles.h"
+#include "model_config.h"
+#include "tenax/core/error.h"
+#include "tenax/sdk/callbacks/default_callbacks.h"
+#include "tenax/sdk/training_arguments_io.h"
+
+using tenax::capi::guarded;
+using tenax::capi::InvalidArgument;
+using tenax::capi::live;
+using tenax::capi::out_argument;
+
+namespace tenax::capi {
+namespace {
+
+sdk::TrainingArguments read_arguments(const char* toml_path, const char* const* overrides, int32_t n_overrides) {
+  if (n_overrides < 0) throw InvalidArgument("n_overrides: " + std::to_string(n_overrides) + " is negative");
+  if (n_overrides > 0 && overrides == nullptr) throw InvalidArgument("overrides: NULL with n_overrides > 0");
+  sdk::TrainingArguments args;
+  sdk::ArgumentParser parser(args);
+  if (toml_path != nullptr) {
+    std::ifstream in(toml_path, std::ios::binary);
+    if (!in) throw ConfigError(std::string("config file ") + toml_path + " cannot be read (missing, or no permission)");
+    std::stringstream text;
+    text << in.rdbuf();
+    // One file may describe the model too (tenax_model_create_from_config): its [model] table
+    // is not a TrainingArguments field.
+    parser.load_toml(without_model_table(text.str()), toml_path);
+  }
+  std::vector<std::string> flags;
+  for (int32_t i = 0; i < n_overrides; ++i) {
+    const std::string where = "overrides[" + std::to_string(i) + "]";
+    if (overrides[i] == nullptr) throw InvalidArgument(where + ": NULL string");
+    const std::string item = overrides[i];
+    if (item.find('=') == std::string::npos || item.front() == '=') {
+      throw ConfigError(where + " '" + item + "': not key=value (TrainingArguments' names: learning_rate=1e-3)");
+    }
+    flags.push_back("--" + item);
+  }
+  parser.apply_overrides(flags);
+  args.validate();
+  return args;
+}
+
+/// `batch` cut into `parts` micro-batches along the batch dimension (gradient accumulation:
+/// the caller hands one batch per optimizer step whatever gradient_accumulation_steps is).
+std::vector<sdk::Batch> micro_batches(const sdk::Batch& batch, std::int64_t parts) {
+  if (parts == 1) return {batch};
+  const std::int64_t rows = batch.size();
+  if (rows % parts != 0) {
+    throw InvalidArgument("input: a batch of " + std::to_string(rows) + " rows does not split into " +
+                          std::to_string(parts) + " micro-batches (gradient_accumulation_steps)");
+  }
+  std::vector<sdk::Batch> out(static_cast<size_t>(parts));
+  const auto cut = [&](const torch::Tensor& tensor, torch::Tensor sdk::Batch::*field) {
+    if (!tensor.defined()) return;
+    const auto chunks = tensor.chunk(parts, 0);
+    for (std::int64_t i = 0; i < parts; ++i) out[static_cast<size_t>(i)].*field = chunks[static_cast<size_t>(i)];
+  };
+  cut(batch.inputs, &sdk::Batch::inputs);
+  cut(batch.input_ids, &sdk::Batch::input_ids);
+  cut(batch.attention_mask, &sdk::Batch::attention_mask);
+  cut(batch.token_type_ids, &sdk::Batch::token_type_ids);
+  cut(batch.labels, &sdk::Batch::labels);
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> ensure_begun(tenax_trainer& trainer, bool resume) {
+  if (trainer.begun) return std::nullopt;
+  // Set first: a begin() that throws part-way must not run twice (the caller frees the trainer).
+  trainer.begun = true;
+  return trainer.trainer->begin(resume);
+}
+
+}  // namespace tenax::capi
+
+extern "C" {
+
+tenax_status tenax_trainer_create(tenax_trainer** trainer, tenax_context* ctx, tenax_model* model,
+                                  const char* toml_path, const char* const* overrides, int32_t n_overrides) {
+  return guarded("tenax_trainer_create", [&] {
+    tenax_trainer*& out = out_argument(trainer, "trainer");
+    out = nullptr;
+    tenax_context& context = live(ctx, "ctx", "tenax_context");
+    tenax_model& m = live(model, "model", "tenax_model");
+    auto t = std::make_unique<tenax_trainer>();
+    t->args = tenax::capi::read_arguments(toml_path, overrides, n_overrides);
+    t->context = &context;
+    t->model = m.model;
+    t->model->initialize(t->args.seed);
+    // tenax_log_metrics must reach the JSONL / TensorBoard sinks, and the Trainer keeps its
+    // callbacks to itself. So the Trainer gets report_to = "none" (it keeps its progress bar)
+    // and the sinks of the caller's report_to are made here and added as ordinary callbacks:
+    // they see the Trainer's own logs and the solver's. (The checkpoint's copy of the
+    // arguments therefore says report_to = ["none"], on every run alike.)
+    tenax::sdk::TrainingArguments trainer_args = t->args;
+    trainer_args.report_to = {"none"};
+    t->trainer = std::make_unique<tenax::sdk::Trainer>(t->model, trainer_args, /*train_dataset=*/nullptr,
+                                                       *context.worker);
+    tenax::sdk::TrainingArguments sink_args = t->args;
+    sink_args.disable_tqdm = true;
+    t->metric_sinks = tenax::sdk::default_callbacks(sink_args);
+    for (const auto& sink : t->metric_sinks) t->trainer->add_callback(sink);
+    t->trainer->set_user_state(t->user_state);
+    tenax::capi::remember_handle(t.get());
+    ++context.trainers;
+    out = t.release();
+  });
+}
+
+tenax_status tenax_trainer_free(tenax_trainer** trainer) {
+  return guarded("tenax_trainer_free", [&] {
+    tenax_trainer*& handle = out_argument(trainer, "trainer");
+    if (handle == nullptr) return;
+    tenax_trainer& t = live(handle, "trainer", "tenax_trainer");
+    // The save in flight commits (or its failure is reported) before the trainer goes; the
+    // trainer is freed either way, then the failure is returned.
+    std::exception_ptr failure;
+    if (t.begun) {
+      try {
+        t.trainer->wait_for_checkpoint();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
+    --t.context->trainers;
+    tenax::capi::forget_handle(handle);
+    delete handle;
+    handle = nullptr;
+    if (failure) std::rethrow_exception(failure);
+  });
+}
+
+tenax_status tenax_train_step(tenax_trainer* trainer, const tenax_array* input, const tenax_array* label,
+                              double* loss) {
+  return guarded("tenax_train_step", [&] {
+    tenax_trainer& t = live(trainer, "trainer", "tenax_trainer");
+    const torch::Tensor x = tenax::capi::view_of(input, "input");
+    const torch::Tensor y = tenax::capi::view_of(label, "label");
+    const tenax::sdk::Batch batch = t.model->make_batch(x, y);
+    tenax::capi::ensure_begun(t, /*resume=*/false);
+    const double value = t.trainer->step(tenax::capi::micro_batches(batch, t.trainer->accumulation_steps()));
+    if (loss != nullptr) *loss = value;
+  });
+}
+
+tenax_status tenax_predict(tenax_trainer* trainer, const tenax_array* input, tenax_array* output) {
+  return guarded("tenax_predict", [&] {
+    tenax_trainer& t = live(trainer, "trainer", "tenax_trainer");
+    const torch::Tensor x = tenax::capi::view_of(input, "input");
+    tenax::capi::view_of(output, "output");  // a bad output array is reported before the forward
+    const tenax::sdk::ModelOutput out = t.trainer->predict_batch(t.model->make_batch(x, torch::Tensor()));
+    tenax::capi::write_into(output, "output", out.logits);
+  });
+}
+
+tenax_status tenax_optimizer_step(const tenax_trainer* trainer, int64_t* step) {
+  return guarded("tenax_optimizer_step", [&] {
+    int64_t& out = out_argument(step, "step");
+    out = live(trainer, "trainer", "tenax_trainer").trainer->state().global_step;
+  });
+}
+
+}  // extern "C"
