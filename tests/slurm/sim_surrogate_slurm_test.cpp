@@ -9,7 +9,8 @@
 //       --signal=B:USR1 sends it) → the trap passes it to the ranks → every rank saves at the same
 //       solver step and exits 3 → requeue → resume at that step → byte-identical.
 // And the requeue decisions with a stand-in rank (standin_solver.sh; no solver needed): a
-// configuration error (exit 2) is never requeued; failures are requeued at most --max-failures.
+// configuration error (exit 2) of one rank is never requeued; failures are requeued at most
+// --max-failures times.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -175,6 +176,8 @@ TEST_F(RequeueDecision, AConfigurationErrorIsNeverRequeued) {
   ASSERT_EQ(wait_done(60s), "FAILED") << explain();
   const std::string text = log();
   EXPECT_NE(text.find("unknown configuration key 'bogus'"), std::string::npos) << text;
+  // Rank 0's 2 ended the other rank (SIGTERM): srun's own status is 143, its report names task 0's 2.
+  EXPECT_NE(text.find("a task exited 2 (its peers were then ended by srun)"), std::string::npos) << text;
   EXPECT_NE(text.find("the step exited 2 (a configuration error): not requeued"), std::string::npos) << text;
   EXPECT_EQ(text.find("scontrol requeue"), std::string::npos) << text;
   EXPECT_NE(run("scontrol show job " + job_).find("Restarts=0"), std::string::npos) << explain();

@@ -5,14 +5,16 @@
 # its edges: rank and world from SLURM_PROCID / SLURM_NTASKS, a step counter saved every 10 steps
 # and resumed from (per rank, in OUT), SIGUSR1 → save → exit 3, a final file.
 #
-#   standin_solver.sh OUT STEPS MODE      MODE: run | config-error | fail (every run: exit 1 at step 5)
+#   standin_solver.sh OUT STEPS MODE      MODE: run | fail (every run: exit 1 at step 5) |
+#                                               config-error (rank 0 exits 2 at once, the others run on:
+#                                               srun ends them, and itself exits 143, not 2)
 set -u
 out=$1 steps=$2 mode=$3
 rank=${SLURM_PROCID:?SLURM_PROCID is not set: start me with srun}
 world=${SLURM_NTASKS:?SLURM_NTASKS is not set}
 run=${SLURM_RESTART_COUNT:-0}
 echo $$ > "$out/rank-$rank-run-$run.pid"
-if [ "$mode" = config-error ]; then
+if [ "$mode" = config-error ] && [ "$rank" -eq 0 ]; then
   echo "standin rank $rank: unknown configuration key 'bogus'" >&2
   exit 2
 fi
