@@ -56,7 +56,7 @@ program sim_surrogate_f
   ! Element by element: gfortran 12 corrupts the heap for a typed array constructor of strings of
   ! non-constant lengths (embed/fortran/tenax.f90 says more).
   overrides(1) = 'output_dir=' // trim(output_dir)
-  overrides(2) = 'max_steps=' // itoa(steps / train_every)
+  overrides(2) = 'max_steps=' // itoa(max(1_int64, steps / train_every))
   overrides(3) = 'learning_rate=' // rtoa(learning_rate)
   overrides(4) = 'seed=' // itoa(seed)
   overrides(5) = 'logging_steps=' // itoa(max(1_int64, save_every / train_every))
@@ -189,13 +189,13 @@ contains
   ! initialise MPI at all (an MPI_Init under srun needs a PMI that the site may not have).
   logical function launched_by_mpirun()
     character(len=32) :: value
-    integer :: length, status, size
+    integer :: length, status, n
     launched_by_mpirun = .false.
     call get_environment_variable('OMPI_COMM_WORLD_SIZE', value, length, status)
     if (status /= 0) call get_environment_variable('PMI_SIZE', value, length, status)
     if (status /= 0) return
-    read (value, *, iostat=status) size
-    launched_by_mpirun = status == 0 .and. size > 1
+    read (value, *, iostat=status) n
+    launched_by_mpirun = status == 0 .and. n > 1
   end function launched_by_mpirun
 
   subroutine start_ranks()
