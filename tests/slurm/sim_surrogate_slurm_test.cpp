@@ -71,7 +71,8 @@ class SrunLaunch : public tenax::testing::slurm::SlurmClusterTest {
     std::fclose(w);
     fs::permissions(o / "rank.sh", fs::perms::owner_all);
     // -t 10: the template's warning (B:USR1@120) is never due while a test's job runs.
-    job_ = run(env + " TENAX_OUTPUT_DIR=" + o.string() + " TENAX_REQUEUE=" TENAX_SOURCE_DIR
+    // One intra-op thread per rank: the two "nodes" share this machine's 2 cores.
+    job_ = run(env + " OMP_NUM_THREADS=1 TENAX_OUTPUT_DIR=" + o.string() + " TENAX_REQUEUE=" TENAX_SOURCE_DIR
                "/slurm/tenax-requeue sbatch --parsable -t 10 -o " + o.string() + "/slurm.out " TENAX_SOURCE_DIR
                "/slurm/sim_surrogate.sbatch " + o.string() + "/rank.sh " + program + " 2>&1");
     ASSERT_FALSE(job_.empty()) << "sbatch said nothing";
