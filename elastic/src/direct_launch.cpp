@@ -3,6 +3,7 @@
 #include "tenax/elastic/direct_launch.h"
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -65,11 +66,19 @@ void local_ranks_from(Communicator& comm, WorkerIdentity& id, const std::string&
 }
 
 // The endpoint and keys of rank 0's store, from rank 0 to all over `comm` (length, then text).
-RdzvAddress broadcast_address(Communicator& comm, const RdzvAddress& mine, std::chrono::milliseconds timeout) {
-  std::string text = mine.endpoint + "\n" + mine.keys.server_public + "\n" + mine.keys.server_secret + "\n" +
-                     mine.keys.client_public + "\n" + mine.keys.client_secret;
+// A rank 0 that could not start the store sends length 0, so that the others fail too instead
+// of waiting in a broadcast that MPI never times out.
+RdzvAddress broadcast_address(Communicator& comm, const RdzvAddress& mine, bool failed, const std::string& me,
+                              std::chrono::milliseconds timeout) {
+  std::string text = failed ? std::string()
+                            : mine.endpoint + "\n" + mine.keys.server_public + "\n" + mine.keys.server_secret + "\n" +
+                                  mine.keys.client_public + "\n" + mine.keys.client_secret;
   std::uint64_t length = text.size();
   comm.broadcast(&length, sizeof(length), 0, timeout);
+  if (failed) return {};  // rank 0 rethrows its own error
+  if (length == 0) {
+    throw RendezvousError(me + ": rank 0 could not start the key-value store; its log says why");
+  }
   text.resize(length);
   comm.broadcast(text.data(), text.size(), 0, timeout);
   std::vector<std::string> lines;
@@ -177,22 +186,31 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
   std::optional<JobKeys> keys;
   std::string endpoint;
   fs::path discovery_dir;
+  bool shared_store = false;
   if (const auto external = env::get("TENAX_RDZV_ENDPOINT"); external && !external->empty()) {
+    shared_store = true;
     endpoint = *external;
     if (const auto keys_file = env::get(kJobKeysVariable); keys_file && !keys_file->empty()) {
       keys = read_job_keys(*keys_file);
     }
   } else if (id.world_size > 1) {
     RdzvAddress address;
+    std::exception_ptr failure;
     if (id.rank == 0) {
-      address.keys = JobKeys::generate();
-      service = std::make_unique<KvService>(address.keys);
-      const std::string bound = service->start(one_node ? "tcp://127.0.0.1:0" : "tcp://*:0");
-      const std::string host = env::get("TENAX_RDZV_HOST").value_or(one_node ? "127.0.0.1" : node_name(launch));
-      address.endpoint = "tcp://" + host + bound.substr(bound.rfind(':'));
+      try {
+        address.keys = JobKeys::generate();
+        service = std::make_unique<KvService>(address.keys);
+        const std::string bound = service->start(one_node ? "tcp://127.0.0.1:0" : "tcp://*:0");
+        const std::string host = env::get("TENAX_RDZV_HOST").value_or(one_node ? "127.0.0.1" : node_name(launch));
+        address.endpoint = "tcp://" + host + bound.substr(bound.rfind(':'));
+      } catch (const Error&) {
+        if (!given) throw;
+        failure = std::current_exception();
+      }
     }
     if (given) {
-      address = broadcast_address(*given, address, timeout);
+      address = broadcast_address(*given, address, failure != nullptr, me, timeout);
+      if (failure) std::rethrow_exception(failure);
     } else {
       if (launch.launch_id.empty()) {
         throw ConfigError(me + ": no job id names this launch's rendezvous files (no SLURM_JOB_ID, no Open MPI job "
@@ -211,11 +229,15 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
     keys = address.keys;
   }
 
+  // A store of our own holds this launch only; a shared one (TENAX_RDZV_ENDPOINT) may serve
+  // other launches of the same generation number, so their keys are kept apart by the launch id.
+  const std::string prefix = (!shared_store || launch.launch_id.empty() ? "" : "launch/" + launch.launch_id + "/") +
+                             generation_prefix(id.generation);
   std::unique_ptr<Store> base;
   std::unique_ptr<Store> store;
   if (!endpoint.empty()) {
     base = connect_store(endpoint, timeout, keys);
-    store = std::make_unique<PrefixStore>(generation_prefix(id.generation), *base);
+    store = std::make_unique<PrefixStore>(prefix, *base);
   }
   std::unique_ptr<Communicator> communicator;
   const char* backend = "the given communicator";
@@ -236,8 +258,8 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
 
   StoreFactory open_store;
   if (!endpoint.empty()) {
-    open_store = [endpoint, generation = id.generation, timeout, keys]() -> std::unique_ptr<Store> {
-      return std::make_unique<OwningPrefixStore>(generation_prefix(generation), connect_store(endpoint, timeout, keys));
+    open_store = [endpoint, prefix, timeout, keys]() -> std::unique_ptr<Store> {
+      return std::make_unique<OwningPrefixStore>(prefix, connect_store(endpoint, timeout, keys));
     };
   }
   std::optional<GenerationFence> fence;

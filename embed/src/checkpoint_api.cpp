@@ -5,6 +5,7 @@
 #include "error_boundary.h"
 #include "handles.h"
 #include "live_handles.h"
+#include "state_arrays.h"
 
 using tenax::capi::guarded;
 using tenax::capi::InvalidArgument;
@@ -24,6 +25,9 @@ tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, cons
     if (key.empty() || key.find("..") != std::string::npos || key.front() == '/' || key.back() == '/') {
       throw InvalidArgument("name: '" + key + "' is not a state name (non-empty, no '..', no leading or trailing '/')");
     }
+    if (t.state_names.count(key) != 0) {
+      throw InvalidArgument("name: '" + key + "' is already registered (each state array is registered once)");
+    }
     if (t.begun) {
       throw InvalidArgument("name: '" + key + "' registered after the first step or tenax_checkpoint_restore; " +
                             "register every state array before them");
@@ -31,13 +35,10 @@ tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, cons
     if (scope != TENAX_REPLICATED && scope != TENAX_PER_RANK) {
       throw InvalidArgument("scope: " + std::to_string(scope) + " is not a tenax_scope (TENAX_REPLICATED, TENAX_PER_RANK)");
     }
-    if (t.state_names.count(key) != 0) {
-      throw InvalidArgument("name: '" + key + "' is already registered (each state array is registered once)");
-    }
     const torch::Tensor tensor = tenax::capi::view_of(array, "array");
-    t.user_state.add_tensor(key, tensor,
-                            scope == TENAX_PER_RANK ? tenax::sdk::UserState::Scope::kPerRank
-                                                    : tenax::sdk::UserState::Scope::kReplicated);
+    tenax::capi::register_array(t.user_state, key, tensor,
+                                scope == TENAX_PER_RANK ? tenax::sdk::UserState::Scope::kPerRank
+                                                        : tenax::sdk::UserState::Scope::kReplicated);
     t.state_names.insert(key);
   });
 }

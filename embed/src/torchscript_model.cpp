@@ -19,6 +19,13 @@ namespace {
 
 std::string first_line(const std::string& message) { return message.substr(0, message.find('\n')); }
 
+// The TorchScript interpreter's message is a traceback ending in "RuntimeError: <what>": the
+// what is the line a caller can act on.
+std::string script_error(const std::string& message) {
+  const auto at = message.rfind("RuntimeError: ");
+  return at == std::string::npos ? first_line(message) : first_line(message.substr(at + 14));
+}
+
 class TorchScriptModel : public EmbeddedModel {
  public:
   TorchScriptModel(torch::jit::Module module, std::filesystem::path path, tenax_loss loss)
@@ -32,11 +39,11 @@ class TorchScriptModel : public EmbeddedModel {
     torch::IValue result;
     try {
       result = module_.forward({batch.inputs});
-    } catch (const c10::Error& e) {
+    } catch (const std::exception& e) {
       // The script's own shape checks (a matmul of the wrong width) are the caller's input not
       // fitting this file: say so in the caller's terms rather than as an internal error.
       throw InvalidArgument("input: the TorchScript module " + path_.string() + " rejected an input of shape " +
-                            shape_string(batch.inputs.sizes()) + ": " + first_line(e.what_without_backtrace()));
+                            shape_string(batch.inputs.sizes()) + ": " + script_error(e.what()));
     }
     if (!result.isTensor()) {
       throw StorageError(path_.string() + ": forward returned a " + result.tagKind() +

@@ -217,6 +217,11 @@ int run_rdzv_command(const std::vector<std::string>& args) {
                   options.nodes.min, options.nodes.max, bound, d.term, d.reason, advertise,
                   bound.substr(bound.rfind(':') + 1), std::filesystem::absolute(options.keys_file).string(),
                   options.nodes.min, options.nodes.max);
+        // Ranks started by srun/mpirun without agents use only the store (direct_launch.h).
+        const std::string store = service->store_endpoint();
+        log->info("direct launches (srun/mpirun, no agents): TENAX_RDZV_ENDPOINT=tcp://{}:{} TENAX_KEYS_FILE={}",
+                  advertise, store.substr(store.rfind(':') + 1),
+                  std::filesystem::absolute(options.keys_file).string());
       }
       const std::string now = describe(service->snapshot());
       if (now != last) log->info("{}", now);

@@ -20,8 +20,12 @@
 #include <thread>
 #include <vector>
 
+#include "tenax/core/error.h"
 #include "tenax/core/files.h"
+#include "tenax/elastic/direct_launch.h"
 #include "tenax/elastic/job_keys.h"
+#include "tenax/elastic/kv_service.h"
+#include "tenax/elastic/store.h"
 
 namespace {
 
@@ -181,12 +185,42 @@ TEST_F(elastic_direct_launch, ARequeuedJobNeverReadsTheFilesOfItsEarlierRun) {
   EXPECT_TRUE(fs::exists(rdzv / "slurm-4242-step-0-restart-0.endpoint")) << "another run's files are not ours to delete";
 }
 
+TEST_F(elastic_direct_launch, AStoreGivenByTenaxRdzvEndpointIsUsedAndKeptApartPerLaunch) {
+  tenax::elastic::KvService service;  // as `tenax rdzv` hosts it (here without CURVE keys)
+  const std::string endpoint = service.start("tcp://127.0.0.1:0");
+  Env e0 = srun_env(0, 2);
+  Env e1 = srun_env(1, 2);
+  e0["TENAX_RDZV_ENDPOINT"] = e1["TENAX_RDZV_ENDPOINT"] = endpoint;
+  Worker r0(e0, log("r0"));
+  Worker r1(e1, log("r1"));
+  EXPECT_EQ(r0.wait(), 0) << r0.output();
+  EXPECT_EQ(r1.wait(), 0) << r1.output();
+  EXPECT_NE(r1.output().find("sum 4.500 ranks 1 store yes"), std::string::npos) << r1.output();
+  EXPECT_FALSE(fs::exists(dir_ / "rdzv")) << "no discovery files with a given store";
+  // The ranks' keys sit under this launch's name, where another launch of generation 0 on the
+  // same service cannot see them.
+  auto store = tenax::elastic::connect_store(endpoint, std::chrono::seconds(10));
+  EXPECT_NO_THROW(store->get("launch/slurm-4242-step-0-restart-0/gen/0/launch/rank/1", std::chrono::seconds(5)));
+}
+
 TEST_F(elastic_direct_launch, OneTaskNeedsNoStore) {
   Worker r0(srun_env(0, 1), log("r0"));
   EXPECT_EQ(r0.wait(), 0) << r0.output();
   EXPECT_NE(r0.output().find("rank 0 of 1 local 0 of 1 generation 0 restart 0 sum 1.500 ranks 0 store no"),
             std::string::npos)
       << r0.output();
+}
+
+// In this process, which never initialised MPI: asking for an MPI communicator is a clear
+// configuration error, whether this Tenax has MPI (not initialised) or not (built without it).
+TEST(elastic_direct_launch_mpi, AnMpiCommunicatorWithoutMpiIsAConfigError) {
+  try {
+    tenax::elastic::WorkerContext::from_launch(tenax::elastic::LaunchOptions().mpi_fortran_comm(0));
+    ADD_FAILURE() << "from_launch must refuse an MPI communicator here";
+  } catch (const tenax::ConfigError& e) {
+    const std::string needle = tenax::elastic::built_with_mpi() ? "MPI is not initialised" : "TENAX_WITH_MPI=OFF";
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

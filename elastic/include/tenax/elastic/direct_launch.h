@@ -26,6 +26,8 @@
 //     <launch id>.keys (mode 0600) and <launch id>.endpoint, named by SLURM_JOB_ID, SLURM_STEP_ID
 //     and SLURM_RESTART_COUNT (or Open MPI's job id, or TENAX_JOB_ID) so that a requeued job never
 //     reads the files of its previous run. Rank 0 deletes them once every rank has connected.
+//     Keys live under "gen/<generation>/" (in a shared TENAX_RDZV_ENDPOINT store, under
+//     "launch/<launch id>/gen/<generation>/", so that two launches never read each other's).
 //     The service binds 127.0.0.1 when every rank is on this node, else all interfaces, and is
 //     reached as SLURMD_NODENAME (else this host's name), or TENAX_RDZV_HOST if set.
 //  3. The communicator: the given one when its size is > 1; else Gloo over the store (as
