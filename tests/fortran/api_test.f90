@@ -51,7 +51,7 @@ program api_test
   solver_step = 0
   call expect_ok(tenax_register_state(trainer, 'u', u, TENAX_PER_RANK), 'register u')
   call expect_ok(tenax_register_state(trainer, 'solver_step', solver_step, TENAX_REPLICATED), 'register solver_step')
-  call expect_status(tenax_register_state(trainer, 'u', u, TENAX_PER_RANK), TENAX_ERR_INVALID_ARGUMENT, 'u', &
+  call expect_status(tenax_register_state(trainer, 'u', u, TENAX_PER_RANK), TENAX_ERR_INVALID_ARGUMENT, "'u'", &
                      'a name registered twice')
   call expect_status(tenax_register_state(trainer, 'strided', u(1:5:2, :), TENAX_PER_RANK), &
                      TENAX_ERR_INVALID_ARGUMENT, 'not contiguous', 'a strided section')

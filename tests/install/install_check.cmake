@@ -16,9 +16,11 @@ endfunction()
 if(MODE STREQUAL "install")
   file(REMOVE_RECURSE ${PREFIX})
   run_step("install" ${CMAKE_COMMAND} --install ${TENAX_BUILD_DIR} --prefix ${PREFIX})
-  set(expected lib/cmake/Tenax/TenaxConfig.cmake include/tenax/sdk/trainer.h bin/tenax include/tenax.h lib/libtenax.so)
+  set(expected lib/cmake/Tenax/TenaxConfig.cmake lib/cmake/Tenax/TenaxTargets.cmake include/tenax/sdk/trainer.h
+      bin/tenax lib/cmake/Tenax/TenaxCTargets.cmake include/tenax.h lib/libtenax.so)
   if(WITH_FORTRAN)
-    list(APPEND expected include/tenax/fortran/tenax.mod lib/libtenax_fortran.a)
+    list(APPEND expected lib/cmake/Tenax/TenaxFortranTargets.cmake include/tenax/fortran/tenax.mod
+         lib/libtenax_fortran.a)
   endif()
   foreach(f IN LISTS expected)
     if(NOT EXISTS ${PREFIX}/${f})
