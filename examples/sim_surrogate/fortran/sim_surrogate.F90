@@ -68,6 +68,13 @@ program sim_surrogate_f
   call check(tenax_register_state(trainer, 'solver_step', solver_step, TENAX_REPLICATED), &
              'tenax_register_state(solver_step)')
 
+  if (use_mpi) then
+    call say('2-D heat equation, ' // itoa(nx) // ' x ' // itoa(ny) // ' cells on ' // itoa(int(world_size, int64)) // &
+             ' rank(s) (halo over MPI), ' // itoa(steps) // ' solver steps')
+  else
+    call say('2-D heat equation, ' // itoa(nx) // ' x ' // itoa(ny) // ' cells on ' // itoa(int(world_size, int64)) // &
+             ' rank(s) (halo over tenax_allgather), ' // itoa(steps) // ' solver steps')
+  end if
   call check(tenax_checkpoint_restore(trainer, saved), 'tenax_checkpoint_restore')
   if (saved >= 0) then
     if (solver_step(1) /= saved) call fail(kExitFailure, 'the checkpoint of step ' // itoa(saved) // &
@@ -75,11 +82,7 @@ program sim_surrogate_f
     call say('resumed at solver step ' // itoa(saved) // ' (time ' // rtoa(time(1)) // ')')
     first = saved + 1
   else
-    if (use_mpi) then
-      call say('starting at solver step 0 (' // itoa(int(world_size, int64)) // ' rank(s), halo over MPI)')
-    else
-      call say('starting at solver step 0 (' // itoa(int(world_size, int64)) // ' rank(s), halo over tenax_allgather)')
-    end if
+    call say('no checkpoint in ' // trim(output_dir) // '/checkpoints: starting at solver step 0')
     first = 1
   end if
 
@@ -314,7 +317,7 @@ contains
 #endif
     flush (output_unit)
     if (code == 0) stop
-    error stop code, quiet=.true.
+    stop code, quiet=.true.
   end subroutine finish
 
   ! A failed Tenax call ends the process: 2 for a configuration error (a requeue would not help), else
@@ -333,7 +336,7 @@ contains
     write (error_unit, '(a)') 'sim_surrogate_f rank ' // itoa(int(rank, int64)) // ': ' // message
     flush (error_unit)
     ! No MPI_Finalize: peers may be gone; the exit status is what the launcher reads.
-    error stop code, quiet=.true.
+    stop code, quiet=.true.
   end subroutine fail
 
   subroutine say(message)
