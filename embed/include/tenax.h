@@ -166,13 +166,17 @@ TENAX_API tenax_status tenax_register_state(tenax_trainer* trainer, const char* 
 /* Collective. Restores the newest committed checkpoint under output_dir that verifies (falling
  * back to older ones): model, optimizer, LR schedule position, this rank's RNG and every
  * registered array. *step is the step given to tenax_checkpoint_save, or -1 when there is none
- * (nothing is changed then). Call it once, after registering state and before the first step. */
+ * (nothing is changed then). Call it once, after registering state and before the first step:
+ * the first tenax_train_step, tenax_checkpoint_save or tenax_preemption_requested starts the run
+ * without a restore. A restore that fails (a checkpoint of another model, a state array of
+ * another shape: TENAX_ERR_IO) leaves the trainer unusable: free it; the checkpoints are kept. */
 TENAX_API tenax_status tenax_checkpoint_restore(tenax_trainer* trainer, int64_t* step);
 
 /* Collective. One optimizer step on this rank's batch: forward, loss, backward, gradient average
  * over ranks, clipping (max_grad_norm), AdamW, LR schedule, logging (logging_steps). `input` is
  * {batch, features...} (C order), `label` as the loss needs; float64 is converted to the model's
- * float32. *loss (may be NULL) gets this rank's loss. */
+ * float32. *loss (may be NULL) gets this rank's loss. With gradient_accumulation_steps = k the
+ * batch is cut into k micro-batches along its batch dimension (which k must divide). */
 TENAX_API tenax_status tenax_train_step(tenax_trainer* trainer, const tenax_array* input, const tenax_array* label,
                                         double* loss);
 /* Not collective. The model's output for `input` (eval mode, no gradients) into `output`, whose

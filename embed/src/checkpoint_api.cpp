@@ -33,7 +33,8 @@ tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, cons
                             "register every state array before them");
     }
     if (scope != TENAX_REPLICATED && scope != TENAX_PER_RANK) {
-      throw InvalidArgument("scope: " + std::to_string(scope) + " is not a tenax_scope (TENAX_REPLICATED, TENAX_PER_RANK)");
+      throw InvalidArgument("scope: " + std::to_string(scope) +
+                            " is not a tenax_scope (TENAX_REPLICATED, TENAX_PER_RANK)");
     }
     const torch::Tensor tensor = tenax::capi::view_of(array, "array");
     tenax::capi::register_array(t.user_state, key, tensor,
@@ -75,7 +76,7 @@ tenax_status tenax_checkpoint_save(tenax_trainer* trainer, int64_t step) {
 tenax_status tenax_checkpoint_wait(tenax_trainer* trainer) {
   return guarded("tenax_checkpoint_wait", [&] {
     tenax_trainer& t = live(trainer, "trainer", "tenax_trainer");
-    if (t.begun) t.trainer->wait_for_checkpoint();
+    if (t.begun && !t.begin_failed) t.trainer->wait_for_checkpoint();
   });
 }
 

@@ -1,5 +1,6 @@
 // Context: who this process is (tenax_init), and the collectives a solver may borrow.
 #include <memory>
+#include <optional>
 
 #include "error_boundary.h"
 #include "handles.h"
@@ -7,6 +8,7 @@
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/communicator.h"
+#include "tenax/elastic/direct_launch.h"
 
 using tenax::capi::guarded;
 using tenax::capi::InvalidArgument;
@@ -16,11 +18,23 @@ using tenax::capi::out_argument;
 namespace tenax::capi {
 namespace {
 
-// THE launch call site. Today: `tenax run`'s environment (RANK, WORLD_SIZE,
-// TENAX_RDZV_ENDPOINT), else a single process. Helper "mpi" adds the direct srun / mpirun
-// launch (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK) to elastic/ as a WorkerContext
-// factory; when it lands, this is the one line to change.
-elastic::WorkerContext launch_context() { return elastic::WorkerContext::from_env(); }
+// The launch call site (tenax_init and tenax_init_mpi): `tenax run`'s environment, a direct
+// srun / mpirun launch (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK), or a single process; with
+// `fortran_comm`, the caller's MPI communicator carries the collectives (elastic/direct_launch.h).
+// A libtenax built without MPI refuses fortran_comm with a ConfigError.
+elastic::WorkerContext launch_context(std::optional<std::int32_t> fortran_comm) {
+  elastic::LaunchOptions options;
+  if (fortran_comm) options.mpi_fortran_comm(*fortran_comm);
+  return elastic::WorkerContext::from_launch(options);
+}
+
+void hand_out(tenax_context*& out, std::optional<std::int32_t> fortran_comm) {
+  auto context = std::make_unique<tenax_context>();
+  context->worker = std::make_unique<elastic::WorkerContext>(launch_context(fortran_comm));
+  set_log_identity({context->worker->rank(), static_cast<int>(context->worker->generation()), "worker"});
+  remember_handle(context.get());
+  out = context.release();
+}
 
 elastic::ElementType element_type(int32_t dtype) {
   switch (dtype) {
@@ -38,7 +52,8 @@ elastic::ReduceOp reduce_op(int32_t op) {
     case TENAX_SUM: return elastic::ReduceOp::kSum;
     case TENAX_MAX: return elastic::ReduceOp::kMax;
     case TENAX_MIN: return elastic::ReduceOp::kMin;
-    default: throw InvalidArgument("op: " + std::to_string(op) + " is not a tenax_reduce_op (TENAX_SUM, TENAX_MAX, TENAX_MIN)");
+    default:
+      throw InvalidArgument("op: " + std::to_string(op) + " is not a tenax_reduce_op (TENAX_SUM, TENAX_MAX, TENAX_MIN)");
   }
 }
 
@@ -55,20 +70,15 @@ tenax_status tenax_init(tenax_context** ctx) {
   return guarded("tenax_init", [&] {
     tenax_context*& out = out_argument(ctx, "ctx");
     out = nullptr;
-    auto context = std::make_unique<tenax_context>();
-    context->worker = std::make_unique<tenax::elastic::WorkerContext>(tenax::capi::launch_context());
-    tenax::set_log_identity({context->worker->rank(), static_cast<int>(context->worker->generation()), "worker"});
-    tenax::capi::remember_handle(context.get());
-    out = context.release();
+    tenax::capi::hand_out(out, std::nullopt);
   });
 }
 
-tenax_status tenax_init_mpi(tenax_context** ctx, int32_t /*fortran_comm*/) {
+tenax_status tenax_init_mpi(tenax_context** ctx, int32_t fortran_comm) {
   return guarded("tenax_init_mpi", [&] {
-    out_argument(ctx, "ctx") = nullptr;
-    // Helper "mpi"'s MPI communicator (elastic/) is wired here when it lands.
-    throw tenax::ConfigError(
-        "libtenax was built without MPI: use tenax_init (tenax run, or a single process) or a libtenax built with MPI");
+    tenax_context*& out = out_argument(ctx, "ctx");
+    out = nullptr;
+    tenax::capi::hand_out(out, fortran_comm);
   });
 }
 

@@ -40,6 +40,7 @@ struct tenax_trainer {
   std::vector<std::shared_ptr<tenax::sdk::TrainerCallback>> metric_sinks;
   std::unique_ptr<tenax::sdk::Trainer> trainer;  ///< declared last: destroyed first
   bool begun = false;                            ///< Trainer::begin was called (restore or first step)
+  bool begin_failed = false;                     ///< ... and threw: the trainer is unusable
   std::optional<std::int64_t> last_saved_step;   ///< saved or restored: the next save must be later
 };
 

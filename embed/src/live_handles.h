@@ -25,7 +25,7 @@ T& live(T* handle, const char* argument, const char* type) {
   if (handle == nullptr) throw InvalidArgument(std::string(argument) + ": NULL " + type + " handle");
   if (!is_live_handle(handle)) {
     throw NotInitialized(std::string(argument) + ": not a live " + type +
-                         " (it was freed, or never created by the tenax_*_create functions)");
+                         " (freed already, or not made by libtenax)");
   }
   return *handle;
 }

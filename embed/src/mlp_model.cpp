@@ -39,8 +39,8 @@ class Mlp : public EmbeddedModel {
   sdk::Batch make_batch(const torch::Tensor& input, const torch::Tensor& label) const override {
     sdk::Batch batch = float_batch(input, label, loss_, widths_.front());
     if (label.defined() && loss_ == TENAX_LOSS_MSE && (label.dim() != 2 || label.size(1) != widths_.back())) {
-      throw InvalidArgument("label: shape " + shape_string(label.sizes()) + " (batch first) but this model outputs {batch, " +
-                            std::to_string(widths_.back()) + "}");
+      throw InvalidArgument("label: shape " + shape_string(label.sizes()) +
+                            " (batch first) but this model outputs {batch, " + std::to_string(widths_.back()) + "}");
     }
     return batch;
   }
@@ -71,7 +71,8 @@ class Mlp : public EmbeddedModel {
 std::shared_ptr<EmbeddedModel> make_mlp(const std::vector<std::int64_t>& widths, const std::string& activation,
                                         tenax_loss loss) {
   if (widths.size() < 2) {
-    throw InvalidArgument("widths: " + std::to_string(widths.size()) + " widths; an MLP needs at least 2 (inputs, outputs)");
+    throw InvalidArgument("widths: " + std::to_string(widths.size()) +
+                          " widths; an MLP needs at least 2 (inputs, outputs)");
   }
   for (size_t i = 0; i < widths.size(); ++i) {
     if (widths[i] < 1) {

@@ -44,7 +44,8 @@ sdk::Batch float_batch(const torch::Tensor& input, const torch::Tensor& label, t
     batch.labels = as_float32(label, "label");
   } else {
     if (label.scalar_type() != torch::kInt64) {
-      throw InvalidArgument("label: dtype " + std::string(label.scalar_type() == torch::kFloat32 ? "TENAX_FLOAT32" : "TENAX_FLOAT64") +
+      const char* dtype = label.scalar_type() == torch::kFloat32 ? "TENAX_FLOAT32" : "TENAX_FLOAT64";
+      throw InvalidArgument(std::string("label: dtype ") + dtype +
                             "; TENAX_LOSS_CROSS_ENTROPY needs TENAX_INT64 class indices");
     }
     batch.labels = label;

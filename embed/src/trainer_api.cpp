@@ -76,10 +76,19 @@ std::vector<sdk::Batch> micro_batches(const sdk::Batch& batch, std::int64_t part
 }  // namespace
 
 std::optional<std::int64_t> ensure_begun(tenax_trainer& trainer, bool resume) {
+  if (trainer.begin_failed) {
+    throw NotInitialized("trainer: its tenax_checkpoint_restore (or first step) failed, which leaves it unusable; "
+                         "free it and create a new one (the checkpoints on disk are untouched)");
+  }
   if (trainer.begun) return std::nullopt;
-  // Set first: a begin() that throws part-way must not run twice (the caller frees the trainer).
+  // A begin() that throws part-way must not run twice: the trainer is marked and refused after.
   trainer.begun = true;
-  return trainer.trainer->begin(resume);
+  try {
+    return trainer.trainer->begin(resume);
+  } catch (...) {
+    trainer.begin_failed = true;
+    throw;
+  }
 }
 
 }  // namespace tenax::capi
@@ -126,7 +135,7 @@ tenax_status tenax_trainer_free(tenax_trainer** trainer) {
     // The save in flight commits (or its failure is reported) before the trainer goes; the
     // trainer is freed either way, then the failure is returned.
     std::exception_ptr failure;
-    if (t.begun) {
+    if (t.begun && !t.begin_failed) {
       try {
         t.trainer->wait_for_checkpoint();
       } catch (...) {

@@ -2,12 +2,14 @@
  *
  *   capi_test PART WORK_DIR TORCHSCRIPT_DIR
  *
- * PART is one of mlp, orders, float64, state, torchscript, bad_input, config, metrics (one
- * process) or two_ranks (under `tenax run --nproc-per-node 2`). Each part works in a fresh
- * directory made under WORK_DIR. Exit status 0 when every CHECK held. */
+ * PART is one of mlp, orders, float64, state, torchscript, bad_input, config, metrics,
+ * preemption (one process), bert (TORCHSCRIPT_DIR is then the assets directory holding
+ * all-minilm-l6-v2) or two_ranks (under `tenax run --nproc-per-node 2` or `mpirun -n 2`). Each
+ * part works in a fresh directory made under WORK_DIR. Exit status 0 when every CHECK held. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -479,6 +481,48 @@ static void part_bad_input(tenax_context* ctx) {
   CHECK_OK(tenax_model_free(&model));
   CHECK_FAILS(tenax_trainer_create(&trainer, ctx, other, NULL, NULL, 0), TENAX_ERR_NOT_INITIALIZED, "model");
 
+  /* A context used after its finalize; a context finalized under a live trainer. */
+  {
+    tenax_context* second = NULL;
+    tenax_context* kept;
+    int32_t rank = -1;
+    tenax_model* small = make_mlp();
+    tenax_trainer* using_second;
+    char second_dir[4200];
+    CHECK_OK(tenax_init(&second));
+    fresh_dir("bad-ctx", second_dir, sizeof second_dir);
+    using_second = make_trainer(second, small, second_dir);
+    CHECK_FAILS(tenax_finalize(&second), TENAX_ERR_INVALID_ARGUMENT, "ctx: 1 trainer(s)");
+    CHECK_OK(tenax_trainer_free(&using_second));
+    kept = second;
+    CHECK_OK(tenax_finalize(&second));
+    CHECK(second == NULL);
+    CHECK_FAILS(tenax_rank(kept, &rank), TENAX_ERR_NOT_INITIALIZED, "ctx: not a live tenax_context");
+    CHECK_FAILS(tenax_trainer_create(&using_second, kept, small, NULL, NULL, 0), TENAX_ERR_NOT_INITIALIZED, "ctx");
+    CHECK_OK(tenax_model_free(&small));
+  }
+
+  /* Restores that do not fit what was saved: another model, another state array. */
+  {
+    const int64_t narrow[] = {kFeatures, 8, 1};
+    static double short_field[4];
+    tenax_array short_array = array2(short_field, TENAX_FLOAT64, TENAX_ORDER_C, 4, 1);
+    short_array.ndim = 1;
+    CHECK_OK(tenax_model_create_mlp(&other, narrow, 3, "tanh", TENAX_LOSS_MSE));
+    trainer = make_trainer(ctx, other, dir);
+    CHECK_OK(tenax_register_state(trainer, "field", &field_array, TENAX_REPLICATED));
+    CHECK_FAILS(tenax_checkpoint_restore(trainer, &step), TENAX_ERR_IO, "layers");
+    CHECK_FAILS(tenax_train_step(trainer, &in, &label, NULL), TENAX_ERR_NOT_INITIALIZED, "free it");
+    CHECK_OK(tenax_trainer_free(&trainer));
+    CHECK_OK(tenax_model_free(&other));
+    model = make_mlp();
+    trainer = make_trainer(ctx, model, dir);
+    CHECK_OK(tenax_register_state(trainer, "field", &short_array, TENAX_REPLICATED));
+    CHECK_FAILS(tenax_checkpoint_restore(trainer, &step), TENAX_ERR_IO, "field");
+    CHECK_OK(tenax_trainer_free(&trainer));
+    CHECK_OK(tenax_model_free(&model));
+  }
+
   /* Nothing saved was lost: the checkpoint of step 5 comes back. */
   for (i = 0; i < 8; ++i) field[i] = -1.0;
   model = make_mlp();
@@ -525,6 +569,23 @@ static void part_config(tenax_context* ctx) {
   CHECK_OK(tenax_checkpoint_restore(trainer, &step));
   CHECK(step == -1);
   CHECK_OK(tenax_trainer_free(&trainer));
+
+  /* gradient_accumulation_steps = 2: one call is one optimizer step over two micro-batches. */
+  {
+    static float x[kRows][kFeatures], y[kRows][1];
+    tenax_array in = array2(x, TENAX_FLOAT32, TENAX_ORDER_C, kRows, kFeatures);
+    tenax_array label = array2(y, TENAX_FLOAT32, TENAX_ORDER_C, kRows, 1);
+    int64_t optimizer_steps = -1;
+    make_data(x, y, 0);
+    overrides[0] = "gradient_accumulation_steps=2";
+    CHECK_OK(tenax_trainer_create(&trainer, ctx, model, toml, overrides, 1));
+    CHECK_OK(tenax_train_step(trainer, &in, &label, NULL));
+    CHECK_OK(tenax_optimizer_step(trainer, &optimizer_steps));
+    CHECK(optimizer_steps == 1);
+    in.shape[0] = label.shape[0] = kRows - 1; /* 31 rows do not split in two */
+    CHECK_FAILS(tenax_train_step(trainer, &in, &label, NULL), TENAX_ERR_INVALID_ARGUMENT, "input: a batch of 31");
+    CHECK_OK(tenax_trainer_free(&trainer));
+  }
 
   /* Unknown keys, in the file and in the overrides, are named. */
   overrides[0] = output_dir;
@@ -589,6 +650,74 @@ static void part_metrics(tenax_context* ctx) {
   }
   if (f != NULL) fclose(f);
   CHECK(found == 1);
+}
+
+/* A preemption signal reaches the solver's poll; it then saves at its own step. */
+static void part_preemption(tenax_context* ctx) {
+  static float x[kRows][kFeatures], y[kRows][1];
+  char dir[4200];
+  int32_t requested = -1;
+  int64_t step = -1;
+  tenax_model* model = make_mlp();
+  tenax_trainer* trainer;
+  tenax_array in = array2(x, TENAX_FLOAT32, TENAX_ORDER_C, kRows, kFeatures);
+  tenax_array label = array2(y, TENAX_FLOAT32, TENAX_ORDER_C, kRows, 1);
+  make_data(x, y, 0);
+  fresh_dir("preemption", dir, sizeof dir);
+  trainer = make_trainer(ctx, model, dir);
+  CHECK_OK(tenax_checkpoint_restore(trainer, &step));
+  CHECK_OK(tenax_train_step(trainer, &in, &label, NULL));
+  CHECK_OK(tenax_preemption_requested(trainer, &requested));
+  CHECK(requested == 0);
+  raise(SIGUSR1); /* what Slurm's --signal or the agent sends */
+  CHECK_OK(tenax_preemption_requested(trainer, &requested));
+  CHECK(requested == SIGUSR1);
+  CHECK_OK(tenax_checkpoint_save(trainer, 7));
+  CHECK_OK(tenax_checkpoint_wait(trainer));
+  CHECK_OK(tenax_trainer_free(&trainer));
+  CHECK_OK(tenax_model_free(&model));
+  model = make_mlp();
+  trainer = make_trainer(ctx, model, dir);
+  CHECK_OK(tenax_checkpoint_restore(trainer, &step));
+  CHECK(step == 7);
+  CHECK_OK(tenax_trainer_free(&trainer));
+  CHECK_OK(tenax_model_free(&model));
+}
+
+/* A Hugging Face BERT directory: int64 token ids in, class logits out (scripts_dir holds the
+ * assets here). */
+static void part_bert(tenax_context* ctx) {
+  static int64_t ids[4][8], labels[4] = {0, 1, 0, 1};
+  static float logits[4][2], x[4][8];
+  char dir[4200], path[4200];
+  double loss = -1.0;
+  int i, j, s;
+  tenax_model* model = NULL;
+  tenax_trainer* trainer;
+  tenax_array in = array2(ids, TENAX_INT64, TENAX_ORDER_C, 4, 8);
+  tenax_array label = array2(labels, TENAX_INT64, TENAX_ORDER_C, 4, 1);
+  tenax_array output = array2(logits, TENAX_FLOAT32, TENAX_ORDER_C, 4, 2);
+  tenax_array floats = array2(x, TENAX_FLOAT32, TENAX_ORDER_C, 4, 8);
+  label.ndim = 1;
+  for (i = 0; i < 4; ++i) {
+    ids[i][0] = 101; /* [CLS] ... [SEP] */
+    for (j = 1; j < 7; ++j) ids[i][j] = 1996 + 37 * i + j;
+    ids[i][7] = 102;
+  }
+  snprintf(path, sizeof path, "%s/all-minilm-l6-v2", scripts_dir);
+  CHECK_FAILS(tenax_model_load_bert(&model, path, 1), TENAX_ERR_INVALID_ARGUMENT, "num_labels");
+  snprintf(dir, sizeof dir, "%s/no-such-model", scripts_dir);
+  CHECK(tenax_model_load_bert(&model, dir, 2) != TENAX_OK && strstr(tenax_last_error(), dir) != NULL);
+  CHECK_OK(tenax_model_load_bert(&model, path, 2));
+  fresh_dir("bert", dir, sizeof dir);
+  trainer = make_trainer(ctx, model, dir);
+  for (s = 0; s < 3; ++s) CHECK_OK(tenax_train_step(trainer, &in, &label, &loss));
+  CHECK(isfinite(loss) && loss > 0.0);
+  CHECK_OK(tenax_predict(trainer, &in, &output));
+  CHECK(isfinite(logits[0][0]) && isfinite(logits[3][1]));
+  CHECK_FAILS(tenax_train_step(trainer, &floats, &label, NULL), TENAX_ERR_INVALID_ARGUMENT, "input");
+  CHECK_OK(tenax_trainer_free(&trainer));
+  CHECK_OK(tenax_model_free(&model));
 }
 
 /* Two ranks, different data: gradient averaging keeps the replicas identical, and per-rank
@@ -679,6 +808,10 @@ int main(int argc, char** argv) {
     part_config(ctx);
   } else if (strcmp(part, "metrics") == 0) {
     part_metrics(ctx);
+  } else if (strcmp(part, "preemption") == 0) {
+    part_preemption(ctx);
+  } else if (strcmp(part, "bert") == 0) {
+    part_bert(ctx);
   } else if (strcmp(part, "two_ranks") == 0) {
     part_two_ranks(ctx);
   } else {
