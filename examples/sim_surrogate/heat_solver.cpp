@@ -128,8 +128,8 @@ std::vector<double> probe_stencils(std::int64_t count) {
     out.push_back(level);
     out.push_back(level + slope + curve);  // north
     out.push_back(level - slope + curve);  // south
-    out.push_back(level + 0.5 * slope - curve);  // west
-    out.push_back(level - 0.5 * slope - curve);  // east
+    out.push_back(level + 0.5 * slope + curve);  // west
+    out.push_back(level - 0.5 * slope + curve);  // east: a Laplacian of 4 curve
   }
   return out;
 }
