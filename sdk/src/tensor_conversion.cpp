@@ -15,9 +15,10 @@ storage::DType to_storage_dtype(torch::ScalarType type) {
     case torch::kBFloat16: return storage::DType::kBFloat16;
     case torch::kInt64: return storage::DType::kInt64;
     case torch::kUInt8: return storage::DType::kUInt8;
+    case torch::kFloat64: return storage::DType::kFloat64;
     default:
       throw StorageError(std::string("tensor dtype ") + c10::toString(type) +
-                         " cannot be checkpointed; supported: float32, float16, bfloat16, int64, uint8");
+                         " cannot be checkpointed; supported: float32, float64, float16, bfloat16, int64, uint8");
   }
 }
 
@@ -28,6 +29,7 @@ torch::ScalarType to_torch_dtype(storage::DType dtype) {
     case storage::DType::kBFloat16: return torch::kBFloat16;
     case storage::DType::kInt64: return torch::kInt64;
     case storage::DType::kUInt8: return torch::kUInt8;
+    case storage::DType::kFloat64: return torch::kFloat64;
   }
   throw StorageError("unknown storage dtype");
 }

@@ -21,6 +21,8 @@
 #include "tenax/sdk/optimizer_groups.h"
 #include "tenax/sdk/preemption.h"
 #include "tenax/sdk/sampler.h"
+#include "run_plan.h"
+#include "step_flow.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
 
@@ -83,6 +85,27 @@ void check_resumed_arguments(const nlohmann::json& recorded, const TrainingArgum
 
 }  // namespace
 
+struct Trainer::Run {
+  Run(const std::string& output_dir, elastic::WorkerContext& context, const CheckpointerOptions& options)
+      : checkpointer(output_dir, context, options) {}
+  Checkpointer checkpointer;
+  detail::RunPlan plan;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::optional<LrSchedule> schedule;
+  std::vector<torch::Tensor> params;
+  std::optional<GradSync> grad_sync;
+  std::optional<ResumableSampler> sampler;  // none when the caller supplies the batches
+  std::optional<PreemptionSignals> preemption;
+  Clock::time_point start;
+  Clock::time_point window_start;
+  double window_loss = 0.0;
+  double total_loss = 0.0;
+  std::int64_t window_steps = 0;
+  std::int64_t steps_run = 0;
+  std::int64_t last_saved = -1;  ///< the optimizer step of the last save
+  bool ended = false;
+};
+
 Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
                  std::shared_ptr<const Dataset> train_dataset, elastic::WorkerContext& context,
                  Collator collator)
@@ -92,7 +115,6 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
       context_(context),
       collator_(std::move(collator)) {
   if (!model_) throw ConfigError("Trainer: model is null");
-  if (!train_dataset_) throw ConfigError("Trainer: train_dataset is null");
   args_.validate();
   callbacks_ = default_callbacks(args_);  // progress bar, JSONL and TensorBoard per args
   state_.rank = context_.rank();
@@ -159,7 +181,7 @@ Batch Trainer::load_batch(const std::vector<std::int64_t>& indices) const {
   return collator_(examples);
 }
 
-bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer) {
+std::optional<std::int64_t> Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer) {
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
   const int rank = context_.rank();
   const std::string my_rng_prefix = "rng/rank" + std::to_string(rank) + "/";
@@ -176,7 +198,7 @@ bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer
         const auto it = param_by_key.find(name);
         return it == param_by_key.end() ? torch::Tensor() : it->second;
       });
-  if (!loaded) return false;
+  if (!loaded) return std::nullopt;
   check_resumed_arguments(loaded->arguments, args_, loaded->dir.string());  // an older one may have loaded
 
   // The data position first: a changed seed or global batch would silently change which
@@ -225,9 +247,13 @@ bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer
     logger("tenax.trainer")->warn("checkpoint has no RNG state for rank {} (it was written by {} ranks); "
                                   "derived one from (seed, rank, step)", rank, loaded->world_size);
   }
-  state_.global_step = loaded->step;
-  state_.resumed_from_step = loaded->step;
+  // The checkpoint is named by its label: the optimizer step for train(), the solver's step for
+  // an embedding code; the optimizer step itself is in the saved TrainerState.
   const nlohmann::json& saved_state = loaded->trainer_state;
+  state_.global_step = saved_state.contains("global_step") && saved_state["global_step"].is_number_integer()
+                           ? saved_state["global_step"].get<std::int64_t>()
+                           : loaded->step;
+  state_.resumed_from_step = state_.global_step;
   if (saved_state.contains("log_history") && saved_state["log_history"].is_array()) {
     state_.log_history = saved_state["log_history"].get<std::vector<nlohmann::json>>();
   }
@@ -244,14 +270,17 @@ bool Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer
                       std::to_string(context_.world_size()) + " ranks"
                 : std::string());
   notify([&](TrainerCallback& cb) { cb.on_load(args_, state_, control_, loaded->dir.string()); });
-  return true;
+  return loaded->step;
 }
 
-void Trainer::save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch,
-                   const Logs& metrics) {
+void Trainer::save(const Logs& metrics, std::optional<std::int64_t> label) {
+  Run& r = *run_;
+  Checkpointer& checkpointer = r.checkpointer;
+  torch::optim::AdamW& optimizer = *r.optimizer;
+  const std::int64_t steps_per_epoch = r.plan.steps_per_epoch;
   const int rank = context_.rank();
   SaveRequest request;
-  request.step = state_.global_step;
+  request.step = label.value_or(state_.global_step);
   const std::int64_t data_step = state_.global_step + skipped_steps_;
   request.epoch = data_step / steps_per_epoch;
   request.metrics = metrics;
@@ -284,6 +313,7 @@ void Trainer::save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, s
   request.trainer_state = state_.to_json();
   request.arguments = args_.to_json();
 
+  r.last_saved = state_.global_step;
   std::optional<SaveResult> previous = checkpointer.save_async(std::move(request));
   if (previous) report_save(*previous, /*must_succeed=*/args_.on_save_error == "stop");
   if (!args_.save_async) {
@@ -353,7 +383,41 @@ void Trainer::report_save(const SaveResult& result, bool must_succeed) {
   log->warn("training goes on (on_save_error = continue); the previous checkpoint is intact");
 }
 
+Trainer::Run& Trainer::run(const char* call) {
+  if (!run_) throw std::logic_error(std::string("Trainer::") + call + " before Trainer::begin()");
+  return *run_;
+}
+
 TrainOutput Trainer::train() {
+  if (!train_dataset_) {
+    throw ConfigError("Trainer::train() needs a training dataset; without one, call begin() and step() with "
+                      "your own batches");
+  }
+  begin(/*resume=*/true);
+  Run& r = *run_;
+  int preempt_signal = 0;
+  while (state_.global_step < r.plan.max_steps && state_.global_step + skipped_steps_ < r.plan.data_step_limit &&
+         !control_.should_training_stop) {
+    // This rank's slice of the global batch, in micro-batches of per_device samples.
+    const std::int64_t data_step = state_.global_step + skipped_steps_;
+    if (data_step % r.plan.steps_per_epoch == 0) {
+      notify([&](TrainerCallback& cb) { cb.on_epoch_begin(args_, state_, control_); });
+    }
+    const std::vector<std::int64_t> indices = r.sampler->rank_indices(data_step, context_.rank(), context_.world_size());
+    std::vector<Batch> micro_batches;
+    micro_batches.reserve(static_cast<std::size_t>(accumulation_steps_));
+    for (std::int64_t micro = 0; micro < accumulation_steps_; ++micro) {
+      const auto first = indices.begin() + micro * args_.per_device_train_batch_size;
+      micro_batches.push_back(load_batch({first, first + args_.per_device_train_batch_size}));
+    }
+    step(micro_batches);
+    if ((preempt_signal = preemption_agreed()) != 0) break;
+  }
+  return end(preempt_signal);
+}
+
+std::optional<std::int64_t> Trainer::begin(bool resume) {
+  if (run_) throw std::logic_error("Trainer::begin() called twice");
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
   const int rank = context_.rank();
   const int world = context_.world_size();
@@ -366,205 +430,209 @@ TrainOutput Trainer::train() {
   checkpoint_options.save_total_limit = static_cast<int>(args_.save_total_limit);
   checkpoint_options.metric_for_best_model = best_metric_key();
   checkpoint_options.greater_is_better = args_.greater_is_better;
-  Checkpointer checkpointer(args_.output_dir, context_, checkpoint_options);
+  run_ = std::make_unique<Run>(args_.output_dir, context_, checkpoint_options);
+  Run& r = *run_;
 
-  // DESIGN.md decision 4: the global batch stays the checkpoint's across elastic resizes;
-  // gradient accumulation absorbs the change of world size.
-  accumulation_steps_ = args_.gradient_accumulation_steps;
-  const std::int64_t per_pass = args_.per_device_train_batch_size * world;
-  const std::optional<SavedRun> saved_run = newest_saved_run(checkpointer);
+  const std::optional<SavedRun> saved_run = resume ? newest_saved_run(r.checkpointer) : std::nullopt;
   if (saved_run) check_resumed_arguments(saved_run->arguments, args_, saved_run->dir);
-  const std::optional<std::int64_t> saved = saved_run ? saved_run->global_batch : std::nullopt;
-  if (saved && *saved != per_pass * accumulation_steps_) {
-    if (*saved % per_pass != 0) {
-      throw ConfigError("TrainingArguments.per_device_train_batch_size: the checkpoint under " + args_.output_dir +
-                        " was trained with a global batch of " + std::to_string(*saved) +
-                        " samples, which " + std::to_string(world) + " ranks x " +
-                        std::to_string(args_.per_device_train_batch_size) +
-                        " per device cannot divide; choose per_device_train_batch_size so that world size x "
-                        "per_device_train_batch_size divides " + std::to_string(*saved) +
-                        " (gradient_accumulation_steps is then set to keep it)");
-    }
-    const std::int64_t adjusted = *saved / per_pass;
+  r.plan = detail::plan_run(args_, world,
+                            train_dataset_ ? std::optional<std::int64_t>(train_dataset_->size()) : std::nullopt,
+                            saved_run ? saved_run->global_batch : std::nullopt, args_.output_dir);
+  if (r.plan.accumulation_changed_from) {
     log->warn("elastic resume: the checkpoint's global batch is {}; with {} ranks x {} per device, "
               "gradient_accumulation_steps becomes {} (was {}) so that it stays {}",
-              *saved, world, args_.per_device_train_batch_size, adjusted, accumulation_steps_, *saved);
-    accumulation_steps_ = adjusted;
+              r.plan.global_batch, world, args_.per_device_train_batch_size, r.plan.accumulation_steps,
+              *r.plan.accumulation_changed_from, r.plan.global_batch);
   }
-  const std::int64_t global_batch = per_pass * accumulation_steps_;
-  ResumableSampler sampler(train_dataset_->size(), global_batch, args_.seed);
-  const std::int64_t steps_per_epoch = sampler.steps_per_epoch();
-  const std::int64_t max_steps =
-      args_.max_steps > 0 ? args_.max_steps
-                          : static_cast<std::int64_t>(std::ceil(args_.num_train_epochs * steps_per_epoch));
-  state_.max_steps = max_steps;
-  state_.num_train_epochs = (max_steps + steps_per_epoch - 1) / steps_per_epoch;
+  accumulation_steps_ = r.plan.accumulation_steps;
+  if (train_dataset_) r.sampler.emplace(train_dataset_->size(), r.plan.global_batch, args_.seed);
+  state_.max_steps = r.plan.max_steps;
+  state_.num_train_epochs = r.plan.num_train_epochs;
   state_.logging_steps = args_.logging_steps;
   state_.eval_steps = args_.resolved_eval_steps();
   state_.save_steps = args_.save_steps;
-  state_.train_batch_size = global_batch;
+  state_.train_batch_size = r.plan.global_batch;
 
-  std::unique_ptr<torch::optim::AdamW> optimizer = create_optimizer();
-  const LrSchedule schedule = create_scheduler(max_steps);
-  std::vector<torch::Tensor> params = model_->parameters();
-  GradSync grad_sync(context_.communicator(), params);
+  r.optimizer = create_optimizer();
+  r.schedule.emplace(create_scheduler(r.plan.max_steps));
+  r.params = model_->parameters();
+  r.grad_sync.emplace(context_.communicator(), r.params);
   notify([&](TrainerCallback& cb) { cb.on_init_end(args_, state_, control_); });
 
   // Identical replicas first, then a per-rank random stream (dropout differs across ranks).
-  grad_sync.broadcast_parameters(0);
+  r.grad_sync->broadcast_parameters(0);
   torch::manual_seed(derived_seed(args_.seed, rank, 0));
   if (context_.generation() > 0 || context_.restart_count() > 0) {
     notify([&](TrainerCallback& cb) { cb.on_restart(args_, state_, control_); });
   }
   skipped_steps_ = 0;
-  const bool resumed = restore(checkpointer, *optimizer);
-  if (!resumed) {
-    log->info("no committed checkpoint under {}; starting from scratch", args_.output_dir);
+  const std::optional<std::int64_t> restored = resume ? restore(r.checkpointer, *r.optimizer) : std::nullopt;
+  if (!restored) {
+    if (resume) log->info("no committed checkpoint under {}; starting from scratch", args_.output_dir);
   } else {
     // The data position is (epoch, cursor); it is ahead of the step by the steps that
     // should_epoch_stop skipped.
     const auto [epoch, cursor] = restored_position_;
-    skipped_steps_ = epoch * steps_per_epoch + cursor / global_batch - state_.global_step;
+    skipped_steps_ = epoch * r.plan.steps_per_epoch + cursor / r.plan.global_batch - state_.global_step;
     if (skipped_steps_ < 0) {
       throw StorageError("the checkpoint's data position (epoch " + std::to_string(epoch) + ", sample " +
                          std::to_string(cursor) + ") is behind its step " + std::to_string(state_.global_step));
     }
+    r.last_saved = state_.global_step;
   }
-
-  log->info("training {} steps: {} ranks x {} per device x {} accumulation = global batch {}, {} steps per epoch",
-            max_steps, world, args_.per_device_train_batch_size, accumulation_steps_, global_batch, steps_per_epoch);
+  if (r.plan.has_dataset) {
+    log->info("training {} steps: {} ranks x {} per device x {} accumulation = global batch {}, {} steps per epoch",
+              r.plan.max_steps, world, args_.per_device_train_batch_size, accumulation_steps_, r.plan.global_batch,
+              r.plan.steps_per_epoch);
+  } else {
+    log->info("training one step per call on the caller's batches: {} ranks, gradient averaged over all of them", world);
+  }
   notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
   progress_.report(state_.global_step);
+  if (args_.handle_preemption_signals) r.preemption.emplace();
+  r.start = r.window_start = Clock::now();
+  return restored;
+}
 
-  std::optional<PreemptionSignals> preemption;
-  if (args_.handle_preemption_signals) preemption.emplace();
-  int preempt_signal = 0;
-
-  const auto start = Clock::now();
-  auto window_start = start;
-  double window_loss = 0.0, total_loss = 0.0;
-  std::int64_t window_steps = 0, steps_run = 0;
-  std::int64_t last_saved = resumed ? state_.global_step : -1;
-
-  // With epochs (no max_steps) the run ends after that many epochs of data, also when
-  // should_epoch_stop skipped the rest of some; with max_steps, after that many steps.
-  const std::int64_t data_step_limit = args_.max_steps > 0 ? std::numeric_limits<std::int64_t>::max() : max_steps;
-  while (state_.global_step < max_steps && state_.global_step + skipped_steps_ < data_step_limit &&
-         !control_.should_training_stop) {
-    const std::int64_t step = state_.global_step;
-    const std::int64_t data_step = step + skipped_steps_;  // which global batch of the data order
-    if (data_step % steps_per_epoch == 0) notify([&](TrainerCallback& cb) { cb.on_epoch_begin(args_, state_, control_); });
-    notify([&](TrainerCallback& cb) { cb.on_step_begin(args_, state_, control_); });
-
-    // This rank's slice of the global batch, in micro-batches of per_device samples; gradients
-    // accumulate locally and are synchronised once, after the last micro-batch.
-    const std::vector<std::int64_t> indices = sampler.rank_indices(data_step, rank, world);
-    grad_sync.zero_grad();  // in place: gradients stay views into the buckets
-    torch::Tensor loss;
-    for (std::int64_t micro = 0; micro < accumulation_steps_; ++micro) {
-      const auto first = indices.begin() + micro * args_.per_device_train_batch_size;
-      const Batch batch = load_batch({first, first + args_.per_device_train_batch_size});
-      torch::Tensor micro_loss = training_step(*model_, batch);
-      loss = micro == 0 ? micro_loss : loss + micro_loss;
-      if (micro + 1 < accumulation_steps_) notify([&](TrainerCallback& cb) { cb.on_substep_end(args_, state_, control_); });
-    }
-    grad_sync.synchronize();
-    if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, args_.max_grad_norm);
-    const double lr = args_.learning_rate * schedule.multiplier(step);
-    for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
-    // An async save copies the parameters and the optimizer state while this step's forward
-    // and backward ran; the update must not change them before that copy is done.
-    checkpointer.wait_for_snapshot();
-    optimizer->step();
-
-    const double loss_value = loss.item<double>();
-    window_loss += loss_value;
-    total_loss += loss_value;
-    ++window_steps;
-    ++steps_run;
-    state_.global_step = step + 1;
-    state_.epoch = static_cast<double>(data_step + 1) / static_cast<double>(steps_per_epoch);
-    progress_.report(state_.global_step);
-    // transformers' DefaultFlowCallback: the strategies raise the flags before the callbacks
-    // see them, so a callback can also lower them.
-    bool epoch_end = (data_step + 1) % steps_per_epoch == 0;
-    const bool last_step = state_.global_step == max_steps || data_step + 1 >= data_step_limit;
-    if ((args_.logging_strategy == "steps" && (state_.global_step % args_.logging_steps == 0 || last_step)) ||
-        (args_.logging_strategy == "epoch" && (epoch_end || last_step))) {
-      control_.should_log = true;
-    }
-    if ((args_.eval_strategy == "steps" && state_.global_step % state_.eval_steps == 0) ||
-        (args_.eval_strategy == "epoch" && epoch_end)) {
-      control_.should_evaluate = true;
-    }
-    if ((args_.save_strategy == "steps" && args_.save_steps > 0 && state_.global_step % args_.save_steps == 0) ||
-        (args_.save_strategy == "epoch" && epoch_end)) {
-      control_.should_save = true;
-    }
-    notify([&](TrainerCallback& cb) { cb.on_step_end(args_, state_, control_); });
-    if (control_.should_epoch_stop && !epoch_end) {
-      // The rest of this epoch's data is skipped (transformers breaks its epoch loop): the
-      // next step starts the next epoch; the epoch strategies apply now.
-      skipped_steps_ += steps_per_epoch - (data_step + 1) % steps_per_epoch;
-      state_.epoch = static_cast<double>(state_.global_step + skipped_steps_) / static_cast<double>(steps_per_epoch);
-      epoch_end = true;
-      if (args_.logging_strategy == "epoch") control_.should_log = true;
-      if (args_.eval_strategy == "epoch") control_.should_evaluate = true;
-      if (args_.save_strategy == "epoch") control_.should_save = true;
-    }
-    control_.should_epoch_stop = false;
-    if (epoch_end) notify([&](TrainerCallback& cb) { cb.on_epoch_end(args_, state_, control_); });
-
-    // Log, evaluate, save: in transformers' order, so a save carries this step's evaluation.
-    if (control_.should_log) {
-      control_.should_log = false;
-      const double per_step = std::chrono::duration<double>(Clock::now() - start).count() / steps_run;
-      log_training(window_loss, window_steps, lr, std::chrono::duration<double>(Clock::now() - window_start).count(),
-                   per_step * static_cast<double>(max_steps - state_.global_step));
-      window_loss = 0.0;
-      window_steps = 0;
-      window_start = Clock::now();
-    }
-    Logs eval_metrics;
-    if (control_.should_evaluate) {
-      control_.should_evaluate = false;
-      if (!eval_dataset_) {
-        throw ConfigError("a callback asked for an evaluation (TrainerControl.should_evaluate) but there is no "
-                          "evaluation dataset; call Trainer::set_eval_dataset()");
-      }
-      eval_metrics = evaluate(*eval_dataset_, compute_metrics_);
-      window_start = Clock::now();  // samples/s counts training only
-    }
-    if (control_.should_save) {
-      control_.should_save = false;
-      save(checkpointer, *optimizer, steps_per_epoch, eval_metrics);
-      last_saved = state_.global_step;
-    }
-
-    // Every rank learns of a preemption signal at the same step (one small allreduce), so all
-    // of them stop here together and save one consistent checkpoint (DESIGN.md decision 7).
-    if (preemption) {
-      std::int64_t requested = preemption->requested();
-      context_.communicator().allreduce(&requested, 1, elastic::ElementType::kInt64, elastic::ReduceOp::kMax);
-      if (requested != 0) {
-        preempt_signal = static_cast<int>(requested);
-        break;
-      }
-    }
+double Trainer::step(const std::vector<Batch>& micro_batches) {
+  Run& r = run("step()");
+  if (static_cast<std::int64_t>(micro_batches.size()) != accumulation_steps_) {
+    throw ConfigError("Trainer::step: got " + std::to_string(micro_batches.size()) +
+                      " micro-batches, the run accumulates gradient_accumulation_steps = " +
+                      std::to_string(accumulation_steps_) + " per optimizer step");
   }
-  if (last_saved != state_.global_step) {
-    save(checkpointer, *optimizer, steps_per_epoch, {});
+  const std::int64_t step = state_.global_step;
+  const std::int64_t data_step = step + skipped_steps_;  // which global batch of the data order
+  notify([&](TrainerCallback& cb) { cb.on_step_begin(args_, state_, control_); });
+
+  // Gradients accumulate locally over the micro-batches and are synchronised once, after the last.
+  r.grad_sync->zero_grad();  // in place: gradients stay views into the buckets
+  torch::Tensor loss;
+  for (std::size_t micro = 0; micro < micro_batches.size(); ++micro) {
+    torch::Tensor micro_loss = training_step(*model_, micro_batches[micro]);
+    loss = micro == 0 ? micro_loss : loss + micro_loss;
+    if (micro + 1 < micro_batches.size()) notify([&](TrainerCallback& cb) { cb.on_substep_end(args_, state_, control_); });
   }
+  r.grad_sync->synchronize();
+  if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(r.params, args_.max_grad_norm);
+  const double lr = args_.learning_rate * r.schedule->multiplier(step);
+  for (auto& group : r.optimizer->param_groups()) group.options().set_lr(lr);
+  // An async save copies the parameters and the optimizer state while this step's forward
+  // and backward ran; the update must not change them before that copy is done.
+  r.checkpointer.wait_for_snapshot();
+  r.optimizer->step();
+
+  const double loss_value = loss.item<double>();
+  r.window_loss += loss_value;
+  r.total_loss += loss_value;
+  ++r.window_steps;
+  ++r.steps_run;
+  state_.global_step = step + 1;
+  state_.epoch = static_cast<double>(data_step + 1) / static_cast<double>(r.plan.steps_per_epoch);
+  progress_.report(state_.global_step);
+  // transformers' DefaultFlowCallback: the strategies raise the flags before the callbacks
+  // see them, so a callback can also lower them.
+  const detail::StepFlow flow =
+      detail::flow_after_step(r.plan, args_.logging_steps, args_.save_steps, state_.global_step, data_step);
+  bool epoch_end = flow.epoch_end;
+  control_.should_log = control_.should_log || flow.log;
+  control_.should_evaluate = control_.should_evaluate || flow.evaluate;
+  control_.should_save = control_.should_save || flow.save;
+  notify([&](TrainerCallback& cb) { cb.on_step_end(args_, state_, control_); });
+  if (control_.should_epoch_stop && !epoch_end && r.plan.has_dataset) {
+    // The rest of this epoch's data is skipped (transformers breaks its epoch loop): the
+    // next step starts the next epoch; the epoch strategies apply now.
+    skipped_steps_ += r.plan.steps_per_epoch - (data_step + 1) % r.plan.steps_per_epoch;
+    state_.epoch = static_cast<double>(state_.global_step + skipped_steps_) / static_cast<double>(r.plan.steps_per_epoch);
+    epoch_end = true;
+    if (r.plan.logging == detail::IntervalStrategy::kEpoch) control_.should_log = true;
+    if (r.plan.eval == detail::IntervalStrategy::kEpoch) control_.should_evaluate = true;
+    if (r.plan.save == detail::IntervalStrategy::kEpoch) control_.should_save = true;
+  }
+  control_.should_epoch_stop = false;
+  if (epoch_end) notify([&](TrainerCallback& cb) { cb.on_epoch_end(args_, state_, control_); });
+  act_on_control(lr);
+  return loss_value;
+}
+
+void Trainer::act_on_control(double lr) {
+  Run& r = *run_;
+  // Log, evaluate, save: in transformers' order, so a save carries this step's evaluation.
+  if (control_.should_log) {
+    control_.should_log = false;
+    const double per_step = std::chrono::duration<double>(Clock::now() - r.start).count() / std::max<std::int64_t>(1, r.steps_run);
+    const double remaining = r.plan.has_dataset ? static_cast<double>(r.plan.max_steps - state_.global_step) : 0.0;
+    log_training(r.window_loss, r.window_steps, lr,
+                 std::chrono::duration<double>(Clock::now() - r.window_start).count(), per_step * remaining);
+    r.window_loss = 0.0;
+    r.window_steps = 0;
+    r.window_start = Clock::now();
+  }
+  Logs eval_metrics;
+  if (control_.should_evaluate) {
+    control_.should_evaluate = false;
+    if (!eval_dataset_) {
+      throw ConfigError("a callback asked for an evaluation (TrainerControl.should_evaluate) but there is no "
+                        "evaluation dataset; call Trainer::set_eval_dataset()");
+    }
+    eval_metrics = evaluate(*eval_dataset_, compute_metrics_);
+    r.window_start = Clock::now();  // samples/s counts training only
+  }
+  if (control_.should_save) {
+    control_.should_save = false;
+    save(eval_metrics);
+  }
+}
+
+int Trainer::preemption_agreed() {
+  Run& r = run("preemption_agreed()");
+  if (!r.preemption) return 0;
+  // Every rank learns of a preemption signal at the same call (one small allreduce), so all of
+  // them stop at the same step and save one consistent checkpoint (DESIGN.md decision 7).
+  std::int64_t requested = r.preemption->requested();
+  context_.communicator().allreduce(&requested, 1, elastic::ElementType::kInt64, elastic::ReduceOp::kMax);
+  return static_cast<int>(requested);
+}
+
+void Trainer::save_checkpoint(std::optional<std::int64_t> label) {
+  run("save_checkpoint()");
+  save({}, label);
+}
+
+void Trainer::wait_for_checkpoint() {
+  Run& r = run("wait_for_checkpoint()");
+  if (auto done = r.checkpointer.wait()) report_save(*done, /*must_succeed=*/true);
+}
+
+ModelOutput Trainer::predict_batch(const Batch& batch) {
+  const bool was_training = model_->is_training();
+  model_->eval();
+  ModelOutput out;
+  {
+    torch::NoGradGuard no_grad;
+    out = model_->forward(batch);
+  }
+  model_->train(was_training);
+  return out;
+}
+
+TrainOutput Trainer::end(int preempt_signal) {
+  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
+  Run& r = run("end()");
+  if (r.ended) throw std::logic_error("Trainer::end() called twice");
+  r.ended = true;
+  if (r.last_saved != state_.global_step) save({});
   // The last save must be known to be committed before train() returns: nothing is lost.
-  if (auto last = checkpointer.wait()) report_save(*last, /*must_succeed=*/true);
+  if (auto last = r.checkpointer.wait()) report_save(*last, /*must_succeed=*/true);
   if (args_.load_best_model_at_end && preempt_signal == 0) {
     // The committed manifests decide (a save that failed is never the best one).
-    const std::optional<std::int64_t> best = detail::best_step(checkpointer.root(), best_metric_key(), args_.greater_is_better);
+    const std::optional<std::int64_t> best =
+        detail::best_step(r.checkpointer.root(), best_metric_key(), args_.greater_is_better);
     if (!best) {
       log->warn("load_best_model_at_end: no committed checkpoint records {}; keeping the last model",
                 best_metric_key());
     } else if (*best != state_.global_step) {
-      const auto dir = storage::CheckpointDirectory(checkpointer.root()).step_dir(*best);
+      const auto dir = storage::CheckpointDirectory(r.checkpointer.root()).step_dir(*best);
       load_parameters_from(dir);
       log->info("loaded the best model from {} ({} = {})", dir.string(), best_metric_key(),
                 state_.best_metric ? *state_.best_metric : 0.0);
@@ -581,9 +649,10 @@ TrainOutput Trainer::train() {
 
   TrainOutput out;
   out.global_step = state_.global_step;
-  out.training_loss = steps_run > 0 ? total_loss / static_cast<double>(steps_run) : 0.0;
-  out.train_runtime_s = std::chrono::duration<double>(Clock::now() - start).count();
-  out.train_samples_per_second = out.train_runtime_s > 0 ? steps_run * global_batch / out.train_runtime_s : 0.0;
+  out.training_loss = r.steps_run > 0 ? r.total_loss / static_cast<double>(r.steps_run) : 0.0;
+  out.train_runtime_s = std::chrono::duration<double>(Clock::now() - r.start).count();
+  out.train_samples_per_second =
+      out.train_runtime_s > 0 ? r.steps_run * r.plan.global_batch / out.train_runtime_s : 0.0;
   out.resumed_from_step = state_.resumed_from_step;
   out.preempted = preempt_signal != 0;
   out.preempt_signal = preempt_signal;

@@ -87,6 +87,8 @@ H5Handle make_datatype(DType dtype) {
       return datatype_handle(H5Tcopy(H5T_STD_I64LE));
     case DType::kUInt8:
       return datatype_handle(H5Tcopy(H5T_STD_U8LE));
+    case DType::kFloat64:
+      return datatype_handle(H5Tcopy(H5T_IEEE_F64LE));
   }
   return H5Handle();
 }

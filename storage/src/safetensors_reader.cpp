@@ -46,11 +46,11 @@ DType parse_dtype(const std::string& tensor, const nlohmann::json& value) {
   if (!value.is_string()) fail(tensor, "dtype: expected a string");
   const std::string name = value.get<std::string>();
   for (DType d :
-       {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt64, DType::kUInt8}) {
+       {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt64, DType::kUInt8, DType::kFloat64}) {
     if (name == safetensors_dtype_name(d)) return d;
   }
   if (is_other_safetensors_dtype(name)) {
-    fail(tensor, "dtype " + name + " is not supported (Tenax reads F32, F16, BF16, I64, U8)",
+    fail(tensor, "dtype " + name + " is not supported (Tenax reads F32, F64, F16, BF16, I64, U8)",
          StatusCode::kFailedPrecondition);
   }
   fail(tensor, "unknown dtype \"" + name + "\"");

@@ -24,7 +24,7 @@ namespace {
 constexpr const char* kMetadataKey = "__metadata__";
 
 // The crate sorts by its Dtype enum, descending; for Tenax's dtypes that enum order is
-// U8 < F16 < BF16 < F32 < I64. Largest element first keeps every tensor aligned to its element
+// U8 < F16 < BF16 < F32 < F64 < I64. Largest element first keeps every tensor aligned to its element
 // size (the header length is a multiple of 8).
 int crate_order(DType dtype) {
   switch (dtype) {
@@ -36,8 +36,10 @@ int crate_order(DType dtype) {
       return 2;
     case DType::kFloat32:
       return 3;
-    case DType::kInt64:
+    case DType::kFloat64:
       return 4;
+    case DType::kInt64:
+      return 5;
   }
   return 0;
 }
@@ -137,6 +139,8 @@ const char* safetensors_dtype_name(DType dtype) {
       return "I64";
     case DType::kUInt8:
       return "U8";
+    case DType::kFloat64:
+      return "F64";
   }
   return "?";
 }

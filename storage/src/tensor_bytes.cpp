@@ -14,13 +14,15 @@ const char* dtype_name(DType dtype) {
       return "int64";
     case DType::kUInt8:
       return "uint8";
+    case DType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
 
 std::optional<DType> dtype_from_name(const std::string& name) {
   for (DType d :
-       {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt64, DType::kUInt8}) {
+       {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt64, DType::kUInt8, DType::kFloat64}) {
     if (name == dtype_name(d)) return d;
   }
   return std::nullopt;
@@ -38,6 +40,8 @@ std::size_t dtype_size(DType dtype) {
       return 8;
     case DType::kUInt8:
       return 1;
+    case DType::kFloat64:
+      return 8;
   }
   return 0;
 }

@@ -192,7 +192,7 @@ TEST(SdkCheckpointer, AFailedWriteCommitsNothingAndKeepsThePrevious) {
   ckpt->save(request(5, replicated_state(1.0f)));
   // An unsupported dtype on the way in must fail cleanly before anything is committed.
   NamedTensors bad = replicated_state(2.0f);
-  bad.emplace_back("model/weird", torch::zeros({2}, torch::kFloat64));
+  bad.emplace_back("model/weird", torch::zeros({2}, torch::kInt32));
   EXPECT_THROW(ckpt->save(request(10, bad)), StorageError);
   auto loaded = ckpt->load_latest(wants_all);
   ASSERT_TRUE(loaded.has_value());

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,7 +61,9 @@ struct TrainOutput {
 class Trainer {
  public:
   /// `model` and `train_dataset` are shared with the caller; `context` is borrowed and must
-  /// outlive the Trainer. Validates `args` (ConfigError naming the field).
+  /// outlive the Trainer. Validates `args` (ConfigError naming the field). `train_dataset` may be
+  /// null for a caller that supplies its own batches to step() (an embedding code); train()
+  /// needs one.
   Trainer(std::shared_ptr<Model> model, TrainingArguments args,
           std::shared_ptr<const Dataset> train_dataset, elastic::WorkerContext& context,
           Collator collator = stack_collator);
@@ -155,10 +158,14 @@ class Trainer {
 
  private:
   NamedTensors named_parameters() const;
-  bool restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer);
+  /// The label (step) of the checkpoint restored, or nullopt when there was none.
+  std::optional<std::int64_t> restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer);
+  /// Throws std::logic_error naming `call` when begin() has not run.
+  struct Run;
+  Run& run(const char* call);
   /// `metrics`: the evaluation of this step, if there was one (best-model tracking).
-  void save(Checkpointer& checkpointer, torch::optim::AdamW& optimizer, std::int64_t steps_per_epoch,
-            const Logs& metrics);
+  /// `label`: the checkpoint's name (default: the optimizer step).
+  void save(const Logs& metrics, std::optional<std::int64_t> label = std::nullopt);
   /// The step's log entry (loss averaged over ranks since the last one): collective.
   void log_training(double window_loss, std::int64_t window_steps, double lr, double seconds, double eta_seconds);
   /// The key of args.metric_for_best_model in evaluation metrics ("accuracy" -> "eval_accuracy").
@@ -173,6 +180,9 @@ class Trainer {
   /// predict() without the callback: shard, prediction_step, gather, metrics.
   PredictionOutput prediction_loop(const Dataset& dataset, const ComputeMetrics& compute_metrics,
                                    const std::string& metric_key_prefix);
+
+  /// Collective: the evaluation and the save that control_ asks for after a step (log first).
+  void act_on_control(double lr);
 
   template <typename Fn>
   void notify(Fn&& fn) {
@@ -195,6 +205,9 @@ class Trainer {
   /// s + skipped_steps_. Saved as the sampler's (epoch, cursor); 0 unless a callback used it.
   std::int64_t skipped_steps_ = 0;
   std::pair<std::int64_t, std::int64_t> restored_position_{0, 0};  ///< (epoch, cursor) of the loaded checkpoint
+  /// Everything begin() builds for the run (checkpointer, optimizer, schedule, sync, sampler,
+  /// counters); null before begin().
+  std::unique_ptr<Run> run_;
   /// Tells `tenax run --hang-timeout` that this worker is alive: every step and eval batch.
   elastic::ProgressFile progress_ = elastic::ProgressFile::from_env();
 };

@@ -10,9 +10,10 @@
 
 namespace tenax::storage {
 
-enum class DType : std::uint8_t { kFloat32, kFloat16, kBFloat16, kInt64, kUInt8 };
+// kFloat64 last: the values are not stored, but appending keeps every switch honest.
+enum class DType : std::uint8_t { kFloat32, kFloat16, kBFloat16, kInt64, kUInt8, kFloat64 };
 
-/// "float32", "float16", "bfloat16", "int64", "uint8" (the manifest and HDF5 attribute spelling).
+/// "float32", "float16", "bfloat16", "int64", "uint8", "float64" (the manifest and HDF5 attribute spelling).
 const char* dtype_name(DType dtype);
 /// Inverse of dtype_name; nullopt for anything else.
 std::optional<DType> dtype_from_name(const std::string& name);
