@@ -5,7 +5,6 @@
 #include "error_boundary.h"
 #include "handles.h"
 #include "live_handles.h"
-#include "state_arrays.h"
 
 using tenax::capi::guarded;
 using tenax::capi::InvalidArgument;
@@ -37,9 +36,11 @@ tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, cons
                             " is not a tenax_scope (TENAX_REPLICATED, TENAX_PER_RANK)");
     }
     const torch::Tensor tensor = tenax::capi::view_of(array, "array");
-    tenax::capi::register_array(t.user_state, key, tensor,
-                                scope == TENAX_PER_RANK ? tenax::sdk::UserState::Scope::kPerRank
-                                                        : tenax::sdk::UserState::Scope::kReplicated);
+    // A view of the caller's memory: the checkpoint captures (copies) it at every save and a
+    // restore copies into it, so the solver's array itself is what is saved and restored.
+    t.user_state.add_tensor(key, tensor,
+                            scope == TENAX_PER_RANK ? tenax::sdk::UserState::Scope::kPerRank
+                                                    : tenax::sdk::UserState::Scope::kReplicated);
     t.state_names.insert(key);
   });
 }

@@ -35,7 +35,6 @@ sdk::TrainingArguments read_arguments(const char* toml_path, const char* const* 
     // is not a TrainingArguments field.
     parser.load_toml(without_model_table(text.str()), toml_path);
   }
-  std::vector<std::string> flags;
   for (int32_t i = 0; i < n_overrides; ++i) {
     const std::string where = "overrides[" + std::to_string(i) + "]";
     if (overrides[i] == nullptr) throw InvalidArgument(where + ": NULL string");
@@ -43,9 +42,13 @@ sdk::TrainingArguments read_arguments(const char* toml_path, const char* const* 
     if (item.find('=') == std::string::npos || item.front() == '=') {
       throw ConfigError(where + " '" + item + "': not key=value (TrainingArguments' names: learning_rate=1e-3)");
     }
-    flags.push_back("--" + item);
+    // The parser speaks command-line flags; its message then says which of the caller's strings.
+    try {
+      parser.apply_overrides({"--" + item});
+    } catch (const ConfigError& e) {
+      throw ConfigError(where + " '" + item + "': " + e.what());
+    }
   }
-  parser.apply_overrides(flags);
   args.validate();
   return args;
 }

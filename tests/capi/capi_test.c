@@ -127,6 +127,7 @@ static void part_mlp(tenax_context* ctx) {
   fresh_dir("mlp", dir, sizeof dir);
   make_data(x, y, 0);
   trainer = make_trainer(ctx, model, dir);
+  CHECK_OK(tenax_predict(trainer, &in, &output)); /* before any step: the seeded initial model */
   for (step = 0; step < 150; ++step) {
     CHECK_OK(tenax_train_step(trainer, &in, &label, &loss));
     if (step == 0) first = loss;
