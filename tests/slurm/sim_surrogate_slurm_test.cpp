@@ -194,7 +194,8 @@ TEST_F(RequeueDecision, AConfigurationErrorIsNeverRequeued) {
   submit("config-error", STANDIN_SOLVER " " + base_dir_of("config-error").string() + " 100 config-error");
   ASSERT_EQ(wait_done(60s), "FAILED") << explain();
   const std::string text = log();
-  EXPECT_NE(text.find("unknown configuration key 'bogus'"), std::string::npos) << text;
+  // Not checked: rank 0's own message ("unknown configuration key 'bogus'"). When srun ends the step
+  // at once (--kill-on-bad-exit), the last lines a task wrote may never reach the log (seen 1 in 10).
   // Rank 0's 2 ended the other rank (SIGTERM): srun's own status is 143, its report names task 0's 2.
   EXPECT_NE(text.find("a task exited 2 (its peers were then ended by srun)"), std::string::npos) << text;
   EXPECT_NE(text.find("the step exited 2 (a configuration error): not requeued"), std::string::npos) << text;

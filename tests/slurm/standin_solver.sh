@@ -15,6 +15,9 @@ world=${SLURM_NTASKS:?SLURM_NTASKS is not set}
 run=${SLURM_RESTART_COUNT:-0}
 echo $$ > "$out/rank-$rank-run-$run.pid"
 if [ "$mode" = config-error ] && [ "$rank" -eq 0 ]; then
+  # Once the last rank runs, so that srun must end it (a rank not yet started when the step is
+  # being terminated was seen to run on to completion, and srun then reports 2 itself).
+  for _ in $(seq 200); do [ -f "$out/rank-$((world - 1))-run-$run.pid" ] && break; sleep 0.1; done
   echo "standin rank $rank: unknown configuration key 'bogus'" >&2
   exit 2
 fi
