@@ -13,6 +13,8 @@
  *   - Handles are opaque; a NULL handle is an error (TENAX_ERR_INVALID_ARGUMENT), never a crash.
  *   - Strings are NUL-terminated UTF-8; the library copies what it keeps.
  *   - Thread-safety: one thread per context (the solver's); tenax_last_error() is per thread.
+ *   - Enumerations are passed as int32_t (the enum named in a comment): a value outside the enum
+ *     is an error naming the argument, as a C or Fortran caller may well pass one.
  *
  * Array orders: TENAX_ORDER_C is row-major with shape as C declares it (a[batch][features] is
  * {batch, features}); TENAX_ORDER_F is column-major with shape as Fortran declares it
@@ -90,7 +92,7 @@ typedef struct tenax_trainer tenax_trainer;
 /* The message of the last failed call on this thread ("" if none). Valid until the next call. */
 TENAX_API const char* tenax_last_error(void);
 /* A short constant name for a status ("TENAX_ERR_CONFIG"). */
-TENAX_API const char* tenax_status_name(tenax_status status);
+TENAX_API const char* tenax_status_name(int32_t status /* tenax_status */);
 
 /* ---- Context: who this process is, and its collectives ---------------------------------- */
 
@@ -114,8 +116,8 @@ TENAX_API tenax_status tenax_finalize(tenax_context** ctx);
 TENAX_API tenax_status tenax_rank(const tenax_context* ctx, int32_t* rank);
 TENAX_API tenax_status tenax_world_size(const tenax_context* ctx, int32_t* world_size);
 /* Collective: in-place reduction of `count` elements of `dtype` over every rank. */
-TENAX_API tenax_status tenax_allreduce(tenax_context* ctx, void* data, int64_t count, tenax_dtype dtype,
-                                       tenax_reduce_op op);
+TENAX_API tenax_status tenax_allreduce(tenax_context* ctx, void* data, int64_t count, int32_t dtype /* tenax_dtype */,
+                                       int32_t op /* tenax_reduce_op */);
 /* Collective: `bytes_per_rank` bytes from every rank into `out` (world size x bytes_per_rank, in
  * rank order). For a solver without MPI of its own (a halo exchange, a residual). */
 TENAX_API tenax_status tenax_allgather(tenax_context* ctx, const void* in, void* out, int64_t bytes_per_rank);
@@ -126,11 +128,12 @@ TENAX_API tenax_status tenax_allgather(tenax_context* ctx, const void* in, void*
  * widths[n-1] (n >= 2) with `activation` ("relu", "tanh" or "gelu") between them, float32,
  * initialised from the trainer's seed when the trainer is created. */
 TENAX_API tenax_status tenax_model_create_mlp(tenax_model** model, const int64_t* widths, int32_t n_widths,
-                                              const char* activation, tenax_loss loss);
+                                              const char* activation, int32_t loss /* tenax_loss */);
 /* Not collective. A TorchScript module saved by torch.jit.script(m).save(path) (or
  * torch::jit::Module::save): forward(input) -> output; trained by libtorch's torch::jit. Its
  * floating-point parameters are trained; they are broadcast from rank 0 at the first step. */
-TENAX_API tenax_status tenax_model_load_torchscript(tenax_model** model, const char* path, tenax_loss loss);
+TENAX_API tenax_status tenax_model_load_torchscript(tenax_model** model, const char* path,
+                                                    int32_t loss /* tenax_loss */);
 /* Not collective. A Hugging Face BERT directory (config.json, model.safetensors) with a sequence
  * classification head of `num_labels` classes: input int64 token ids {batch, seq}, label int64
  * {batch}; cross-entropy loss. */
@@ -161,7 +164,7 @@ TENAX_API tenax_status tenax_trainer_free(tenax_trainer** trainer);
  * The memory must stay valid until the trainer is freed. A name registered twice, an empty name
  * or a registration after the first step / restore is TENAX_ERR_INVALID_ARGUMENT. */
 TENAX_API tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, const tenax_array* array,
-                                            tenax_scope scope);
+                                            int32_t scope /* tenax_scope */);
 
 /* Collective. Restores the newest committed checkpoint under output_dir that verifies (falling
  * back to older ones): model, optimizer, LR schedule position, this rank's RNG and every

@@ -14,7 +14,7 @@ using tenax::capi::out_argument;
 extern "C" {
 
 tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, const tenax_array* array,
-                                  tenax_scope scope) {
+                                  int32_t scope) {
   return guarded("tenax_register_state", [&] {
     tenax_trainer& t = live(trainer, "trainer", "tenax_trainer");
     if (name == nullptr) throw InvalidArgument("name: NULL string");

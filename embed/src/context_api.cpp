@@ -116,7 +116,7 @@ tenax_status tenax_world_size(const tenax_context* ctx, int32_t* world_size) {
   });
 }
 
-tenax_status tenax_allreduce(tenax_context* ctx, void* data, int64_t count, tenax_dtype dtype, tenax_reduce_op op) {
+tenax_status tenax_allreduce(tenax_context* ctx, void* data, int64_t count, int32_t dtype, int32_t op) {
   return guarded("tenax_allreduce", [&] {
     tenax_context& context = tenax::capi::live_context(ctx);
     const auto type = tenax::capi::element_type(dtype);

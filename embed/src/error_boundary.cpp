@@ -72,7 +72,7 @@ extern "C" {
 
 const char* tenax_last_error(void) { return tenax::capi::last_error.c_str(); }
 
-const char* tenax_status_name(tenax_status status) {
+const char* tenax_status_name(int32_t status) {
   switch (status) {
     case TENAX_OK: return "TENAX_OK";
     case TENAX_ERR_INVALID_ARGUMENT: return "TENAX_ERR_INVALID_ARGUMENT";

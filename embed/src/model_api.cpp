@@ -48,7 +48,7 @@ std::shared_ptr<EmbeddedModel> build(const ModelSpec& spec, const std::string& s
 extern "C" {
 
 tenax_status tenax_model_create_mlp(tenax_model** model, const int64_t* widths, int32_t n_widths,
-                                    const char* activation, tenax_loss loss) {
+                                    const char* activation, int32_t loss) {
   return guarded("tenax_model_create_mlp", [&] {
     tenax_model*& out = out_argument(model, "model");
     out = nullptr;
@@ -60,7 +60,7 @@ tenax_status tenax_model_create_mlp(tenax_model** model, const int64_t* widths, 
   });
 }
 
-tenax_status tenax_model_load_torchscript(tenax_model** model, const char* path, tenax_loss loss) {
+tenax_status tenax_model_load_torchscript(tenax_model** model, const char* path, int32_t loss) {
   return guarded("tenax_model_load_torchscript", [&] {
     tenax_model*& out = out_argument(model, "model");
     out = nullptr;
