@@ -25,6 +25,9 @@ sdk::TrainingArguments read_arguments(const char* toml_path, const char* const* 
   if (n_overrides < 0) throw InvalidArgument("n_overrides: " + std::to_string(n_overrides) + " is negative");
   if (n_overrides > 0 && overrides == nullptr) throw InvalidArgument("overrides: NULL with n_overrides > 0");
   sdk::TrainingArguments args;
+  // The caller saves, labelled by its solver step (tenax_checkpoint_save): a save by the
+  // Trainer's own schedule would carry no solver step (sdk/src/run_plan.cpp refuses one).
+  args.save_strategy = "no";
   sdk::ArgumentParser parser(args);
   if (toml_path != nullptr) {
     std::ifstream in(toml_path, std::ios::binary);
@@ -50,6 +53,11 @@ sdk::TrainingArguments read_arguments(const char* toml_path, const char* const* 
     }
   }
   args.validate();
+  if (args.save_strategy != "no") {
+    throw ConfigError("save_strategy: '" + args.save_strategy +
+                      "': an embedded trainer saves when its caller calls tenax_checkpoint_save(step), labelled with "
+                      "the caller's step; remove save_strategy (default \"no\")");
+  }
   return args;
 }
 

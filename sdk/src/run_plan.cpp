@@ -50,6 +50,15 @@ RunPlan plan_run(const TrainingArguments& args, int world_size, std::optional<st
       throw ConfigError("TrainingArguments: an embedded trainer (no training dataset) has no epochs; set "
                         "logging_strategy, eval_strategy and save_strategy to \"steps\" or \"no\"");
     }
+    // A save by the Trainer's schedule would be named by the optimizer step, among checkpoints
+    // the caller names by its own step (a solver step): the newest name would no longer be the
+    // newest state, and a resume could restore another time's fields.
+    if (plan.save != IntervalStrategy::kNo) {
+      throw ConfigError("TrainingArguments.save_strategy: '" + args.save_strategy +
+                        "': an embedded trainer (no training dataset) saves only when its caller asks, labelled "
+                        "with the caller's step (Trainer::save_checkpoint, tenax_checkpoint_save); set "
+                        "save_strategy = \"no\"");
+    }
     plan.steps_per_epoch = kUnboundedSteps;
     plan.max_steps = args.max_steps > 0 ? args.max_steps : kUnboundedSteps;
     plan.data_step_limit = std::numeric_limits<std::int64_t>::max();

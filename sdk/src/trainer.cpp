@@ -638,7 +638,8 @@ TrainOutput Trainer::end(int preempt_signal) {
   Run& r = run("end()");
   if (r.ended) throw std::logic_error("Trainer::end() called twice");
   r.ended = true;
-  if (r.last_saved != state_.global_step) save({});
+  // Without a dataset the caller names every checkpoint (its solver step) and saves it itself.
+  if (r.plan.has_dataset && r.last_saved != state_.global_step) save({});
   // The last save must be known to be committed before train() returns: nothing is lost.
   if (auto last = r.checkpointer.wait()) report_save(*last, /*must_succeed=*/true);
   if (args_.load_best_model_at_end && preempt_signal == 0) {

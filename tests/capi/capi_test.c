@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tenax.h"
 
@@ -780,6 +781,40 @@ static void part_two_ranks(tenax_context* ctx) {
   CHECK_OK(tenax_model_free(&model));
 }
 
+/* Checkpoints are named only by the caller's steps: the Trainer's own save schedule (save_steps,
+ * by optimizer step) would mix its names with the solver's, and a resume could then restore the
+ * fields of another time. Defaults save nothing on their own; asking for a schedule is refused. */
+static void part_labels(tenax_context* ctx) {
+  static float x[kRows][kFeatures], y[kRows][1];
+  char dir[4200], output_dir[4300], path[4400];
+  const char* overrides[3];
+  tenax_model* model = make_mlp();
+  tenax_trainer* trainer = NULL;
+  tenax_array in = array2(x, TENAX_FLOAT32, TENAX_ORDER_C, kRows, kFeatures);
+  tenax_array label = array2(y, TENAX_FLOAT32, TENAX_ORDER_C, kRows, 1);
+  int step;
+  fresh_dir("labels", dir, sizeof dir);
+  snprintf(output_dir, sizeof output_dir, "output_dir=%s", dir);
+  make_data(x, y, 0);
+  overrides[0] = output_dir;
+  overrides[1] = "save_steps=5"; /* would have saved steps 5 and 10 by optimizer step */
+  overrides[2] = "disable_tqdm=true";
+  CHECK_OK(tenax_trainer_create(&trainer, ctx, model, NULL, overrides, 3));
+  for (step = 0; step < 12; ++step) CHECK_OK(tenax_train_step(trainer, &in, &label, NULL));
+  CHECK_OK(tenax_checkpoint_save(trainer, 7000));
+  CHECK_OK(tenax_trainer_free(&trainer));
+  snprintf(path, sizeof path, "%s/checkpoints/step-000007000", dir);
+  CHECK(access(path, F_OK) == 0);
+  snprintf(path, sizeof path, "%s/checkpoints/step-000000005", dir);
+  CHECK(access(path, F_OK) != 0);
+  snprintf(path, sizeof path, "%s/checkpoints/step-000000010", dir);
+  CHECK(access(path, F_OK) != 0);
+  overrides[1] = "save_strategy=steps";
+  CHECK_FAILS(tenax_trainer_create(&trainer, ctx, model, NULL, overrides, 3), TENAX_ERR_CONFIG, "save_strategy");
+  CHECK(trainer == NULL);
+  CHECK_OK(tenax_model_free(&model));
+}
+
 int main(int argc, char** argv) {
   tenax_context* ctx = NULL;
   const char* part;
@@ -813,6 +848,8 @@ int main(int argc, char** argv) {
     part_preemption(ctx);
   } else if (strcmp(part, "bert") == 0) {
     part_bert(ctx);
+  } else if (strcmp(part, "labels") == 0) {
+    part_labels(ctx);
   } else if (strcmp(part, "two_ranks") == 0) {
     part_two_ranks(ctx);
   } else {

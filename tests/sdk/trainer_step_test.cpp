@@ -134,6 +134,7 @@ std::vector<torch::Tensor> run_embedded(const std::filesystem::path& dir, std::i
   auto model = std::make_shared<Net>();
   TrainingArguments args = args_for(dir);
   args.max_steps = 0;  // the simulation decides when to stop
+  args.save_strategy = "no";  // the simulation saves, labelled with its step
   Trainer trainer(model, args, nullptr, ctx);
   Simulation sim;
   UserState state;
@@ -165,10 +166,28 @@ TEST(SdkTrainerStep, AnEmbeddedRunLabelsCheckpointsWithItsStepAndResumesBitExact
   expect_bit_identical(reference, resumed);
 }
 
+TEST(SdkTrainerStep, AnEmbeddedTrainerRefusesToSaveOnItsOwnSchedule) {
+  // Such a save would be named by the optimizer step among the caller's solver-step names.
+  auto ctx = single_context();
+  auto model = std::make_shared<Net>();
+  TrainingArguments args = args_for(fresh_dir("own-schedule"));
+  args.save_strategy = "steps";
+  args.save_steps = 5;
+  Trainer trainer(model, args, nullptr, ctx);
+  try {
+    trainer.begin(false);
+    FAIL() << "an embedded trainer accepted save_strategy = steps";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("save_strategy"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SdkTrainerStep, MisuseIsAClearError) {
   auto ctx = single_context();
   auto model = std::make_shared<Net>();
-  Trainer trainer(model, args_for(fresh_dir("misuse")), nullptr, ctx);
+  TrainingArguments args = args_for(fresh_dir("misuse"));
+  args.save_strategy = "no";
+  Trainer trainer(model, args, nullptr, ctx);
   EXPECT_THROW(trainer.step({}), std::logic_error);
   EXPECT_THROW(trainer.train(), ConfigError);  // train() needs a dataset
   trainer.begin(false);

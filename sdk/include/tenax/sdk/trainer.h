@@ -100,7 +100,8 @@ class Trainer {
   /// committed checkpoint under output_dir (model, optimizer, RNG, data position, user state).
   /// Returns that checkpoint's label (save_checkpoint's), or nullopt. Once per Trainer.
   /// Without a training dataset (embedding) there is no data order: max_steps sets the
-  /// schedule's length (when <= 0 the schedule never ends) and step() takes the caller's batches.
+  /// schedule's length (when <= 0 the schedule never ends), step() takes the caller's batches,
+  /// and save_strategy must be "no": the caller saves, with its own labels (ConfigError otherwise).
   std::optional<std::int64_t> begin(bool resume = true);
   /// Collective. One optimizer step on this rank's `micro_batches` (accumulation_steps() of them):
   /// forward and backward each, gradient sync, clipping, LR, optimizer, then on_step_end and the
@@ -117,7 +118,8 @@ class Trainer {
   /// Collective: waits until the save in flight is committed; throws StorageError when it failed
   /// (RendezvousError when fenced).
   void wait_for_checkpoint();
-  /// Collective. Saves the last step unless it is saved, waits for the commit, loads the best
+  /// Collective. Saves the last step unless it is saved (with a training dataset; an embedding
+  /// caller saves its own, labelled checkpoints), waits for the commit, loads the best
   /// model (load_best_model_at_end, unless preempted), fires on_preempt and on_train_end.
   TrainOutput end(int preempt_signal = 0);
   /// Not collective: the model's output for one batch in eval mode without autograd (the model's
