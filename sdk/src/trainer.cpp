@@ -123,6 +123,7 @@ struct Trainer::Run {
   std::int64_t window_steps = 0;
   std::int64_t steps_run = 0;
   std::int64_t last_saved = -1;  ///< the optimizer step of the last save
+  nlohmann::json arguments;      ///< args_ as every checkpoint records them (fixed for the run)
   bool ended = false;
 };
 
@@ -328,7 +329,7 @@ void Trainer::save(const Logs& metrics, std::optional<std::int64_t> label) {
   request.per_rank = capture_rng_states(rank);
   if (user_state_ != nullptr) user_state_->capture(rank, request.replicated, request.per_rank);
   request.trainer_state = state_.to_json();
-  request.arguments = args_.to_json();
+  request.arguments = r.arguments;
 
   r.last_saved = state_.global_step;
   std::optional<SaveResult> previous = checkpointer.save_async(std::move(request));
@@ -470,6 +471,7 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   state_.save_steps = args_.save_steps;
   state_.train_batch_size = r.plan.global_batch;
 
+  r.arguments = args_.to_json();
   r.optimizer = create_optimizer();
   r.schedule.emplace(create_scheduler(r.plan.max_steps));
   r.params = model_->parameters();
