@@ -38,7 +38,10 @@ class Worker {
   Worker(const Env& env, const fs::path& log) : log_(log) {
     std::vector<std::string> entries;
     for (const auto& [k, v] : env) entries.push_back(k + "=" + v);
-    for (const char* keep : {"PATH", "HOME", "LD_LIBRARY_PATH", "TMPDIR"}) {
+    // The sanitizer options travel too: a Tsan build's suppressions (tests/tsan.supp: libzmq's
+    // uninstrumented I/O thread) must reach the workers, as they reach every other test's.
+    for (const char* keep : {"PATH", "HOME", "LD_LIBRARY_PATH", "TMPDIR", "TSAN_OPTIONS", "ASAN_OPTIONS",
+                             "UBSAN_OPTIONS"}) {
       if (const char* v = std::getenv(keep); v && env.count(keep) == 0) entries.push_back(std::string(keep) + "=" + v);
     }
     std::vector<char*> envp;
