@@ -150,13 +150,13 @@ std::vector<pid_t> children_of(pid_t parent) {
 /// Every process below `root` (children, grandchildren, ...).
 std::vector<pid_t> descendants_of(pid_t root) {
   std::vector<pid_t> out;
-  std::vector<pid_t> todo = {root};
-  while (!todo.empty()) {
-    const pid_t p = todo.back();
-    todo.pop_back();
+  std::vector<pid_t> pending = {root};
+  while (!pending.empty()) {
+    const pid_t p = pending.back();
+    pending.pop_back();
     for (pid_t c : children_of(p)) {
       out.push_back(c);
-      todo.push_back(c);
+      pending.push_back(c);
     }
   }
   return out;
