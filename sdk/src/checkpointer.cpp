@@ -1,9 +1,5 @@
 #include "tenax/sdk/checkpointer.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -13,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "commit_protocol.h"
+#include "writer_thread.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 #include "tenax/core/trace_point.h"
@@ -68,7 +65,7 @@ double seconds_since(Clock::time_point start) {
 
 // One save in flight: the snapshot it owns, the plan for the writer, and how it ended.
 struct Checkpointer::Job {
-  std::vector<torch::Tensor> keep_alive;  // backs plan.tensors; reused by the next save when owned
+  NamedTensors keep_alive;  // backs plan.tensors; reused by the next save when owned
   bool owns_buffers = true;               // false: keep_alive holds the caller's own tensors
   // Copies the writer makes before it writes (replicated_copied_late): source → staged buffer.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> late_copies;
@@ -134,11 +131,23 @@ bool Checkpointer::stale_generation() const {
 
 Checkpointer::~Checkpointer() {
   if (in_flight_) in_flight_->cancelled = true;
-  if (writer_.joinable()) writer_.join();
+  writer_.reset();  // the save in flight (if any) ends first: cancelled, within kCancelLatency
 }
 
 std::optional<SaveResult> Checkpointer::save_async(SaveRequest request) {
   return start(std::move(request), Snapshot::kCopy);
+}
+
+void Checkpointer::reserve_snapshot(const NamedTensors& tensors) {
+  // Between saves only: a save in flight still writes from its buffers (they become staging_
+  // in wait()).
+  if (in_flight_) return;
+  for (const auto& [name, t] : tensors) {
+    torch::Tensor& buffer = staging_[name];
+    if (buffer.defined() && buffer.sizes().equals(t.sizes()) && buffer.scalar_type() == t.scalar_type()) continue;
+    // A copy, not torch::empty: the copy writes every page, so the kernel maps them here.
+    buffer = t.detach().to(torch::kCPU).clone(at::MemoryFormat::Contiguous);
+  }
 }
 
 std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snapshot) {
@@ -166,36 +175,37 @@ std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snap
   auto job = std::make_shared<Job>();
   const std::vector<int> owner = storage::plan_writes(sizes, world_size_);
   job->owns_buffers = snapshot == Snapshot::kCopy;
-  // The previous save's buffers, by position: a run saves the same tensors in the same order.
-  std::vector<torch::Tensor> staging = job->owns_buffers ? std::exchange(staging_, {}) : std::vector<torch::Tensor>();
-  // The buffer of the same position in the previous save, if any (snapshot_copy and the late
-  // copies check that it still fits).
-  auto reusable = [&]() -> const torch::Tensor* {
-    const std::size_t i = job->keep_alive.size();
-    return i < staging.size() ? &staging[i] : nullptr;
+  // The previous save's buffers (or reserve_snapshot()'s), by name: a run saves the same
+  // tensors every time. snapshot_copy and the late copies check that one still fits.
+  std::map<std::string, torch::Tensor> staging = job->owns_buffers ? std::exchange(staging_, {})
+                                                                    : std::map<std::string, torch::Tensor>();
+  auto reusable = [&](const std::string& name) -> const torch::Tensor* {
+    const auto it = staging.find(name);
+    return it == staging.end() ? nullptr : &it->second;
   };
-  auto take = [&](const torch::Tensor& t, bool late) {
+  auto take = [&](const std::string& name, const torch::Tensor& t, bool late) {
     const torch::Tensor d = t.detach();
     if (snapshot == Snapshot::kNoCopy) {
-      job->keep_alive.push_back(d.is_cpu() && d.is_contiguous() ? d : d.to(torch::kCPU).contiguous());
+      job->keep_alive.emplace_back(name, d.is_cpu() && d.is_contiguous() ? d : d.to(torch::kCPU).contiguous());
     } else if (late && d.is_cpu() && d.is_contiguous()) {
-      const torch::Tensor* reuse = reusable();
+      const torch::Tensor* reuse = reusable(name);
       torch::Tensor staged = reuse != nullptr && reuse->sizes().equals(d.sizes()) &&
                                      reuse->scalar_type() == d.scalar_type() && reuse->is_contiguous()
                                  ? *reuse
                                  : torch::empty(d.sizes(), d.options());
       job->late_copies.emplace_back(d, staged);
-      job->keep_alive.push_back(staged);
+      job->keep_alive.emplace_back(name, staged);
     } else {
-      job->keep_alive.push_back(snapshot_copy(d, reusable()));
+      job->keep_alive.emplace_back(name, snapshot_copy(d, reusable(name)));
     }
-    return job->keep_alive.back();
+    return job->keep_alive.back().second;
   };
   for (std::size_t i = 0; i < replicated.size(); ++i) {
     if (owner[i] != rank_) continue;
-    job->plan.tensors.push_back(make_ref(replicated[i].first, take(replicated[i].second, i >= copied_now)));
+    job->plan.tensors.push_back(
+        make_ref(replicated[i].first, take(replicated[i].first, replicated[i].second, i >= copied_now)));
   }
-  for (const auto& [name, t] : request.per_rank) job->plan.tensors.push_back(make_ref(name, take(t, false)));
+  for (const auto& [name, t] : request.per_rank) job->plan.tensors.push_back(make_ref(name, take(name, t, false)));
   detail::CommitPlan& plan = job->plan;
   plan.root = root_;
   plan.rank = rank_;
@@ -218,24 +228,14 @@ std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snap
 
 void Checkpointer::start_writer(std::shared_ptr<Job> job) {
   in_flight_ = job;
-  writer_ = std::thread([job, store = store_.get()] {
-    // A lower CPU priority for this thread only (Linux: nice is per thread). At nice 0 the
-    // writer's hashing and page-cache copying took a core from every OpenMP region of a
-    // CPU-bound step: +50 % step time during a BERT-base save on 2 cores; at nice 10 +3.5 %
-    // (bench/checkpoint_bench.cpp). Nice 19 removed even that but starved the writer so long
-    // that a commit due in milliseconds was still pending ten steps later: more work lost at
-    // a crash (tests/integration/kill_resume_test.cpp caught it).
-    if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10) != 0) {
-      logger("tenax.checkpoint")->debug("could not lower the writer thread's priority: {}", std::strerror(errno));
-    }
+  if (!writer_) writer_ = std::make_unique<detail::WriterThread>();
+  writer_->post([job = std::move(job), store = store_.get()]() mutable {
     // The late copies first: the training thread may be waiting for them (wait_for_snapshot).
     // Plain memcpy, one thread: it overlaps the training thread's compute instead of
     // competing with it for the intra-op thread pool.
     for (const auto& [source, staged] : job->late_copies) {
       std::memcpy(staged.data_ptr(), source.data_ptr(), static_cast<std::size_t>(source.nbytes()));
     }
-    // The references to the caller's tensors are dropped by the training thread (wait()),
-    // after the join: a tensor is then never freed on this thread, behind libtorch's back.
     job->copied.set_value();
     trace_point("save.copied", job->plan.step);
     const auto start = Clock::now();
@@ -247,7 +247,12 @@ void Checkpointer::start_writer(std::shared_ptr<Job> job) {
     result.error = outcome.error;
     result.fenced = outcome.fenced;
     result.write_seconds = seconds_since(start);
-    job->result.set_value(std::move(result));
+    // This thread lets go of the job before the training thread can see the result, so the
+    // job, and the tensors it references, are freed by the training thread (wait()), never
+    // here behind libtorch's back.
+    std::promise<SaveResult> done = std::move(job->result);
+    job.reset();
+    done.set_value(std::move(result));
   });
 }
 
@@ -263,10 +268,11 @@ std::optional<SaveResult> Checkpointer::wait() {
   wait_for_snapshot();
   SaveResult result = in_flight_->future.get();
   result.snapshot_seconds = in_flight_->snapshot_seconds;
-  writer_.join();
-  in_flight_->late_copies.clear();
   // Written: the buffers are free to be copied into next time (never the caller's own).
-  if (in_flight_->owns_buffers) staging_ = std::move(in_flight_->keep_alive);
+  if (in_flight_->owns_buffers) {
+    staging_.clear();
+    for (auto& [name, buffer] : in_flight_->keep_alive) staging_.emplace(name, std::move(buffer));
+  }
   in_flight_.reset();
   return result;
 }

@@ -506,6 +506,12 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   } else {
     log->info("training one step per call on the caller's batches: {} ranks, gradient averaged over all of them", world);
   }
+  if (args_.save_async && user_state_ != nullptr) {
+    // The caller's arrays (a simulation's fields) are the one large thing a save copies
+    // before it returns; their snapshot buffers are mapped now rather than inside the
+    // caller's loop at the first save (Checkpointer::reserve_snapshot).
+    r.checkpointer.reserve_snapshot(user_state_->tensors(context_.rank()));
+  }
   notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
   progress_.report(state_.global_step);
   if (args_.handle_preemption_signals) r.preemption.emplace();

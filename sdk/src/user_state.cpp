@@ -58,6 +58,14 @@ void UserState::capture(int rank, NamedTensors& replicated, NamedTensors& per_ra
   }
 }
 
+NamedTensors UserState::tensors(int rank) const {
+  NamedTensors out;
+  for (const Entry& e : entries_) {
+    if (e.tensor.defined()) out.emplace_back(checkpoint_name(e, rank), e.tensor.detach());
+  }
+  return out;
+}
+
 bool UserState::wants(const std::string& name, int rank) const {
   for (const Entry& e : entries_) {
     if (checkpoint_name(e, rank) == name) return true;

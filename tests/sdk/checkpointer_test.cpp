@@ -212,6 +212,30 @@ TEST(SdkCheckpointer, AsyncSaveSnapshotsAtTheCallNotAtTheWrite) {
   EXPECT_TRUE(torch::equal(ckpt->load_latest(wants_all)->get("model/live"), torch::ones({4096})));
 }
 
+// reserve_snapshot maps the buffers a save copies into ahead of time; what is saved is still
+// the value at the save, whatever the buffer held, and a buffer that no longer fits (the
+// tensor's shape changed) is not used.
+TEST(SdkCheckpointer, AReservedSnapshotHoldsTheValueAtTheSaveNotAtTheReservation) {
+  const auto out = fresh_dir("reserve");
+  auto ckpt = solo(out);
+  torch::Tensor field = torch::ones({64, 64}, torch::kFloat64);
+  ckpt->reserve_snapshot({{"state/field", field}});
+  field.fill_(2.0);
+  EXPECT_FALSE(ckpt->save_async(request(1, {{"state/field", field}})).has_value());
+  field.fill_(3.0);  // the solver goes on
+  // A reservation while a save is in flight leaves that save's buffers alone.
+  ckpt->reserve_snapshot({{"state/field", field}});
+  ASSERT_TRUE(ckpt->wait()->committed);
+  EXPECT_TRUE(torch::equal(ckpt->load_latest(wants_all)->get("state/field"), torch::full({64, 64}, 2.0, torch::kFloat64)));
+
+  torch::Tensor regridded = torch::full({32, 8}, 4.0, torch::kFloat64);
+  ckpt->reserve_snapshot({{"state/field", torch::zeros({64, 64}, torch::kFloat64)}});
+  EXPECT_FALSE(ckpt->save_async(request(2, {{"state/field", regridded}})).has_value());
+  regridded.fill_(5.0);
+  ASSERT_TRUE(ckpt->wait()->committed);
+  EXPECT_TRUE(torch::equal(ckpt->load_latest(wants_all)->get("state/field"), torch::full({32, 8}, 4.0, torch::kFloat64)));
+}
+
 TEST(SdkCheckpointer, AFailedBackgroundWriteIsReportedAndNeverHarmsTheEarlierCheckpoint) {
   const auto out = fresh_dir("bgfail");
   auto ckpt = solo(out);

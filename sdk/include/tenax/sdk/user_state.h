@@ -40,6 +40,9 @@ class UserState {
 
   /// Appends the current values: replicated ones to `replicated`, per-rank ones to `per_rank`.
   void capture(int rank, NamedTensors& replicated, NamedTensors& per_rank) const;
+  /// The registered tensors (not blobs: their callbacks are not called) under the names a save
+  /// gives them on `rank`.
+  NamedTensors tensors(int rank) const;
   /// Whether `checkpoint_name` is one this registry restores on `rank`.
   bool wants(const std::string& checkpoint_name, int rank) const;
   /// Restores every entry from `lookup` (undefined tensor = absent). Throws StorageError naming
