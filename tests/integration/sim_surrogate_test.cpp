@@ -5,6 +5,8 @@
 //     by pid; the agent restarts the job, it resumes at the saved solver step, and its result
 //     file (the whole final field and the surrogate's probe predictions) equals, byte for byte,
 //     that of an uninterrupted run;
+//   - a rank frozen without any signal from here: the agent's --hang-timeout declares it hung,
+//     kills it and restarts the job, which resumes and ends identical;
 //   - SIGUSR1 to the agent, and to the ranks themselves: every rank stops at the same solver
 //     step, saves, exits 3; the next run resumes at that step and ends identical;
 //   - under mpirun (2 MPI ranks, MPI halo, tenax_init_mpi): the same final field as under
@@ -66,12 +68,14 @@ std::vector<std::string> example_args(const fs::path& out, const std::vector<std
 const std::vector<std::string> kEnv = {"OMP_NUM_THREADS=1"};
 
 std::unique_ptr<ChildProcess> start_tenax_run(const std::string& name, const std::vector<std::string>& extra,
-                                              bool fresh) {
+                                              bool fresh, const std::vector<std::string>& agent_extra = {}) {
   const fs::path out = base_dir() / name;
   if (fresh) fs::remove_all(out);
   fs::create_directories(out);
   std::vector<std::string> argv = {TENAX_BINARY, "run", "--nproc-per-node", "2", "--max-restarts", "3",
-                                   "--run-dir", (out / "run").string(), "--"};
+                                   "--run-dir", (out / "run").string()};
+  argv.insert(argv.end(), agent_extra.begin(), agent_extra.end());
+  argv.push_back("--");
   for (auto& a : example_args(out, extra)) argv.push_back(a);
   // Each run of a job appends to its own log: the resumed run's lines follow the preempted one's.
   int n = 0;
@@ -282,6 +286,29 @@ INSTANTIATE_TEST_SUITE_P(
                       KillCase{"during_async_save", 150, 1, {150, 100}}  // right after save(150) returned
                       ),
     [](const ::testing::TestParamInfo<KillCase>& info) { return std::string(info.param.name); });
+
+// ---- A hung rank ----------------------------------------------------------------------------
+
+// A rank that stops making progress without dying (here: frozen by SIGSTOP at solver step 110,
+// as a wedged file system or a debugger would leave it; its peer then blocks in the halo
+// exchange) is declared hung by the agent's --hang-timeout, killed, and the job restarts from
+// the checkpoint at step 100 and ends bit-identical. Nothing from outside sends a signal: the
+// agent alone must notice, from the progress the Trainer reports at every training step.
+TEST_F(SimSurrogate, AFrozenRankIsDeclaredHungKilledAndTheJobResumesBitIdentically) {
+  expect_reference_ok();
+  const std::string name = "hung";
+  auto job = start_tenax_run(name, {"--stop-at-step", "110", "--stop-rank", "1"}, /*fresh=*/true,
+                             {"--hang-timeout", "3"});
+  const auto frozen = wait_for_stopped_descendant(job->pid(), std::chrono::seconds(120));
+  ASSERT_TRUE(frozen.has_value()) << "no rank stopped itself at step 110\n" << job->log();
+  const Outcome r = finish(*job, name);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();
+  EXPECT_NE(r.log.find("hung"), std::string::npos) << "the agent says why it restarted\n" << r.log;
+  EXPECT_NE(r.log.find("resumed at solver step 100 "), std::string::npos) << r.log;
+  EXPECT_NE(::kill(*frozen, 0), 0) << "the frozen rank " << *frozen << " is killed, not left behind";
+  EXPECT_EQ(result_of(name), result_of("reference")) << "the final field or surrogate differs from the uninterrupted run";
+}
 
 // ---- Preemption: SIGUSR1 ---------------------------------------------------------------------
 
