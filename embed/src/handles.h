@@ -16,7 +16,6 @@
 #include "embedded_model.h"
 #include "tenax/elastic/worker_context.h"
 #include "tenax/sdk/trainer.h"
-#include "tenax/sdk/trainer_callback.h"
 #include "tenax/sdk/training_arguments.h"
 #include "tenax/sdk/user_state.h"
 
@@ -32,12 +31,9 @@ struct tenax_model {
 struct tenax_trainer {
   tenax_context* context = nullptr;  ///< borrowed; outlives the trainer (see tenax_context::trainers)
   std::shared_ptr<tenax::capi::EmbeddedModel> model;
-  tenax::sdk::TrainingArguments args;  ///< as the caller configured them (report_to included)
+  tenax::sdk::TrainingArguments args;  ///< as the caller configured them
   tenax::sdk::UserState user_state;    ///< the caller's registered arrays; the Trainer borrows it
   std::set<std::string> state_names;   ///< registered in user_state (it has no lookup of its own)
-  /// The JSONL / TensorBoard callbacks of args.report_to, held here as well as by the Trainer so
-  /// that tenax_log_metrics can hand them the solver's metrics (see trainer_api.cpp).
-  std::vector<std::shared_ptr<tenax::sdk::TrainerCallback>> metric_sinks;
   std::unique_ptr<tenax::sdk::Trainer> trainer;  ///< declared last: destroyed first
   bool begun = false;                            ///< Trainer::begin was called (restore or first step)
   bool begin_failed = false;                     ///< ... and threw: the trainer is unusable

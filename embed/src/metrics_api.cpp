@@ -25,12 +25,7 @@ tenax_status tenax_log_metrics(tenax_trainer* trainer, int64_t step, const char*
       }
     }
     if (logs.empty()) return;
-    // The sinks write on rank 0 only (TrainerState::is_world_process_zero) at state.global_step:
-    // here the solver's step, in a copy, so the Trainer's own state is untouched.
-    tenax::sdk::TrainerState state = t.trainer->state();
-    state.global_step = step;
-    tenax::sdk::TrainerControl control;
-    for (const auto& sink : t.metric_sinks) sink->on_log(t.args, state, control, logs);
+    t.trainer->log(logs, step);  // recorded at the solver's step
   });
 }
 

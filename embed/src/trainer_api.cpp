@@ -10,7 +10,6 @@
 #include "live_handles.h"
 #include "model_config.h"
 #include "tenax/core/error.h"
-#include "tenax/sdk/callbacks/default_callbacks.h"
 #include "tenax/sdk/training_arguments_io.h"
 
 using tenax::capi::guarded;
@@ -118,19 +117,7 @@ tenax_status tenax_trainer_create(tenax_trainer** trainer, tenax_context* ctx, t
     t->context = &context;
     t->model = m.model;
     t->model->initialize(t->args.seed);
-    // tenax_log_metrics must reach the JSONL / TensorBoard sinks, and the Trainer keeps its
-    // callbacks to itself. So the Trainer gets report_to = "none" (it keeps its progress bar)
-    // and the sinks of the caller's report_to are made here and added as ordinary callbacks:
-    // they see the Trainer's own logs and the solver's. (The checkpoint's copy of the
-    // arguments therefore says report_to = ["none"], on every run alike.)
-    tenax::sdk::TrainingArguments trainer_args = t->args;
-    trainer_args.report_to = {"none"};
-    t->trainer = std::make_unique<tenax::sdk::Trainer>(t->model, trainer_args, /*train_dataset=*/nullptr,
-                                                       *context.worker);
-    tenax::sdk::TrainingArguments sink_args = t->args;
-    sink_args.disable_tqdm = true;
-    t->metric_sinks = tenax::sdk::default_callbacks(sink_args);
-    for (const auto& sink : t->metric_sinks) t->trainer->add_callback(sink);
+    t->trainer = std::make_unique<tenax::sdk::Trainer>(t->model, t->args, /*train_dataset=*/nullptr, *context.worker);
     t->trainer->set_user_state(t->user_state);
     tenax::capi::remember_handle(t.get());
     ++context.trainers;

@@ -641,6 +641,13 @@ ModelOutput Trainer::predict_batch(const Batch& batch) {
   return out;
 }
 
+void Trainer::log(const Logs& logs, std::optional<std::int64_t> step) {
+  TrainerState state = state_;
+  if (step) state.global_step = *step;
+  TrainerControl control;
+  notify([&](TrainerCallback& cb) { cb.on_log(args_, state, control, logs); });
+}
+
 TrainOutput Trainer::end(int preempt_signal) {
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
   Run& r = run("end()");

@@ -125,6 +125,13 @@ class Trainer {
   /// Not collective: the model's output for one batch in eval mode without autograd (the model's
   /// mode is restored afterwards).
   ModelOutput predict_batch(const Batch& batch);
+  /// Hands `logs` to every callback's on_log (JSONL, TensorBoard, the progress bar, the caller's
+  /// own), as transformers' Trainer.log does, recorded at `step`: by default the optimizer
+  /// step; an embedding caller passes its own (a solver step). The Trainer's state is left as
+  /// it is (the values are not added to log_history, and a flag a callback raises in this
+  /// on_log is not acted upon: these are the caller's values, not a training step's). Not
+  /// collective: the sinks write on rank 0 only.
+  void log(const Logs& logs, std::optional<std::int64_t> step = std::nullopt);
   /// The gradient accumulation steps of this run (set by begin(): an elastic resize changes it).
   std::int64_t accumulation_steps() const { return accumulation_steps_; }
 
