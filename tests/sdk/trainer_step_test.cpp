@@ -213,6 +213,34 @@ TEST(SdkTrainerStep, PredictBatchRunsInEvalModeAndRestoresTheMode) {
   EXPECT_EQ(first.sizes(), (std::vector<std::int64_t>{3, 1}));
 }
 
+// The caller's values reach every callback at the caller's step; the Trainer's own state and
+// flags are untouched (an embedding caller logs solver metrics between training steps).
+TEST(SdkTrainerStep, LogHandsTheCallersValuesToEveryCallbackAtItsStep) {
+  struct Seen final : TrainerCallback {
+    std::vector<std::pair<std::int64_t, Logs>> logs;
+    void on_log(const TrainingArguments&, TrainerState& state, TrainerControl& control, const Logs& l) override {
+      logs.emplace_back(state.global_step, l);
+      control.should_save = true;  // must not make the Trainer save
+    }
+  };
+  auto ctx = single_context();
+  auto model = std::make_shared<Net>();
+  TrainingArguments args = args_for(fresh_dir("log"));
+  args.report_to = {"none"};
+  Trainer trainer(model, args, nullptr, ctx);
+  auto seen = std::make_shared<Seen>();
+  trainer.add_callback(seen);
+  trainer.log({{"residual", 0.25}}, 1700);
+  trainer.log({{"energy", 2.0}});
+  ASSERT_EQ(seen->logs.size(), 2u);
+  EXPECT_EQ(seen->logs[0].first, 1700);
+  EXPECT_EQ(seen->logs[0].second.at("residual"), 0.25);
+  EXPECT_EQ(seen->logs[1].first, 0) << "without a step: the optimizer step";
+  EXPECT_EQ(trainer.state().global_step, 0);
+  EXPECT_TRUE(trainer.state().log_history.empty());
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(args.output_dir) / "checkpoints"));
+}
+
 TEST(SdkRunPlan, AResizedWorldKeepsTheGlobalBatchThroughAccumulation) {
   TrainingArguments a;
   a.per_device_train_batch_size = 4;
