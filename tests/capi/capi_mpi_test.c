@@ -11,27 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "tenax.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
-
-#define CHECK_OK(call)                                                                                 \
-  do {                                                                                                 \
-    tenax_status status_ = (call);                                                                     \
-    if (status_ != TENAX_OK) {                                                                         \
-      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, tenax_status_name(status_), \
-              tenax_last_error());                                                                     \
-      ++failures;                                                                                      \
-    }                                                                                                  \
-  } while (0)
 
 enum { kRows = 16 };
 

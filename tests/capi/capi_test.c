@@ -16,41 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "tenax.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-      ++failures;                                                                \
-    }                                                                            \
-  } while (0)
-
-#define CHECK_OK(call)                                                                             \
-  do {                                                                                             \
-    tenax_status status_ = (call);                                                                 \
-    if (status_ != TENAX_OK) {                                                                     \
-      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, tenax_status_name(status_), \
-              tenax_last_error());                                                                 \
-      ++failures;                                                                                  \
-    }                                                                                              \
-  } while (0)
-
-/* The call must fail with `want` and a message that contains `needle` (the argument's name). */
-#define CHECK_FAILS(call, want, needle) check_fails((call), (want), (needle), #call, __LINE__)
-
-static void check_fails(tenax_status got, tenax_status want, const char* needle, const char* text, int line) {
-  const char* message = tenax_last_error();
-  if (got != want || strstr(message, needle) == NULL) {
-    fprintf(stderr, "capi_test.c:%d: %s -> %s \"%s\"; wanted %s with \"%s\" in the message\n", line, text,
-            tenax_status_name(got), message, tenax_status_name(want), needle);
-    ++failures;
-  } else {
-    printf("  as expected: %s: %s\n", tenax_status_name(got), message);
-  }
-}
 
 enum { kRows = 32, kFeatures = 2 };
 
