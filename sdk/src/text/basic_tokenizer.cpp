@@ -16,7 +16,7 @@ namespace tenax::sdk::basic_tokenizer {
 // utf8proc's: a character is decomposed only when that data decomposes it, and marks are
 // reordered by that data's combining classes. The mappings themselves come from utf8proc:
 // Unicode never changes a character's canonical decomposition once assigned, and
-// BertUnicodeTables.UtfprocKnowsEveryDecomposition checks that utf8proc has them all.
+// TextBertUnicodeTables.NfdOfEveryDecomposableCharacterEqualsTokenizers checks them all.
 std::u32string nfd(std::u32string_view text) {
   std::u32string out;
   out.reserve(text.size() + 8);
