@@ -1,51 +1,58 @@
 #include "text/basic_tokenizer.h"
 
-#include <cstdlib>
-#include <memory>
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 
+#include <spdlog/fmt/fmt.h>
 #include <utf8proc.h>
 
 #include "tenax/core/error.h"
 #include "text/bert_chars.h"
-#include "text/utf8.h"
 
 namespace tenax::sdk::basic_tokenizer {
-namespace {
 
-// Canonical decomposition with canonical reordering: utf8proc does the reordering only over a
-// whole string, so the text goes through UTF-8 once.
+// NFD as `tokenizers` does it, whose normalisation data is of another Unicode version than
+// utf8proc's: a character is decomposed only when that data decomposes it, and marks are
+// reordered by that data's combining classes. The mappings themselves come from utf8proc:
+// Unicode never changes a character's canonical decomposition once assigned, and
+// TextBertUnicodeTables.NfdOfEveryDecomposableCharacterEqualsTokenizers checks them all.
 std::u32string nfd(std::u32string_view text) {
-  const std::string bytes = utf8::encode(text);
-  const auto* data = reinterpret_cast<const utf8proc_uint8_t*>(bytes.data());
-  const auto length = static_cast<utf8proc_ssize_t>(bytes.size());
-  utf8proc_ssize_t needed = utf8proc_decompose(data, length, nullptr, 0, UTF8PROC_DECOMPOSE);
   std::u32string out;
-  for (;;) {
-    if (needed < 0) throw Error(std::string("utf8proc_decompose: ") + utf8proc_errmsg(needed));
-    std::unique_ptr<utf8proc_int32_t[]> buffer(new utf8proc_int32_t[needed > 0 ? needed : 1]);
-    const utf8proc_ssize_t got =
-        utf8proc_decompose(data, length, buffer.get(), needed, UTF8PROC_DECOMPOSE);
-    if (got < 0) throw Error(std::string("utf8proc_decompose: ") + utf8proc_errmsg(got));
-    if (got <= needed) {
-      out.assign(buffer.get(), buffer.get() + got);
-      return out;
+  out.reserve(text.size() + 8);
+  for (char32_t c : text) {
+    if (!bert_chars::has_canonical_decomposition(c)) {
+      out.push_back(c);
+      continue;
     }
-    needed = got;
+    utf8proc_int32_t buffer[8];  // a full canonical decomposition is at most 4 characters
+    int boundclass = UTF8PROC_BOUNDCLASS_START;
+    const utf8proc_ssize_t n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(c), buffer, 8,
+                                                       UTF8PROC_DECOMPOSE, &boundclass);
+    if (n < 0 || n > 8) {
+      throw Error(fmt::format("utf8proc_decompose_char(U+{:04X}): {}; the tokenizer needs "
+                              "utf8proc 2.8 or newer", static_cast<std::uint32_t>(c),
+                              n < 0 ? utf8proc_errmsg(n) : "decomposition longer than 8"));
+    }
+    for (utf8proc_ssize_t k = 0; k < n; ++k) out.push_back(static_cast<char32_t>(buffer[k]));
   }
-}
-
-// Rust's char::to_lowercase: utf8proc's simple mapping plus the one unconditional
-// multi-character lowercase mapping of SpecialCasing.txt (U+0130 -> i + U+0307).
-void append_lower(std::u32string& out, char32_t c) {
-  if (c == 0x130) {
-    out.push_back(U'i');
-    out.push_back(0x307);
-    return;
+  // Canonical ordering: each run of non-starters sorted by class, equal classes keeping order.
+  const auto by_class = [](char32_t a, char32_t b) {
+    return bert_chars::combining_class(a) < bert_chars::combining_class(b);
+  };
+  for (std::size_t i = 0; i < out.size();) {
+    if (bert_chars::combining_class(out[i]) == 0) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i + 1;
+    while (end < out.size() && bert_chars::combining_class(out[end]) != 0) ++end;
+    std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(i),
+                     out.begin() + static_cast<std::ptrdiff_t>(end), by_class);
+    i = end;
   }
-  out.push_back(static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
+  return out;
 }
-
-}  // namespace
 
 std::u32string normalize(std::u32string_view text, const Flags& flags) {
   std::u32string out;
@@ -73,7 +80,7 @@ std::u32string normalize(std::u32string_view text, const Flags& flags) {
   if (flags.lowercase) {
     std::u32string lowered;
     lowered.reserve(out.size());
-    for (char32_t c : out) append_lower(lowered, c);
+    for (char32_t c : out) bert_chars::append_lowercase(lowered, c);
     out.swap(lowered);
   }
   return out;

@@ -15,6 +15,9 @@ struct Flags {
   bool lowercase;
 };
 
+/// Canonical decomposition (NFD) with the normalisation data of Hugging Face's tokenizers.
+std::u32string nfd(std::u32string_view text);
+
 /// In HF's order: clean, pad CJK with spaces, NFD + drop Mn, lower-case.
 std::u32string normalize(std::u32string_view text, const Flags& flags);
 

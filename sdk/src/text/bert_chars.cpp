@@ -1,56 +1,67 @@
 #include "text/bert_chars.h"
 
-#include <utf8proc.h>
+#include <algorithm>
+
+#include "text/bert_unicode_tables.h"
 
 namespace tenax::sdk::bert_chars {
+namespace tables = bert_unicode_tables;
 namespace {
 
-utf8proc_category_t category(char32_t c) {
-  return utf8proc_category(static_cast<utf8proc_int32_t>(c));
+// The entry of a sorted, disjoint table whose range may hold `c`: the last one starting at or
+// before it (nullptr when none does); the caller checks `last`.
+template <typename Entry>
+const Entry* at_or_before(const Entry* table, std::size_t size, char32_t c) {
+  const Entry* end = table + size;
+  const Entry* after =
+      std::upper_bound(table, end, c, [](char32_t x, const Entry& e) { return x < e.first; });
+  return after == table ? nullptr : after - 1;
+}
+
+bool in(const tables::Range* table, std::size_t size, char32_t c) {
+  const auto* e = at_or_before(table, size, c);
+  return e != nullptr && c <= e->last;
 }
 
 }  // namespace
 
-bool is_whitespace(char32_t c) {
-  // The White_Space property (PropList.txt); stable across Unicode versions since 6.3.
-  switch (c) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
-      return true;
-    default:
-      return c >= 0x2000 && c <= 0x200A;
+bool is_whitespace(char32_t c) { return in(tables::kWhitespace, tables::kWhitespaceSize, c); }
+
+bool is_control(char32_t c) { return in(tables::kControl, tables::kControlSize, c); }
+
+bool is_punctuation(char32_t c) { return in(tables::kPunctuation, tables::kPunctuationSize, c); }
+
+bool is_cjk(char32_t c) { return in(tables::kCjk, tables::kCjkSize, c); }
+
+bool is_nonspacing_mark(char32_t c) {
+  return in(tables::kNonspacingMark, tables::kNonspacingMarkSize, c);
+}
+
+bool has_canonical_decomposition(char32_t c) {
+  return in(tables::kCanonicalDecomposable, tables::kCanonicalDecomposableSize, c);
+}
+
+std::uint8_t combining_class(char32_t c) {
+  const auto* e = at_or_before(tables::kCombiningClass, tables::kCombiningClassSize, c);
+  return e != nullptr && c <= e->last ? e->value : 0;
+}
+
+void append_lowercase(std::u32string& out, char32_t c) {
+  const auto* multi = std::lower_bound(
+      tables::kLowercaseMulti, tables::kLowercaseMulti + tables::kLowercaseMultiSize, c,
+      [](const tables::LowercaseMulti& e, char32_t x) { return e.code_point < x; });
+  if (multi != tables::kLowercaseMulti + tables::kLowercaseMultiSize && multi->code_point == c) {
+    for (char32_t l : multi->lower) {
+      if (l != 0) out.push_back(l);
+    }
+    return;
+  }
+  const auto* run = at_or_before(tables::kLowercase, tables::kLowercaseSize, c);
+  if (run != nullptr && c <= run->last && (c - run->first) % run->stride == 0) {
+    out.push_back(static_cast<char32_t>(static_cast<std::int64_t>(c) + run->delta));
+  } else {
+    out.push_back(c);
   }
 }
-
-bool is_control(char32_t c) {
-  if (c == '\t' || c == '\n' || c == '\r') return false;
-  const auto cat = category(c);
-  return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF ||
-         cat == UTF8PROC_CATEGORY_CO;
-}
-
-bool is_punctuation(char32_t c) {
-  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
-      (c >= 123 && c <= 126)) {
-    return true;
-  }
-  switch (category(c)) {
-    case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS:
-    case UTF8PROC_CATEGORY_PE: case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_cjk(char32_t c) {
-  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
-         (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
-         (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
-         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
-}
-
-bool is_nonspacing_mark(char32_t c) { return category(c) == UTF8PROC_CATEGORY_MN; }
 
 }  // namespace tenax::sdk::bert_chars

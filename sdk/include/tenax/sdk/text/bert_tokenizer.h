@@ -6,9 +6,12 @@
 //   1. special tokens written literally in the text ("[SEP]", case-sensitive) become their ids;
 //   2. normalise the rest: drop NUL, U+FFFD and control/format/private-use characters, map
 //      whitespace to ' ', put spaces around CJK ideographs, strip accents (NFD, then drop
-//      non-spacing marks; utf8proc), lower-case;
+//      non-spacing marks), lower-case;
 //   3. split on whitespace and punctuation (Unicode P* and the ASCII symbols !"#$%&'()*+,-./:;
 //      <=>?@[\]^_`{|}~);
+//   Each character property is HF's own Unicode data, whatever its version (categories: Unicode
+//   8.0, NFD: 9.0, case and whitespace: Rust's, 17.0), so that recently assigned characters are
+//   split and normalised as HF does; random multi-script goldens check it.
 //   4. WordPiece: greedy longest match, "##" continuation, a word longer than 100 characters or
 //      with an unmatched piece becomes [UNK];
 //   5. [CLS] A [SEP] (B [SEP]), truncation, padding.
