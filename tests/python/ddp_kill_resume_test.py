@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """`tenax run` as a drop-in for torchrun, with a real PyTorch peer (issue 16, points 1 and 3).
 
-ddp_checkpoint.py, a plain DDP script (Gloo, init_method="env://"), runs under
-`tenax run --nproc-per-node 2` three times:
+ddp_checkpoint.py, a plain DDP script (Gloo, init_method="env://"), runs under `tenax run` with
+two workers four times:
   reference   uninterrupted, started as `-m ddp_checkpoint` (torchrun's module form);
   kill        Tenax's spellings (`-- python3 -u SCRIPT`): rank 1 stops itself before step 23 in
               the first generation and this test SIGKILLs it by pid; the agent restarts both
               workers, which resume from the step-20 checkpoint and finish;
   kill-torchrun  the same with torchrun's spellings only (--nproc_per_node=2 --max_restarts=3
-              --monitor_interval=0.02 --rdzv_id=... --standalone SCRIPT.py).
+              --monitor_interval=0.02 --rdzv_id=... --standalone SCRIPT.py);
+  kill-two-nodes  two agents on this host (--nnodes=2, one worker each): MASTER_PORT travels from
+              node 0's agent through Tenax's rendezvous to node 1's worker.
 Each killed run must end with parameters equal, bit for bit, to the reference's, after a
 restart that resumed from a checkpoint (not from scratch, which would be equal too), and every
 generation's workers must have had torchrun's environment with one MASTER_PORT that is not
@@ -24,6 +26,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -75,32 +78,32 @@ def descendants(root):
     return out
 
 
-def wait_for_stopped_worker(agent, timeout):
+def wait_for_stopped_worker(agents, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if agent.poll() is not None:
+        if any(agent.poll() is not None for agent in agents):
             return None
-        for pid, state in descendants(agent.pid):
-            if state == "T":
-                return pid
+        for agent in agents:
+            for pid, state in descendants(agent.pid):
+                if state == "T":
+                    return pid
         time.sleep(0.05)
     return None
 
 
-def start(case_dir, tenax_args, program, env_extra=None):
-    os.makedirs(case_dir)
+def start(case_dir, tenax_args, program, log_name="tenax.log"):
+    os.makedirs(case_dir, exist_ok=True)
     env = dict(os.environ)
-    env.update(env_extra or {})
     # Gloo on loopback: the test is one host, whatever its name resolves to.
     env["GLOO_SOCKET_IFNAME"] = "lo"
     # The interpreter running this test is the one the agent finds as python3.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
     script_args = ["--out", os.path.join(case_dir, "out"), "--steps", str(STEPS), "--save-every", str(SAVE_EVERY)]
-    os.makedirs(os.path.join(case_dir, "out"))
+    os.makedirs(os.path.join(case_dir, "out"), exist_ok=True)
     command = [ARGS.tenax, "run"] + tenax_args + program + script_args
     print("$ (cd %s && %s)" % (case_dir, " ".join(command)), flush=True)
-    log = open(os.path.join(case_dir, "tenax.log"), "w")
+    log = open(os.path.join(case_dir, log_name), "w")
     return subprocess.Popen(command, cwd=case_dir, env=env, stdout=log, stderr=subprocess.STDOUT), log
 
 
@@ -118,14 +121,17 @@ def finish(name, agent, log):
     return text
 
 
-def summary(case_dir):
-    with open(os.path.join(case_dir, "tenax-run", "agent.json")) as f:
+def summary(case_dir, node=None):
+    """agent.json of the single-node agent, or of node `node` (run directory run-%n)."""
+    run_dir = "tenax-run" if node is None else "run-%d" % node
+    with open(os.path.join(case_dir, run_dir, "agent.json")) as f:
         return json.load(f)
 
 
-def check_environment(name, case_dir, generations, run_id=None):
+def check_environment(name, case_dir, generations, run_id=None, nodes=1):
     """Every worker of every generation had torchrun's variables, with one MASTER_PORT per
-    generation that is neither Tenax's rendezvous port nor taken from the agent's environment."""
+    generation (on every node: node rank 0's) that is not Tenax's rendezvous port and is the one
+    each agent recorded. `nodes` 2: one worker per node, node i holding rank i."""
     out = os.path.join(case_dir, "out")
     ports = []
     for g in range(generations):
@@ -140,8 +146,10 @@ def check_environment(name, case_dir, generations, run_id=None):
             where = "%s: rank %d, restart %d" % (name, r, g)
             missing = [n for n in TORCHRUN_ENV if env.get(n) is None]
             check(not missing, "%s: torchrun variables missing: %s" % (where, missing))
-            expected = {"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
-                        "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1", "ROLE_RANK": str(r), "ROLE_WORLD_SIZE": "2",
+            local, local_world, group = (0, 1, r) if nodes == 2 else (r, 2, 0)
+            expected = {"RANK": str(r), "LOCAL_RANK": str(local), "WORLD_SIZE": "2",
+                        "LOCAL_WORLD_SIZE": str(local_world), "GROUP_RANK": str(group),
+                        "GROUP_WORLD_SIZE": str(nodes), "ROLE_RANK": str(r), "ROLE_WORLD_SIZE": "2",
                         "ROLE_NAME": "default", "MASTER_ADDR": "127.0.0.1", "TORCHELASTIC_RESTART_COUNT": str(g),
                         "TORCHELASTIC_MAX_RESTARTS": "3", "TORCHELASTIC_USE_AGENT_STORE": "False",
                         # torchrun's default, unless the user set it
@@ -158,8 +166,10 @@ def check_environment(name, case_dir, generations, run_id=None):
               "%s: generation %d: the ranks got different MASTER_PORTs %s, %s"
               % (name, g, seen[0]["MASTER_PORT"], seen[1]["MASTER_PORT"]))
         ports.append(seen[0]["MASTER_PORT"])
-    agent_ports = [str(h.get("master_port")) for h in summary(case_dir)["history"]]
-    check(agent_ports == ports, "%s: agent.json's master ports %s are not the workers' %s" % (name, agent_ports, ports))
+    for node in ([None] if nodes == 1 else range(nodes)):
+        agent_ports = [str(h.get("master_port")) for h in summary(case_dir, node)["history"]]
+        check(agent_ports == ports, "%s: node %s's agent.json has master ports %s, the workers had %s"
+              % (name, node, agent_ports, ports))
 
 
 def final_parameters(case_dir):
@@ -181,23 +191,37 @@ def check_equal_parameters(name, case_dir, reference):
                   % (name, key, (got[key] - reference[key]).abs().max().item()))
 
 
-def run_killed(name, tenax_args, program, run_id=None):
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_killed(name, tenax_args, program, run_id=None, nodes=1):
+    """`nodes` 1: one agent with tenax_args; 2: two agents on this host (node ids 0 and 1, one
+    worker each, node 0 hosting the rendezvous), each with tenax_args plus its own."""
     case_dir = os.path.join(ARGS.out, name)
     began = time.monotonic()
-    agent, log = start(case_dir, tenax_args, program + ["--stop-at-step", str(STOP_AT), "--stop-rank", "1"])
-    stopped = wait_for_stopped_worker(agent, STAGE_TIMEOUT)
+    program = program + ["--stop-at-step", str(STOP_AT), "--stop-rank", "1"]
+    if nodes == 1:
+        agents = [start(case_dir, tenax_args, program)]
+    else:
+        endpoint = "127.0.0.1:%d" % free_port()
+        agents = [start(case_dir, tenax_args + ["--node-id", str(node), "--rdzv-endpoint", endpoint,
+                                                 "--node-host", "127.0.0.1", "--run-dir", "run-%n"],
+                        program, "tenax-%d.log" % node) for node in range(nodes)]
+    stopped = wait_for_stopped_worker([agent for agent, _ in agents], STAGE_TIMEOUT)
     if check(stopped is not None, "%s: no worker stopped itself before step %d" % (name, STOP_AT)):
         os.kill(stopped, signal.SIGKILL)
         print("%s: SIGKILLed worker pid %d (rank 1, before step %d)" % (name, stopped, STOP_AT), flush=True)
-    text = finish(name, agent, log)
-    s = summary(case_dir)
-    history = s["history"]
-    check(s["generations"] == 2 and s["restarts"] == 1,
-          "%s: %d generation(s), %d restart(s); expected 2 and 1" % (name, s["generations"], s["restarts"]))
-    if history:
-        killed = [w for w in history[0]["workers"] if w.get("signal") == "SIGKILL" and w.get("pid") == stopped]
-        check(history[0]["outcome"] == "failed" and killed,
-              "%s: generation 0 was not failed by the SIGKILLed pid %s: %s" % (name, stopped, history[0]))
+    texts = [finish("%s (node %d)" % (name, i), agent, log) for i, (agent, log) in enumerate(agents)]
+    summaries = [summary(case_dir)] if nodes == 1 else [summary(case_dir, node) for node in range(nodes)]
+    for node, s in enumerate(summaries):
+        check(s["generations"] == 2 and s["restarts"] == 1, "%s: node %d: %d generation(s), %d restart(s); "
+              "expected 2 and 1" % (name, node, s["generations"], s["restarts"]))
+    killed = [w for s in summaries for w in (s["history"][0]["workers"] if s["history"] else [])
+              if w.get("signal") == "SIGKILL" and w.get("pid") == stopped]
+    check(killed, "%s: no agent recorded the SIGKILL of pid %s in generation 0" % (name, stopped))
     for r in range(2):
         path = os.path.join(case_dir, "out", "start-r%d-g1.txt" % r)
         if check(os.path.exists(path), "%s: rank %d of the restart did not start training" % (name, r)):
@@ -205,10 +229,10 @@ def run_killed(name, tenax_args, program, run_id=None):
                 resumed = int(f.read())
             check(resumed == RESUME_STEP, "%s: rank %d resumed at step %d, expected %d (the newest checkpoint)"
                   % (name, r, resumed, RESUME_STEP))
-    check_environment(name, case_dir, 2, run_id)
+    check_environment(name, case_dir, 2, run_id, nodes)
     check_equal_parameters(name, case_dir, REFERENCE)
     print("%s: %.1f s (the restart resumed at step %d); log tail:\n%s"
-          % (name, time.monotonic() - began, RESUME_STEP, "\n".join(text.splitlines()[-3:])), flush=True)
+          % (name, time.monotonic() - began, RESUME_STEP, "\n".join(texts[0].splitlines()[-3:])), flush=True)
 
 
 def main():
@@ -250,6 +274,10 @@ def main():
                ["--nproc_per_node=2", "--max_restarts=3", "--monitor_interval=0.02", "--rdzv_id=ddp-test",
                 "--standalone"],
                [SCRIPT], run_id="ddp-test")
+    # Two agents ("nodes") with one worker each: MASTER_PORT comes from node 0's agent through
+    # the rendezvous, and both workers must get it for init_process_group to meet.
+    run_killed("kill-two-nodes", ["--nproc_per_node=1", "--nnodes=2", "--max_restarts=3", "--heartbeat-interval",
+                                  "100", "--join-timeout", "60"], [SCRIPT], nodes=2)
 
     if failures:
         print("%d check(s) failed" % len(failures), flush=True)
