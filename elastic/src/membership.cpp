@@ -101,6 +101,7 @@ void Membership::on(const std::string& routing_id, const JoinMsg& m, Clock::time
   Node& node = touch(routing_id, m.node, now);
   node.host = m.host;
   node.local_workers = static_cast<int>(m.local_workers);
+  node.master_port = static_cast<int>(m.master_port);
   if (m.last_generation >= next_generation_) {
     // A joiner saw a generation this service never formed: the service was restarted, or this
     // is a new host that took over. Numbering goes on above it, so that generations never
@@ -362,6 +363,7 @@ void Membership::form() {
     a.store_prefix = generation_prefix(g.number);
     a.store_endpoint = store_endpoint_;
     a.master_host = nodes_.at(members[0]).host;
+    a.master_port = nodes_.at(members[0]).master_port;
     g.assignments[node.id] = a;
     layout += (layout.empty() ? "" : ", ") + node.id + " ranks " + std::to_string(offset) + ".." +
               std::to_string(offset + node.local_workers - 1);

@@ -74,6 +74,7 @@ struct Shared {
   std::string message;  // why the phase is what it is (ended, failed, lost)
   std::optional<Assignment> assignment;
   std::uint64_t join_epoch = 0;  // bumped by join(): the thread (re)starts joining
+  std::int64_t master_port = 0;  // offered in the JOINs of the current join()
   std::optional<WaitMsg> last_wait;
   Clock::time_point last_heard{};
   std::int64_t resume_step = 0;
@@ -198,7 +199,7 @@ class ClientThread {
     const Phase phase = shared_.phase;
     const std::string& node = options_.node_id();
     if (beat && phase == Phase::kJoining) {
-      send(JoinMsg{node, options_.host(), options_.local_workers(), last_generation_});
+      send(JoinMsg{node, options_.host(), options_.local_workers(), last_generation_, shared_.master_port});
     } else if (beat && (phase == Phase::kAssigned || phase == Phase::kEnded) && shared_.assignment) {
       send(HeartbeatMsg{node, shared_.assignment->generation});
     }
@@ -262,7 +263,8 @@ class ClientThread {
     backoff_ = std::min(backoff_ * 2, options_.reconnect_backoff_max());
     // The new socket carries the current message at once.
     if (shared_.phase == Phase::kJoining) {
-      send(JoinMsg{options_.node_id(), options_.host(), options_.local_workers(), last_generation_});
+      send(JoinMsg{options_.node_id(), options_.host(), options_.local_workers(), last_generation_,
+                   shared_.master_port});
     } else if (shared_.assignment) {
       send(HeartbeatMsg{options_.node_id(), shared_.assignment->generation});
     }
@@ -445,11 +447,15 @@ RendezvousClient::~RendezvousClient() {
   ::close(impl_->wake_fd);
 }
 
-StatusOr<Assignment> RendezvousClient::join(std::chrono::milliseconds timeout) {
+StatusOr<Assignment> RendezvousClient::join(std::chrono::milliseconds timeout, int master_port) {
+  if (master_port < 0 || master_port > 65535) {
+    throw ConfigError("RendezvousClient::join: master_port " + std::to_string(master_port) + " is not in 0..65535");
+  }
   const auto deadline = Clock::now() + timeout;
   Shared& s = impl_->shared;
   std::unique_lock<std::mutex> lock(s.mutex);
   s.phase = Phase::kJoining;
+  s.master_port = master_port;
   s.assignment.reset();
   s.message.clear();
   s.last_wait.reset();

@@ -90,6 +90,7 @@ class Reader {
 
 constexpr std::int64_t kAny = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kAnyLow = std::numeric_limits<std::int64_t>::min();
+constexpr std::int64_t kMaxPort = 65535;
 
 // The type in frame 0, or nullopt (with `why`) when it is not a header of ours.
 std::optional<RdzvType> header(const Frames& frames, std::string& why) {
@@ -118,7 +119,13 @@ Frames encode(const AgentMessage& message) {
       [](const auto& m) -> Frames {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, JoinMsg>) {
-          return Writer(RdzvType::kJoin).text(m.node).text(m.host).i64(m.local_workers).i64(m.last_generation).done();
+          return Writer(RdzvType::kJoin)
+              .text(m.node)
+              .text(m.host)
+              .i64(m.local_workers)
+              .i64(m.last_generation)
+              .i64(m.master_port)
+              .done();
         } else if constexpr (std::is_same_v<T, HeartbeatMsg>) {
           return Writer(RdzvType::kHeartbeat).text(m.node).i64(m.generation).done();
         } else if constexpr (std::is_same_v<T, ResumeStepMsg>) {
@@ -153,6 +160,7 @@ Frames encode(const ServiceMessage& message) {
               .text(a.store_prefix)
               .text(a.store_endpoint)
               .text(a.master_host)
+              .i64(a.master_port)
               .done();
         } else if constexpr (std::is_same_v<T, PulseMsg>) {
           return Writer(RdzvType::kPulse).i64(static_cast<std::int64_t>(m.state)).i64(m.generation).text(m.reason).done();
@@ -170,12 +178,13 @@ std::optional<AgentMessage> decode_agent_message(const Frames& frames, std::stri
   if (!type) return std::nullopt;
   switch (*type) {
     case RdzvType::kJoin: {
-      Reader r(frames, 4, why);
+      Reader r(frames, 5, why);
       JoinMsg m;
       m.node = r.name("node id");
       m.host = r.name("host");
       m.local_workers = r.i64("local_workers", 1, kMaxLocalWorkers);
       m.last_generation = r.i64("last_generation", -1, kAny);
+      m.master_port = r.i64("master_port", 0, kMaxPort);
       return checked<AgentMessage>(r, m);
     }
     case RdzvType::kHeartbeat: {
@@ -233,7 +242,7 @@ std::optional<ServiceMessage> decode_service_message(const Frames& frames, std::
       return checked<ServiceMessage>(r, m);
     }
     case RdzvType::kAssign: {
-      Reader r(frames, 10, why);
+      Reader r(frames, 11, why);
       AssignMsg m;
       Assignment& a = m.assignment;
       a.generation = r.i64("generation", 0, kAny);
@@ -246,6 +255,7 @@ std::optional<ServiceMessage> decode_service_message(const Frames& frames, std::
       a.store_prefix = r.name("store_prefix");
       a.store_endpoint = r.name("store_endpoint");
       a.master_host = r.name("master_host");
+      a.master_port = static_cast<int>(r.i64("master_port", 0, kMaxPort));
       if (r.ok() && (a.node_rank >= a.num_nodes || std::int64_t{a.rank_offset} + a.local_world_size > a.world_size)) {
         why = "inconsistent ranks: node " + std::to_string(a.node_rank) + " of " + std::to_string(a.num_nodes) +
               ", ranks " + std::to_string(a.rank_offset) + "+" + std::to_string(a.local_world_size) + " of " +

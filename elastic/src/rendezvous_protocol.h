@@ -9,6 +9,7 @@
 //
 // Agent → service (frame 1 is always the node id; the routing id is only a return address):
 //   JOIN         node host local_workers:int last_generation:int (-1: never assigned)
+//                master_port:int (a port free on host for the workers' own store; 0: none)
 //   HEARTBEAT    node generation:int
 //   RESUME_STEP  node step:int
 //   RESTART      node generation:int reason:text       (ask for a re-rendezvous)
@@ -19,6 +20,7 @@
 //   WAIT         next_generation:int joined:int min_nodes:int max_nodes:int
 //   ASSIGN       generation node_rank num_nodes rank_offset local_world_size world_size
 //                resume_step (all int) store_prefix store_endpoint master_host (text)
+//                master_port:int (node rank 0's JOIN's master_port)
 //   PULSE        state:int (0 ok, 1 restart, 2 unknown node) generation:int reason:text
 //                (the answer to HEARTBEAT and RESTART)
 //   FAILED       message:text                           (the round failed: join timeout)
@@ -37,7 +39,8 @@
 
 namespace tenax::elastic::detail {
 
-inline constexpr std::uint8_t kRdzvVersion = 1;
+// 2: JOIN and ASSIGN carry master_port (MASTER_PORT for PyTorch's own store).
+inline constexpr std::uint8_t kRdzvVersion = 2;
 inline constexpr std::size_t kMaxNameBytes = 200;  // leaves room in the 255-byte routing id
 inline constexpr std::size_t kMaxTextBytes = 4096;
 inline constexpr std::int64_t kMaxLocalWorkers = 4096;
@@ -63,6 +66,7 @@ struct JoinMsg {
   std::string host;
   std::int64_t local_workers = 1;
   std::int64_t last_generation = -1;
+  std::int64_t master_port = 0;
 };
 struct HeartbeatMsg {
   std::string node;

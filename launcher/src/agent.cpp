@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "exit_status.h"
+#include "free_port.h"
 #include "generation_claim.h"
 #include "shutdown_signals.h"
 #include "tenax/core/error.h"
@@ -70,6 +71,7 @@ struct Worker {
 
 struct GenerationRecord {
   int generation = 0;
+  int master_port = 0;
   Outcome outcome = Outcome::kFailed;
   std::string reason;  // multi-node: why the rendezvous ended it
   std::vector<nlohmann::json> workers;
@@ -83,6 +85,7 @@ struct GenerationPlan {
   int rank_offset = 0;
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // MASTER_PORT: picked by the agent of node rank 0 for this generation
   std::string store_endpoint;
 };
 
@@ -131,7 +134,10 @@ class RunLoop {
         plan_(plan),
         log_(logger("tenax.launcher")),
         host_(plan ? plan->host : hostname()),
-        inherited_env_(current_environment()) {}
+        inherited_env_(current_environment()),
+        run_id_(!options.rdzv_id.empty()                 ? options.rdzv_id
+                : plan && plan->slurm                   ? plan->slurm->job_id
+                                                        : std::string("none")) {}
 
   int run();
 
@@ -195,6 +201,7 @@ class RunLoop {
   std::shared_ptr<spdlog::logger> log_;
   std::string host_;
   std::vector<std::string> inherited_env_;
+  std::string run_id_;  // TORCHELASTIC_RUN_ID: --rdzv-id, else the Slurm job id, else torchrun's "none"
   std::filesystem::path run_dir_;
   std::filesystem::path keys_file_;  // absolute; every worker gets it as TENAX_KEYS_FILE
   std::string endpoint_;
@@ -238,8 +245,10 @@ int RunLoop::run_single() {
     GenerationPlan plan;
     plan.generation = generation;
     plan.world_size = n;
+    plan.master_port = pick_free_port();
     plan.store_endpoint = endpoint_;
     GenerationRecord record = run_generation(plan, restarts);
+    record.master_port = plan.master_port;
     final_outcome = record.outcome;
     history_.push_back(std::move(record));
 
@@ -359,9 +368,11 @@ int RunLoop::run_multi() {
     gplan.rank_offset = assigned->rank_offset;
     gplan.world_size = assigned->world_size;
     gplan.master_addr = assigned->master_host;
+    gplan.master_port = assigned->master_port;
     gplan.store_endpoint = assigned->store_endpoint;
     // TENAX_RESTART_COUNT counts the job's re-formed generations, the same on every node.
     GenerationRecord record = run_generation(gplan, generation);
+    record.master_port = gplan.master_port;
     final_outcome = record.outcome;
     history_.push_back(std::move(record));
 
@@ -467,9 +478,12 @@ std::optional<elastic::Assignment> RunLoop::join_generation(int& exit_code, Outc
   log_->info("node {} joining the rendezvous at {} (needs {}..{} node(s), join timeout {} s)", plan_->node_id,
              endpoint_, plan_->nodes.min, plan_->nodes.max, options_.join_timeout.count());
   auto next_note = started + std::chrono::seconds(10);
+  // Offered with every JOIN of this round; the generation's MASTER_PORT is node rank 0's offer, so
+  // every node's workers get the same one, new for each generation (as torchrun's agent picks it).
+  const int master_port = pick_free_port();
   while (true) {
     // Slices of one second, so that a signal or a moved service is acted on at once.
-    StatusOr<elastic::Assignment> assigned = client_->join(std::chrono::seconds(1));
+    StatusOr<elastic::Assignment> assigned = client_->join(std::chrono::seconds(1), master_port);
     if (assigned.is_ok()) return assigned.value();
     const Status& status = assigned.status();
     std::string moved = status.code() == StatusCode::kUnavailable ? status.message() : service_moved();
@@ -807,6 +821,8 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
     values.restart_count = restart_count;
     values.max_restarts = options_.max_restarts;
     values.rdzv_endpoint = plan.store_endpoint;
+    values.master_port = plan.master_port;
+    values.run_id = run_id_;
     values.run_dir = run_dir_.string();
     values.keys_file = keys_file_.string();
     values.fence_dir = keys_file_.parent_path().string();  // the job's shared control directory
@@ -840,7 +856,8 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
 
   std::optional<Clock::time_point> preempt_deadline;
   for (;;) {
-    if (int sig = signals_.wait(kPollInterval); sig != 0) {
+    // A worker's exit does not wake the agent (no SIGCHLD handler): it is seen within this interval.
+    if (int sig = signals_.wait(options_.monitor_interval); sig != 0) {
       // Preemption (Slurm's warning signal, scancel, Ctrl-C): the workers are asked to save
       // and exit 3, not killed. SIGUSR1 is passed on as it is; SIGINT/SIGTERM as SIGTERM.
       const int forward = sig == SIGUSR1 ? SIGUSR1 : SIGTERM;
@@ -1066,6 +1083,7 @@ void RunLoop::write_summary(int exit_code, Outcome outcome, int restarts) {
   for (const GenerationRecord& g : history_) {
     nlohmann::json entry;
     entry["generation"] = g.generation;
+    entry["master_port"] = g.master_port;
     entry["outcome"] = outcome_name(g.outcome);
     if (!g.reason.empty()) entry["reason"] = g.reason;
     entry["workers"] = g.workers;
@@ -1092,10 +1110,13 @@ const std::vector<std::string>& worker_env_names() {
                                                  "GROUP_WORLD_SIZE",
                                                  "ROLE_RANK",
                                                  "ROLE_WORLD_SIZE",
+                                                 "ROLE_NAME",
                                                  "MASTER_ADDR",
                                                  "MASTER_PORT",
                                                  "TORCHELASTIC_RESTART_COUNT",
                                                  "TORCHELASTIC_MAX_RESTARTS",
+                                                 "TORCHELASTIC_RUN_ID",
+                                                 "TORCHELASTIC_USE_AGENT_STORE",
                                                  "TENAX_GENERATION",
                                                  "TENAX_RESTART_COUNT",
                                                  "TENAX_RDZV_ENDPOINT",
@@ -1107,12 +1128,18 @@ const std::vector<std::string>& worker_env_names() {
 
 std::vector<std::string> worker_environment(const std::vector<std::string>& inherited,
                                             const WorkerEnvironment& v) {
+  if (v.master_port < 1 || v.master_port > 65535) {
+    throw Error("MASTER_PORT for worker rank " + std::to_string(v.rank) + " is " + std::to_string(v.master_port) +
+                ", not a port in 1..65535 (the agent of node rank 0 picks it)");
+  }
   const std::set<std::string> ours(worker_env_names().begin(), worker_env_names().end());
   std::vector<std::string> env;
-  env.reserve(inherited.size() + ours.size());
+  env.reserve(inherited.size() + ours.size() + 1);
+  bool nccl_error_handling = false;
   for (const std::string& entry : inherited) {
     const std::string name = entry.substr(0, entry.find('='));
     if (ours.count(name) == 0 && name != kProgressFileEnv) env.push_back(entry);
+    nccl_error_handling = nccl_error_handling || name == "TORCH_NCCL_ASYNC_ERROR_HANDLING";
   }
   auto put = [&env](const char* name, const std::string& value) {
     env.push_back(std::string(name) + "=" + value);
@@ -1127,10 +1154,18 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& inhe
   put("GROUP_WORLD_SIZE", std::to_string(v.group_world_size));
   put("ROLE_RANK", rank);
   put("ROLE_WORLD_SIZE", world);
+  put("ROLE_NAME", kWorkerRoleName);
   put("MASTER_ADDR", v.master_addr);
-  put("MASTER_PORT", std::to_string(endpoint_port(v.rdzv_endpoint)));
+  put("MASTER_PORT", std::to_string(v.master_port));
   put("TORCHELASTIC_RESTART_COUNT", std::to_string(v.restart_count));
   put("TORCHELASTIC_MAX_RESTARTS", std::to_string(v.max_restarts));
+  put("TORCHELASTIC_RUN_ID", v.run_id);
+  // Python's str(False), as torchrun writes it: rank 0 hosts the store at MASTER_ADDR:MASTER_PORT
+  // (the agent's store is Tenax's own, at TENAX_RDZV_ENDPOINT, which PyTorch cannot speak).
+  put("TORCHELASTIC_USE_AGENT_STORE", "False");
+  // torchrun's default, kept when the user set it: NCCL errors abort the collective (and the
+  // worker) rather than hang it, so that the agent sees a failure and restarts the group.
+  if (!nccl_error_handling) put("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
   put("TENAX_GENERATION", std::to_string(v.generation));
   put("TENAX_RESTART_COUNT", std::to_string(v.restart_count));
   put("TENAX_RDZV_ENDPOINT", v.rdzv_endpoint);

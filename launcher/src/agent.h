@@ -4,7 +4,7 @@
 //
 // One generation:
 //   spawn N workers (own process groups, torchrun-compatible env)
-//   poll every kPollInterval: waitid(WNOWAIT) on each worker, and the agent's SIGINT/SIGTERM
+//   poll every --monitor-interval: waitid(WNOWAIT) on each worker, and the agent's SIGINT/SIGTERM
 //   a worker killed by a signal or exiting non-zero (other than 3) → the generation failed:
 //     kRestartStopSignal (SIGUSR2, never a preemption signal) to every group, wait up to the
 //     grace period, SIGKILL, reap
@@ -17,7 +17,8 @@
 // agent of the first node also hosts the RendezvousService. Each generation:
 //   join → ASSIGN (generation, node rank, rank offset, world size, store endpoint)
 //   spawn the local workers: RANK = rank offset + local rank, WORLD_SIZE, GROUP_RANK, ...,
-//     TENAX_RDZV_ENDPOINT = the store endpoint of the ASSIGN
+//     TENAX_RDZV_ENDPOINT = the store endpoint of the ASSIGN, MASTER_ADDR:MASTER_PORT = node rank
+//     0's host and the free port its agent offered in its JOIN (PyTorch's own store, on rank 0)
 //   watch the workers and the rendezvous:
 //     a local worker failed → request_restart (every node hears of it) → stop the local
 //       workers (TERM, grace, KILL) → join again (restart k of --max-restarts)
@@ -63,21 +64,31 @@ namespace tenax::launcher {
 /// --grace-period, after which SIGKILL follows.
 inline constexpr int kRestartStopSignal = SIGUSR2;
 
-/// How often the agent looks at its workers when nothing wakes it earlier.
-inline constexpr std::chrono::milliseconds kPollInterval{20};
+/// How often the agent looks at its workers while it stops them (--monitor-interval while they run).
+inline constexpr std::chrono::milliseconds kPollInterval = kDefaultMonitorInterval;
 
-/// The environment variable names the agent sets for each worker (torchrun's plus Tenax's).
+/// The environment variable names the agent sets for each worker: those of torchrun's
+/// LocalElasticAgent (torch/distributed/elastic/agent/server/local_elastic_agent.py), then Tenax's.
 const std::vector<std::string>& worker_env_names();
 
+/// The role torchrun gives its workers by default (ROLE_NAME; `torchrun --role`).
+inline constexpr const char* kWorkerRoleName = "default";
+
 /// The environment of worker `rank`: `inherited` ("KEY=VALUE", e.g. from environ) without any
-/// of worker_env_names(), followed by this worker's values for them.
+/// of worker_env_names(), followed by this worker's values for them; plus, as torchrun does,
+/// TORCH_NCCL_ASYNC_ERROR_HANDLING=1 unless `inherited` sets it. Throws tenax::Error when
+/// master_port is not a port (1..65535).
 struct WorkerEnvironment {
   int rank = 0;
   int world_size = 1;
   int generation = 0;
   int restart_count = 0;
   int max_restarts = 0;
-  std::string rdzv_endpoint;  ///< "tcp://127.0.0.1:PORT"
+  std::string rdzv_endpoint;  ///< "tcp://127.0.0.1:PORT": Tenax's store (TENAX_RDZV_ENDPOINT)
+  /// MASTER_PORT: free on master_addr for rank 0 to host the workers' own store (PyTorch's
+  /// TCPStore); never Tenax's rendezvous, which a worker's init_process_group cannot bind.
+  int master_port = 0;
+  std::string run_id = "none";  ///< TORCHELASTIC_RUN_ID (torchrun's --rdzv_id, default "none")
   std::string run_dir;        ///< absolute
   // Multi-node values; the defaults are one node holding every rank.
   int local_rank = -1;                    ///< -1: the same as rank

@@ -22,6 +22,7 @@ std::string rendezvous_node_id(const std::string& id) {
 
 std::optional<MultiNodePlan> plan_multi_node(const RunOptions& options, const std::optional<SlurmJob>& slurm,
                                              const std::string& hostname, int pid) {
+  if (options.standalone) return std::nullopt;  // torchrun's --standalone: one node, also under srun
   if (!options.nnodes && options.rdzv_endpoint.empty() && !slurm) return std::nullopt;
   MultiNodePlan plan;
   plan.slurm = slurm;

@@ -3,7 +3,8 @@
 // whether it hosts the rendezvous service. Flags win over Slurm; Slurm wins over defaults.
 //
 //   multi-node when any of --nnodes, --rdzv-endpoint is given or srun started the agent;
-//   otherwise nullopt: the single-node agent of before (its own key-value store, no service).
+//   otherwise, or with --standalone, nullopt: the single-node agent (its own key-value store,
+//   no service).
 //
 // Pure: the caller passes the Slurm job, the host name and the pid, so every rule is tested.
 // Thread-safety: plain values and pure functions.

@@ -4,7 +4,14 @@
 //             [--preempt-grace SECONDS] [--hang-timeout SECONDS]
 //             [--nnodes MIN:MAX] [--node-id ID] [--rdzv-endpoint HOST:PORT] [--rdzv-host yes|no|auto]
 //             [--heartbeat-interval MS] [--heartbeat-liveness N] [--join-timeout SECONDS]
-//             [--keys-file FILE] -- PROGRAM ARGS...
+//             [--keys-file FILE] [--rdzv-id ID] [--standalone] [--monitor-interval SECONDS]
+//             ( -- PROGRAM ARGS... | SCRIPT.py ARGS... | -m MODULE ARGS... | --no-python PROGRAM ARGS... )
+//
+// torchrun's spellings are accepted beside these: underscores for dashes (--nproc_per_node,
+// --max_restarts, --rdzv_endpoint, ...), and its program forms without `--`: a Python script
+// (run as `python3 -u SCRIPT.py ARGS`), `-m MODULE` (`python3 -u -m MODULE ARGS`) and
+// `--no-python PROGRAM`. torchrun flags that tenax run has no use for are refused by name with
+// what to write instead, so that a job script moved from torchrun fails loudly, not subtly.
 //
 // The multi-node flags only say what was written; multi_node_plan.h decides, with the Slurm
 // environment, whether this is a multi-node run and who hosts the rendezvous.
@@ -34,6 +41,10 @@ inline constexpr const char* kDefaultRunDir = "tenax-run";
 inline constexpr std::chrono::milliseconds kDefaultAgentHeartbeat{500};
 inline constexpr int kDefaultAgentLiveness = 5;
 inline constexpr std::chrono::seconds kDefaultJoinTimeout{300};
+/// How often the agent looks at its workers when nothing wakes it earlier (--monitor-interval).
+inline constexpr std::chrono::milliseconds kDefaultMonitorInterval{20};
+/// The interpreter for a Python script or -m MODULE (found in PATH, so a venv's comes first).
+inline constexpr const char* kPythonInterpreter = "python3";
 
 /// --rdzv-host: whether this agent hosts the rendezvous service.
 enum class RdzvHosting { kAuto, kYes, kNo };
@@ -57,6 +68,11 @@ struct RunOptions {
   std::string node_host;                                    ///< --node-host; "" = Slurm node name or hostname
   /// --lease-timeout: a rendezvous lease unrenewed this long is dead (failover); 0 = 2 x expiry.
   std::chrono::milliseconds lease_timeout{0};
+  /// --rdzv-id: the job's id for the workers (TORCHELASTIC_RUN_ID); "" = the Slurm job id, else "none".
+  std::string rdzv_id;
+  /// --standalone: a single-node run with its own rendezvous, also under srun or with --nnodes 1.
+  bool standalone = false;
+  std::chrono::milliseconds monitor_interval = kDefaultMonitorInterval;  ///< --monitor-interval
   std::vector<std::string> command;                         ///< PROGRAM ARGS... (non-empty)
 
   bool operator==(const RunOptions& other) const {
@@ -67,18 +83,22 @@ struct RunOptions {
            rdzv_host == other.rdzv_host && heartbeat_interval == other.heartbeat_interval &&
            heartbeat_liveness == other.heartbeat_liveness && join_timeout == other.join_timeout &&
            node_host == other.node_host && lease_timeout == other.lease_timeout &&
-           keys_file == other.keys_file && command == other.command;
+           keys_file == other.keys_file && rdzv_id == other.rdzv_id && standalone == other.standalone &&
+           monitor_interval == other.monitor_interval && command == other.command;
   }
 };
 
 /// Parses the arguments that follow `tenax run` (args[0] is the first flag, not "run").
-/// Accepts `--flag value` and `--flag=value`. Throws ConfigError naming the offending flag.
+/// Accepts `--flag value` and `--flag=value`, and torchrun's spellings (see above); the command
+/// of a Python script or module starts with kPythonInterpreter. Throws ConfigError naming the
+/// offending flag.
 RunOptions parse_run_options(const std::vector<std::string>& args);
 
 /// The same over a C argument vector where argv[0] is the subcommand ("run") and is skipped.
 RunOptions parse_run_options(int argc, const char* const* argv);
 
-/// True when `--help`/`-h` appears before `--` (after it, the flags belong to the program).
+/// True when `--help`/`-h` appears among the flags, before `--` or the program (after them,
+/// the flags belong to the program).
 bool run_help_requested(const std::vector<std::string>& args);
 
 /// Resolves the program the way posix_spawnp() will (PATH search unless it contains '/').

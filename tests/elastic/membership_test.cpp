@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,7 +34,9 @@ class Driver {
       : membership(o, "tcp://store:1", std::move(hooks)), tick_(membership.tick_interval()) {}
 
   Outbox join(const std::string& node, std::int64_t last_generation = -1, int workers = 1) {
-    return take(membership.handle(route(node), JoinMsg{node, node + ".host", workers, last_generation}, now));
+    // Each node offers a port of its own (MASTER_PORT if it becomes node rank 0).
+    const std::int64_t port = 20000 + static_cast<std::int64_t>(std::hash<std::string>{}(node) % 10000);
+    return take(membership.handle(route(node), JoinMsg{node, node + ".host", workers, last_generation, port}, now));
   }
   Outbox beat(const std::string& node, std::int64_t generation) {
     return take(membership.handle(route(node), HeartbeatMsg{node, generation}, now));
@@ -99,6 +103,10 @@ TEST(elastic_membership, TwoNodesFormAGenerationWithRanksInNodeIdOrder) {
   EXPECT_EQ(b[0].assignment.rank_offset, 3);
   EXPECT_EQ(b[0].assignment.world_size, 5);
   EXPECT_EQ(a[0].assignment.master_host, "node-a.host");
+  // Every node gets node rank 0's port: the workers' own store is on rank 0.
+  const int port_a = 20000 + static_cast<int>(std::hash<std::string>{}("node-a") % 10000);
+  EXPECT_EQ(a[0].assignment.master_port, port_a);
+  EXPECT_EQ(b[0].assignment.master_port, port_a);
   EXPECT_EQ(a[0].assignment.store_endpoint, "tcp://store:1");
 }
 

@@ -38,11 +38,12 @@ std::string rejected_agent(const Frames& frames) {
 }
 
 TEST(elastic_rendezvous_protocol, AgentMessagesRoundTrip) {
-  const auto join = round_trip_agent(JoinMsg{"node-7", "host-7.cluster", 8, 41});
+  const auto join = round_trip_agent(JoinMsg{"node-7", "host-7.cluster", 8, 41, 29517});
   EXPECT_EQ(join.node, "node-7");
   EXPECT_EQ(join.host, "host-7.cluster");
   EXPECT_EQ(join.local_workers, 8);
   EXPECT_EQ(join.last_generation, 41);
+  EXPECT_EQ(join.master_port, 29517);
   EXPECT_EQ(round_trip_agent(HeartbeatMsg{"n", -1}).generation, -1);
   EXPECT_EQ(round_trip_agent(ResumeStepMsg{"n", -123456789012345}).step, -123456789012345);
   const auto restart = round_trip_agent(RestartMsg{"n", 3, ""});
@@ -66,6 +67,7 @@ TEST(elastic_rendezvous_protocol, ServiceMessagesRoundTrip) {
   a.store_prefix = "gen/5/";
   a.store_endpoint = "tcp://0.0.0.0:4000";
   a.master_host = "node-0";
+  a.master_port = 41234;
   EXPECT_EQ(round_trip_service(AssignMsg{a}).assignment, a);
   const auto wait = round_trip_service(WaitMsg{2, 1, 2, 4});
   EXPECT_EQ(wait.next_generation, 2);
@@ -84,15 +86,22 @@ TEST(elastic_rendezvous_protocol, MalformedAgentMessagesAreRejectedWithAReason) 
   EXPECT_NE(rejected_agent({}).find("empty"), std::string::npos);
   EXPECT_NE(rejected_agent({"x"}).find("header"), std::string::npos);
   EXPECT_NE(rejected_agent({std::string{char(9), char(1)}}).find("version"), std::string::npos);
-  EXPECT_NE(rejected_agent({std::string{char(1), char(77)}}).find("type 77"), std::string::npos);
+  EXPECT_NE(rejected_agent({std::string{char(2), char(77)}}).find("type 77"), std::string::npos);
   // A service message sent to the service.
   EXPECT_NE(rejected_agent(encode(ServiceMessage{FailedMsg{"x"}})).find("type 104"), std::string::npos);
 
   Frames short_join(join.begin(), join.end() - 1);
-  EXPECT_NE(rejected_agent(short_join).find("expected 4 field(s)"), std::string::npos);
+  EXPECT_NE(rejected_agent(short_join).find("expected 5 field(s)"), std::string::npos);
   Frames long_join = join;
   long_join.push_back("extra");
-  EXPECT_NE(rejected_agent(long_join).find("got 5"), std::string::npos);
+  EXPECT_NE(rejected_agent(long_join).find("got 6"), std::string::npos);
+  // A version-1 agent (no master_port) is told the version, not a field count.
+  Frames v1_join(join.begin(), join.end() - 1);
+  v1_join[0][0] = char(1);
+  EXPECT_NE(rejected_agent(v1_join).find("protocol version 1, expected 2"), std::string::npos);
+  Frames bad_port = join;
+  bad_port[5] = encode_i64(65536);
+  EXPECT_NE(rejected_agent(bad_port).find("master_port=65536 is out of range"), std::string::npos);
 
   Frames bad_int = join;
   bad_int[3] = "1234567";

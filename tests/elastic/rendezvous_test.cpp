@@ -100,12 +100,15 @@ class elastic_rendezvous : public ::testing::Test {
   }
 
   // join() on every client at once, each on its own thread (as agents on separate nodes).
+  static constexpr int kFirstOfferedPort = 30000;
   static std::vector<StatusOr<Assignment>> join_all(const std::vector<RendezvousClient*>& clients,
                                                     milliseconds timeout = seconds(10)) {
     std::vector<std::optional<StatusOr<Assignment>>> results(clients.size());
     std::vector<std::thread> threads;
     for (std::size_t i = 0; i < clients.size(); ++i) {
-      threads.emplace_back([&, i] { results[i].emplace(clients[i]->join(timeout)); });
+      // Client i offers port kFirstOfferedPort + i for its workers' own store (MASTER_PORT).
+      threads.emplace_back(
+          [&, i] { results[i].emplace(clients[i]->join(timeout, kFirstOfferedPort + static_cast<int>(i))); });
     }
     for (auto& t : threads) t.join();
     std::vector<StatusOr<Assignment>> out;
@@ -150,6 +153,7 @@ TEST_P(elastic_rendezvous_world, AgentsFormGenerationZeroWithDistinctRanksInNode
     EXPECT_EQ(a.store_prefix, "gen/0/");
     EXPECT_EQ(a.store_endpoint, service_->store_endpoint());
     EXPECT_EQ(a.master_host, "host-node-0");
+    EXPECT_EQ(a.master_port, kFirstOfferedPort + n - 1);  // node-0's offer (the last client) for all
     EXPECT_EQ(a.resume_step, 77);
     for (int r = 0; r < a.local_world_size; ++r) ranks.push_back(a.rank_offset + r);
     EXPECT_TRUE(raw[k]->status().is_ok()) << raw[k]->status().to_string();
@@ -287,6 +291,7 @@ TEST_F(elastic_rendezvous, RequestedRestartWithTheSameNodesKeepsRanksAndCarriesT
     expected.generation = 1;
     expected.store_prefix = "gen/1/";
     expected.resume_step = 1234;
+    expected.master_port = kFirstOfferedPort;  // node a's new offer, first in this join: new each generation
     EXPECT_EQ(second[i].value(), expected) << "agent " << i;
   }
 }

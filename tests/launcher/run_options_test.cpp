@@ -134,6 +134,73 @@ TEST(LauncherRunOptions, UnknownFlagIsNamed) {
   EXPECT_NE(m.find("unknown flag -n"), std::string::npos) << m;
 }
 
+TEST(LauncherRunOptions, AcceptsTorchrunSpellings) {
+  const RunOptions o = parse_run_options(
+      Args{"--nproc_per_node=4", "--nnodes", "1:2", "--max_restarts", "5", "--rdzv_endpoint=node01:29400",
+           "--rdzv_id", "job-9", "--monitor_interval", "0.02", "--", "./app"});
+  EXPECT_EQ(o.nproc_per_node, 4);
+  EXPECT_EQ(o.nnodes, (NodeRange{1, 2}));
+  EXPECT_EQ(o.max_restarts, 5);
+  EXPECT_EQ(o.rdzv_endpoint, "node01:29400");
+  EXPECT_EQ(o.rdzv_id, "job-9");
+  EXPECT_EQ(o.monitor_interval, std::chrono::milliseconds(20));
+  EXPECT_EQ(o.command, Args{"./app"});
+  // Both spellings parse into the same options.
+  EXPECT_EQ(o, parse_run_options(Args{"--nproc-per-node", "4", "--nnodes=1:2", "--max-restarts=5", "--rdzv-endpoint",
+                                      "node01:29400", "--rdzv-id=job-9", "--monitor-interval=0.02", "--", "./app"}));
+  EXPECT_EQ(parse_run_options(Args{"--nproc-per-node", "1", "--", "a"}).monitor_interval, kDefaultMonitorInterval);
+}
+
+TEST(LauncherRunOptions, TorchrunProgramFormsRunPython) {
+  // A script: python3 -u, as torchrun runs it (its flags after the script are the script's).
+  EXPECT_EQ(parse_run_options(Args{"--nproc_per_node", "2", "train.py", "--lr", "0.1", "--"}).command,
+            (Args{"python3", "-u", "train.py", "--lr", "0.1", "--"}));
+  // -m / --module: the first argument is a module, before or after the other flags.
+  EXPECT_EQ(parse_run_options(Args{"-m", "--nproc_per_node", "2", "pkg.train", "--epochs", "1"}).command,
+            (Args{"python3", "-u", "-m", "pkg.train", "--epochs", "1"}));
+  EXPECT_EQ(parse_run_options(Args{"--nproc-per-node", "2", "--module", "pkg.train"}).command,
+            (Args{"python3", "-u", "-m", "pkg.train"}));
+  EXPECT_EQ(parse_run_options(Args{"--nproc-per-node", "2", "-m", "--", "pkg.train", "x"}).command,
+            (Args{"python3", "-u", "-m", "pkg.train", "x"}));
+  // --no-python: the program itself; after `--`, a .py runs as it is (Tenax's form).
+  EXPECT_EQ(parse_run_options(Args{"--nproc-per-node", "2", "--no_python", "./app", "-x"}).command,
+            (Args{"./app", "-x"}));
+  EXPECT_EQ(parse_run_options(Args{"--nproc-per-node", "2", "--", "./run.py"}).command, Args{"./run.py"});
+  EXPECT_NE(usage_error_of({"--nproc-per-node", "2", "-m"}).find("-m needs a module"), std::string::npos);
+  EXPECT_NE(usage_error_of({"--nproc-per-node", "2", "-m", "--no-python", "x"}).find("exclude each other"),
+            std::string::npos);
+  EXPECT_NE(usage_error_of({"--nproc-per-node", "2", "--standalone=1", "a.py"}).find("--standalone takes no value"),
+            std::string::npos);
+}
+
+TEST(LauncherRunOptions, StandaloneIsOneNodeWithItsOwnRendezvous) {
+  RunOptions o = parse_run_options(Args{"--standalone", "--nnodes", "1", "--nproc_per_node", "2", "a.py"});
+  EXPECT_TRUE(o.standalone);
+  EXPECT_FALSE(o.nnodes.has_value());  // --nnodes 1 with --standalone: the single-node agent
+  std::string m = usage_error_of({"--standalone", "--nnodes", "2", "--nproc_per_node", "2", "a.py"});
+  EXPECT_NE(m.find("--standalone runs one node"), std::string::npos) << m;
+  m = usage_error_of({"--standalone", "--rdzv_endpoint", "h:1", "--nproc_per_node", "2", "a.py"});
+  EXPECT_NE(m.find("drop --rdzv-endpoint h:1"), std::string::npos) << m;
+}
+
+TEST(LauncherRunOptions, TorchrunFlagsWithoutAnEquivalentAreNamed) {
+  for (const char* flag : {"--rdzv_backend", "--rdzv-backend", "--rdzv_conf", "--master_addr", "--master_port",
+                           "--node_rank", "--role", "--log_dir", "--redirects", "--tee", "--start_method",
+                           "--local_addr", "-r", "-t"}) {
+    const std::string m = usage_error_of({"--nproc_per_node", "2", flag, "x", "train.py"});
+    EXPECT_NE(m.find("torchrun's flag " + std::string(flag) + " is not one of tenax run's: "), std::string::npos)
+        << m;
+  }
+  std::string m = usage_error_of({"--nproc_per_node", "2", "--max_restart", "3", "train.py"});
+  EXPECT_NE(m.find("unknown flag --max_restart;"), std::string::npos) << m;
+  m = usage_error_of({"--nproc_per_node", "auto", "train.py"});
+  EXPECT_NE(m.find("--nproc_per_node expects a whole number of workers, got 'auto'"), std::string::npos) << m;
+  for (const char* bad : {"0", "-1", "x", "0.0001", ""}) {
+    m = usage_error_of({"--nproc-per-node", "1", "--monitor-interval", bad, "--", "a"});
+    EXPECT_NE(m.find("--monitor-interval expects seconds"), std::string::npos) << bad << ": " << m;
+  }
+}
+
 TEST(LauncherRunOptions, FlagWithoutValueIsNamed) {
   std::string m = usage_error_of({"--nproc-per-node", "--", "a"});
   EXPECT_NE(m.find("--nproc-per-node needs a value"), std::string::npos) << m;
@@ -145,6 +212,10 @@ TEST(LauncherRunOptions, HelpIsOnlyRecognisedBeforeDoubleDash) {
   EXPECT_TRUE(run_help_requested({"--help"}));
   EXPECT_TRUE(run_help_requested({"--nproc-per-node", "2", "-h", "--", "a"}));
   EXPECT_FALSE(run_help_requested({"--nproc-per-node", "2", "--", "a", "--help"}));
+  // torchrun's forms: a script's or module's --help is its own.
+  EXPECT_FALSE(run_help_requested({"--nproc_per_node", "2", "train.py", "--help"}));
+  EXPECT_FALSE(run_help_requested({"-m", "--nproc_per_node=2", "pkg.train", "-h"}));
+  EXPECT_TRUE(run_help_requested({"--nproc_per_node", "2", "--standalone", "--help", "train.py"}));
   EXPECT_NE(run_usage().find("--nproc-per-node"), std::string::npos);
 }
 

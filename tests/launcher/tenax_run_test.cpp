@@ -166,15 +166,20 @@ TEST_F(LauncherRun, WorkersGetTorchrunAndTenaxEnvironment) {
   const std::string endpoint = r.summary["rdzv_endpoint"];
   const std::string prefix = "tcp://127.0.0.1:";
   ASSERT_EQ(endpoint.rfind(prefix, 0), 0u) << endpoint;
-  const std::string port = endpoint.substr(prefix.size());
-  ASSERT_GT(std::stoi(port), 0);
+  const std::string rdzv_port = endpoint.substr(prefix.size());
+  ASSERT_GT(std::stoi(rdzv_port), 0);
+  // MASTER_PORT: the generation's free port for rank 0's own store (agent.json records it),
+  // the same for every rank, and never the rendezvous port, which PyTorch could not bind.
+  const std::string master_port = std::to_string(r.summary["history"][0]["master_port"].get<int>());
+  EXPECT_NE(master_port, rdzv_port);
+  ASSERT_GT(std::stoi(master_port), 0);
   const std::string run_dir_abs = fs::absolute(run_dir()).lexically_normal().string();
   for (int rank = 0; rank < 3; ++rank) {
     std::ifstream in(at("env-" + std::to_string(rank)));
     std::vector<std::string> v;
     for (std::string line; std::getline(in, line);) v.push_back(line);
     const std::string r_s = std::to_string(rank);
-    ASSERT_EQ(v, (std::vector<std::string>{r_s, r_s, "3", "3", "0", "127.0.0.1", port, "0", "0",
+    ASSERT_EQ(v, (std::vector<std::string>{r_s, r_s, "3", "3", "0", "127.0.0.1", master_port, "0", "0",
                                            endpoint, run_dir_abs, "from-the-parent",
                                            run_dir_abs + "/tenax-job.keys"}))
         << "rank " << rank;
@@ -182,6 +187,27 @@ TEST_F(LauncherRun, WorkersGetTorchrunAndTenaxEnvironment) {
   // The job's CURVE keys: private to the user who runs it.
   const auto perms = fs::status(run_dir() / "tenax-job.keys").permissions();
   EXPECT_EQ(perms & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+TEST_F(LauncherRun, TorchrunSpellingsRunTheWorkersAndRestartThem) {
+  // What a job script written for torchrun passes, with --no-python for a shell worker.
+  const std::string script = "echo \"$MASTER_PORT $TORCHELASTIC_RUN_ID $TORCHELASTIC_RESTART_COUNT\" > " +
+                             at("port-") + "$RANK-$TORCHELASTIC_RESTART_COUNT; " +
+                             "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && [ \"$RANK\" = 1 ]; then kill -9 $$; fi";
+  TenaxResult r = tenax({"run", "--nproc_per_node=2", "--max_restarts", "1", "--monitor_interval=0.02",
+                         "--rdzv_id=job-7", "--standalone", "--run_dir", run_dir().string(), "--no-python", "/bin/sh",
+                         "-c", script});
+  ASSERT_EQ(r.exit_code, 0) << explain(r);
+  EXPECT_EQ(r.summary["generations"], 2) << explain(r);
+  EXPECT_EQ(r.summary["max_restarts"], 1) << explain(r);
+  for (int g = 0; g < 2; ++g) {
+    const std::string expected =
+        std::to_string(r.summary["history"][g]["master_port"].get<int>()) + " job-7 " + std::to_string(g) + "\n";
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_EQ(read_file(at("port-" + std::to_string(rank) + "-" + std::to_string(g))), expected)
+          << "rank " << rank << ", restart " << g << "\n" << explain(r);
+    }
+  }
 }
 
 TEST_F(LauncherRun, WorkerKilledBySignalIsRestartedOnce) {
@@ -328,6 +354,11 @@ TEST_F(LauncherRun, UsageErrorsExitTwoNamingTheProblem) {
       {{"run", "--nproc-per-node", "1", "--"}, "no program after `--`"},
       {{"run", "--nproc-per-node", "1", "--", "tenax-no-such-program-xyz"}, "not found in PATH"},
       {{"run", "--nproc-per-node", "1", "--", data}, "not an executable"},
+      // torchrun's flags that tenax run does not take are refused by name, with what to do.
+      {{"run", "--nproc_per_node=1", "--rdzv_backend=c10d", "train.py"}, "torchrun's flag --rdzv_backend"},
+      {{"run", "--nproc_per_node", "1", "--master_port", "29500", "train.py"}, "torchrun's flag --master_port"},
+      {{"run", "--nproc_per_node", "1", "-r", "3", "train.py"}, "torchrun's flag -r"},
+      {{"run", "--nproc_per_node", "1", "--no_such_torchrun_flag", "train.py"}, "unknown flag --no_such_torchrun_flag"},
   };
   for (const Case& c : cases) {
     TenaxResult r = tenax(c.args);

@@ -28,6 +28,8 @@ TEST(LauncherWorkerEnvironment, SetsTorchrunAndTenaxVariables) {
   v.restart_count = 2;
   v.max_restarts = 3;
   v.rdzv_endpoint = "tcp://127.0.0.1:45123";
+  v.master_port = 29517;
+  v.run_id = "job-42";
   v.run_dir = "/runs/a";
   v.keys_file = "/runs/tenax-job.keys";
   v.fence_dir = "/runs";
@@ -38,8 +40,18 @@ TEST(LauncherWorkerEnvironment, SetsTorchrunAndTenaxVariables) {
   EXPECT_EQ(env["WORLD_SIZE"], "4");
   EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "4");
   EXPECT_EQ(env["GROUP_RANK"], "0");
+  EXPECT_EQ(env["GROUP_WORLD_SIZE"], "1");
+  EXPECT_EQ(env["ROLE_RANK"], "1");
+  EXPECT_EQ(env["ROLE_WORLD_SIZE"], "4");
+  EXPECT_EQ(env["ROLE_NAME"], "default");
   EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1");
-  EXPECT_EQ(env["MASTER_PORT"], "45123");
+  // Not Tenax's rendezvous port: PyTorch's init_process_group binds MASTER_PORT on rank 0.
+  EXPECT_EQ(env["MASTER_PORT"], "29517");
+  EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "2");
+  EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "3");
+  EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], "job-42");
+  EXPECT_EQ(env["TORCHELASTIC_USE_AGENT_STORE"], "False");
+  EXPECT_EQ(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
   EXPECT_EQ(env["TENAX_GENERATION"], "2");
   EXPECT_EQ(env["TENAX_RESTART_COUNT"], "2");
   EXPECT_EQ(env["TENAX_RDZV_ENDPOINT"], "tcp://127.0.0.1:45123");
@@ -47,6 +59,20 @@ TEST(LauncherWorkerEnvironment, SetsTorchrunAndTenaxVariables) {
   EXPECT_EQ(env["TENAX_KEYS_FILE"], "/runs/tenax-job.keys");
   EXPECT_EQ(env["TENAX_FENCE_DIR"], "/runs");
   for (const std::string& name : worker_env_names()) EXPECT_EQ(env.count(name), 1u) << name;
+}
+
+TEST(LauncherWorkerEnvironment, KeepsTheUsersNcclErrorHandlingAndRefusesANonPort) {
+  WorkerEnvironment v;
+  v.rdzv_endpoint = "tcp://127.0.0.1:45123";
+  v.master_port = 40000;
+  auto env = as_map(worker_environment({"TORCH_NCCL_ASYNC_ERROR_HANDLING=3", "MASTER_PORT=1"}, v));
+  EXPECT_EQ(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "3");  // torchrun keeps the user's value too
+  EXPECT_EQ(env["MASTER_PORT"], "40000");
+  EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], "none");
+  for (int bad : {0, -1, 65536}) {
+    v.master_port = bad;
+    EXPECT_THROW(worker_environment({}, v), Error) << bad;
+  }
 }
 
 TEST(LauncherWorkerEnvironment, EndpointPort) {

@@ -109,7 +109,10 @@ class RendezvousClient {
   /// FAILED_PRECONDITION: the service failed the round (the message names min, count, who);
   /// UNAVAILABLE: the service is lost; DEADLINE_EXCEEDED: `timeout` passed (the client then
   /// stops joining and the service forgets the node after interval × liveness).
-  StatusOr<Assignment> join(std::chrono::milliseconds timeout = kDefaultJoinTimeout);
+  /// `master_port`: a port free on this node's host, offered for the workers' own store
+  /// (PyTorch's TCPStore on rank 0); the generation's Assignment::master_port is node rank 0's
+  /// offer (0: none offered). ConfigError when it is not in 0..65535.
+  StatusOr<Assignment> join(std::chrono::milliseconds timeout = kDefaultJoinTimeout, int master_port = 0);
 
   /// OK while this node's generation stands; ABORTED once it ended (the message says why),
   /// UNAVAILABLE when the service is lost, FAILED_PRECONDITION when not in a generation.

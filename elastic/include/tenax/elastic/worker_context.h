@@ -1,8 +1,8 @@
 // Who this process is in the current generation, and its collectives.
 //
-// `from_env()` reads the launcher's torchrun-compatible environment (RANK, LOCAL_RANK,
-// WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TENAX_GENERATION,
-// TENAX_RESTART_COUNT, TENAX_RDZV_ENDPOINT, TENAX_FENCE_DIR), connects to the rendezvous key-value service and
+// `from_env()` reads the launcher's torchrun-compatible environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, TENAX_GENERATION, TENAX_RESTART_COUNT, TENAX_RDZV_ENDPOINT, TENAX_FENCE_DIR; never MASTER_PORT, a
+// PyTorch peer's own store), connects to the rendezvous key-value service at TENAX_RDZV_ENDPOINT and
 // builds the Gloo communicator under the store prefix "gen/<generation>/". Without the launcher
 // (no RANK in the environment) it gives a single-process context of world size 1.
 // Defaults when RANK is set: LOCAL_RANK = RANK, LOCAL_WORLD_SIZE = WORLD_SIZE, TENAX_GENERATION
