@@ -11,6 +11,10 @@ The batch of step s on rank r is a pure function of (seed, s, r), so a run that 
 resumed sees the same data as one that is not, and their final parameters are equal bit for bit
 (CPU, Gloo, one thread: every sum is done in the same order).
 
+--tenax-guard: the script also uses Tenax's Python helper (python/tenax: StepGuard): it reports
+progress every step (for --hang-timeout) and, when every rank agrees a preemption signal arrived,
+saves at that step and exits 3 (tenax.EXIT_PREEMPTED).
+
 --stop-at-step K --stop-rank R: in the first generation (TORCHELASTIC_RESTART_COUNT=0), rank R
 stops itself (SIGSTOP) before step K, so that the test can SIGKILL it by pid at a known step.
 """
@@ -35,6 +39,7 @@ def parse_args():
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--stop-at-step", type=int, default=-1)
     p.add_argument("--stop-rank", type=int, default=1)
+    p.add_argument("--tenax-guard", action="store_true", help="tenax.StepGuard: progress and agreed preemption")
     return p.parse_args()
 
 
@@ -91,6 +96,10 @@ def main():
     with open(os.path.join(args.out, "env-r%d-g%d.json" % (rank, restart)), "w") as f:
         json.dump(seen, f)
 
+    guard = None
+    if args.tenax_guard:
+        import tenax
+        guard = tenax.StepGuard()  # before init_process_group: no signal may be missed
     dist.init_process_group("gloo", init_method="env://")
     world = dist.get_world_size()
 
@@ -118,9 +127,16 @@ def main():
         loss.backward()
         optimizer.step()
         done = step + 1
-        if rank == 0 and done % args.save_every == 0:
+        preempted = guard.step_end(done) if guard is not None else 0
+        if rank == 0 and (done % args.save_every == 0 or preempted):
             atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": done},
                         os.path.join(ckpt_dir, "%s%06d.pt" % (CHECKPOINT_PREFIX, done)))
+        if preempted:
+            print("rank %d: preempted (signal %d) after step %d: checkpoint saved, exit %d"
+                  % (rank, preempted, done, tenax.EXIT_PREEMPTED), flush=True)
+            dist.barrier()  # rank 0's checkpoint is on disk before any rank exits
+            dist.destroy_process_group()
+            return tenax.EXIT_PREEMPTED
     if rank == 0:
         atomic_save(model.state_dict(), os.path.join(args.out, "final.pt"))
         print("rank 0 of %d: finished %d steps (started at %d, restart %d), last loss %s"

@@ -33,6 +33,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "ddp_checkpoint.py")
+PYTHON_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")
 SKIP = 77
 STEPS, SAVE_EVERY, STOP_AT = 40, 5, 23
 RESUME_STEP = (STOP_AT // SAVE_EVERY) * SAVE_EVERY  # the newest checkpoint before the kill
@@ -98,7 +99,8 @@ def start(case_dir, tenax_args, program, log_name="tenax.log"):
     env["GLOO_SOCKET_IFNAME"] = "lo"
     # The interpreter running this test is the one the agent finds as python3.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
+    # This directory (ddp_checkpoint as a module) and Tenax's Python helper (python/tenax).
+    env["PYTHONPATH"] = os.pathsep.join([HERE, PYTHON_PACKAGE, env.get("PYTHONPATH", "")])
     script_args = ["--out", os.path.join(case_dir, "out"), "--steps", str(STEPS), "--save-every", str(SAVE_EVERY)]
     os.makedirs(os.path.join(case_dir, "out"), exist_ok=True)
     command = [ARGS.tenax, "run"] + tenax_args + program + script_args
