@@ -19,7 +19,7 @@ tenax.StepGuard called after every step) runs with two workers:
 And newest_complete_checkpoint() on real directories: a checkpoint without its trainer_state.json
 (the file Hugging Face's Trainer writes last) is skipped.
 
-Exit status 77 (ctest: "Skipped") when `import torch` fails, as ddp_kill_resume_test.py.
+Without `import torch` it fails, as ddp_kill_resume_test.py (tools/bootstrap.sh installs it).
 
   python3 ddp_guard_test.py --tenax build/launcher/tenax --out /tmp/ddp-guard
 """
@@ -181,17 +181,9 @@ def main():
     p.add_argument("--out", required=True, help="scratch directory (emptied first)")
     base.ARGS = p.parse_args()
     base.ARGS.tenax = os.path.abspath(base.ARGS.tenax)
-    try:
-        import torch
-    except ImportError as e:
-        for other in ("/usr/bin/python3",):
-            if os.path.realpath(other) != os.path.realpath(sys.executable) and os.access(other, os.X_OK) and \
-                    subprocess.call([other, "-c", "import torch"], stderr=subprocess.DEVNULL) == 0:
-                print("no torch for %s; running with %s" % (sys.executable, other), flush=True)
-                os.execv(other, [other] + sys.argv)
-        print("SKIPPED: no PyTorch for %s (%s); tools/bootstrap.sh installs Debian's python3-torch"
-              % (sys.executable, e), flush=True)
-        return base.SKIP
+    torch = base.require_torch()
+    if torch is None:
+        return 1
     print("torch %s from %s" % (torch.__version__, os.path.dirname(torch.__file__)), flush=True)
     shutil.rmtree(base.ARGS.out, ignore_errors=True)
     os.makedirs(base.ARGS.out)

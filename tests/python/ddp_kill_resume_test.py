@@ -16,8 +16,8 @@ restart that resumed from a checkpoint (not from scratch, which would be equal t
 generation's workers must have had torchrun's environment with one MASTER_PORT that is not
 Tenax's rendezvous port.
 
-Exit status 77 (ctest: "Skipped", never "Passed") when `import torch` fails: tools/bootstrap.sh
-installs Debian's python3-torch, so CI runs it.
+tools/bootstrap.sh installs Debian's python3-torch; without `import torch` the test fails (exit 1)
+with a message saying so: it is never skipped.
 
   python3 ddp_kill_resume_test.py --tenax build/launcher/tenax --out /tmp/ddp
 """
@@ -34,7 +34,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "ddp_checkpoint.py")
 PYTHON_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")
-SKIP = 77
 STEPS, SAVE_EVERY, STOP_AT = 40, 5, 23
 RESUME_STEP = (STOP_AT // SAVE_EVERY) * SAVE_EVERY  # the newest checkpoint before the kill
 # How long a stage may take before the test gives up: generous, for a loaded 2-core machine; no
@@ -237,6 +236,24 @@ def run_killed(name, tenax_args, program, run_id=None, nodes=1):
           % (name, time.monotonic() - began, RESUME_STEP, "\n".join(texts[0].splitlines()[-3:])), flush=True)
 
 
+def require_torch():
+    """torch, imported; or None after saying why. CMake may have found another interpreter first
+    (a pyenv or venv python3 in PATH): then this re-executes the test with the system's, where
+    Debian's python3-torch lives, if that one has torch."""
+    try:
+        import torch
+        return torch
+    except ImportError as e:
+        for other in ("/usr/bin/python3",):
+            if os.path.realpath(other) != os.path.realpath(sys.executable) and os.access(other, os.X_OK) and \
+                    subprocess.call([other, "-c", "import torch"], stderr=subprocess.DEVNULL) == 0:
+                print("no torch for %s; running with %s" % (sys.executable, other), flush=True)
+                os.execv(other, [other] + sys.argv)
+        print("FAILED: no PyTorch for %s (%s); run tools/bootstrap.sh (it installs Debian's python3-torch)"
+              % (sys.executable, e), flush=True)
+        return None
+
+
 def main():
     global ARGS, REFERENCE
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -244,19 +261,9 @@ def main():
     p.add_argument("--out", required=True, help="scratch directory (emptied first)")
     ARGS = p.parse_args()
     ARGS.tenax = os.path.abspath(ARGS.tenax)  # the agents run in their case directories
-    try:
-        import torch
-    except ImportError as e:
-        # CMake may have found another interpreter first (a pyenv or venv python3 in PATH): use
-        # the system's, where Debian's python3-torch lives, if it has torch.
-        for other in ("/usr/bin/python3",):
-            if os.path.realpath(other) != os.path.realpath(sys.executable) and os.access(other, os.X_OK) and \
-                    subprocess.call([other, "-c", "import torch"], stderr=subprocess.DEVNULL) == 0:
-                print("no torch for %s; running with %s" % (sys.executable, other), flush=True)
-                os.execv(other, [other] + sys.argv)
-        print("SKIPPED: no PyTorch for %s (%s); tools/bootstrap.sh installs Debian's python3-torch"
-              % (sys.executable, e), flush=True)
-        return SKIP
+    torch = require_torch()
+    if torch is None:
+        return 1
     print("torch %s from %s" % (torch.__version__, os.path.dirname(torch.__file__)), flush=True)
     shutil.rmtree(ARGS.out, ignore_errors=True)
     os.makedirs(ARGS.out)
