@@ -1,7 +1,10 @@
 #include "tenax/elastic/worker_context.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include <unistd.h>
@@ -11,6 +14,7 @@
 #include "tenax/core/logging.h"
 #include "tenax/elastic/gloo_communicator.h"
 #include "tenax/elastic/in_memory_store.h"
+#include "tenax/elastic/in_process_recovery.h"
 #include "tenax/elastic/kv_service.h"
 
 namespace tenax::elastic {
@@ -64,6 +68,129 @@ WorkerIdentity identity_from_env() {
   return id;
 }
 
+std::int64_t stored_int(Store& store, const std::string& key, std::chrono::milliseconds timeout) {
+  const std::vector<char> raw = store.get(key, timeout);
+  const std::string text(raw.begin(), raw.end());
+  try {
+    std::size_t used = 0;
+    const std::int64_t value = std::stoll(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  throw RendezvousError("the rendezvous store holds '" + text + "' under " + key + ", not a number");
+}
+
+// The store as the mesh connect of a recovering generation sees it: every wait gives up as soon
+// as the agent declares a newer generation (a peer was lost while this one formed), so a second
+// failure during healing costs one more declaration, not a connect timeout.
+class SupersededWatch final : public Store {
+ public:
+  SupersededWatch(Store& view, Store& base, std::int64_t generation) : view_(view), base_(base), generation_(generation) {}
+
+  void set(const std::string& key, const std::vector<char>& value) override { view_.set(key, value); }
+  std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override {
+    wait({key}, timeout);
+    return view_.get(key, timeout);
+  }
+  std::int64_t add(const std::string& key, std::int64_t delta) override { return view_.add(key, delta); }
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      try {
+        view_.wait(keys, std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(50)));
+        return;
+      } catch (const TimeoutError&) {
+        const std::int64_t latest = stored_int(base_, kLatestKey, std::chrono::seconds(5));
+        if (latest > generation_) {
+          throw PeerLostError("generation " + std::to_string(generation_) + " was superseded by generation " +
+                              std::to_string(latest) + " while it formed (another peer was lost)");
+        }
+        if (left.count() <= 50) throw;
+      }
+    }
+  }
+
+ private:
+  Store& view_;
+  Store& base_;
+  std::int64_t generation_;
+};
+
+struct JoinedGeneration {
+  std::int64_t generation = 0;
+  std::unique_ptr<Communicator> communicator;
+};
+
+// In-process recovery: the communicator of the newest generation the agent declared, from
+// `first` on. A generation that loses a peer while it forms is left for the next one.
+JoinedGeneration join_declared_generation(Store& base, std::int64_t first, int rank, int world,
+                                          const std::string& hostname, std::chrono::milliseconds connect_timeout,
+                                          std::chrono::milliseconds timeout) {
+  const std::string who = "rank " + std::to_string(rank) + " of " + std::to_string(world);
+  auto log = logger("tenax.elastic");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto left = [&] {
+    return std::max(std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()),
+                    std::chrono::milliseconds(0));
+  };
+  std::int64_t target = first;
+  for (;;) {
+    try {
+      base.wait({declared_key(target)}, left());
+    } catch (const TimeoutError&) {
+      throw TimeoutError(who + ": the agent declared no generation " + std::to_string(target) + " within " +
+                         std::to_string(timeout.count()) + " ms; is `tenax run` still alive?");
+    }
+    target = std::max(target, stored_int(base, kLatestKey, left()));
+    PrefixStore view(generation_prefix(target), base);
+    SupersededWatch watch(view, base, target);
+    GlooOptions options;
+    options.hostname = hostname;
+    options.timeout = std::max(std::min(connect_timeout, left()), std::chrono::milliseconds(1));
+    try {
+      return {target, make_gloo_communicator(watch, rank, world, options)};
+    } catch (const PeerLostError& e) {
+      log->warn("{}: generation {} did not form ({}); joining the next one", who, target, e.what());
+      ++target;
+    }
+  }
+}
+
+// A warm spare: started with the job's environment but no rank of its own, it has loaded
+// libtorch and run the program up to here when the agent hands it a lost rank's place.
+// It waits as long as the job runs (the agent stops its spares when the job ends).
+void wait_for_spare_assignment(Store& base, WorkerIdentity& id, int spare_id) {
+  logger("tenax.elastic")->info("warm spare {}: waiting for a rank to take over", spare_id);
+  std::vector<char> raw;
+  for (;;) {
+    try {
+      raw = base.get(spare_key(spare_id), std::chrono::hours(1));
+      break;
+    } catch (const TimeoutError&) {
+    }
+  }
+  const std::string text(raw.begin(), raw.end());
+  const std::optional<SpareAssignment> assignment = parse_spare_assignment(text);
+  if (!assignment || assignment->rank >= id.world_size) {
+    throw RendezvousError("warm spare " + std::to_string(spare_id) + ": the agent's assignment '" + text +
+                          "' is not '<rank> <generation> <restart count>' with a rank below WORLD_SIZE=" +
+                          std::to_string(id.world_size));
+  }
+  id.rank = assignment->rank;
+  id.local_rank = assignment->rank % id.local_world_size;
+  id.generation = assignment->generation;
+  id.restart_count = assignment->restart_count;
+  id.replacement = true;
+  // The program may read the torchrun variables itself: they now say who this process is.
+  ::setenv("RANK", std::to_string(id.rank).c_str(), 1);
+  ::setenv("LOCAL_RANK", std::to_string(id.local_rank).c_str(), 1);
+  ::setenv("TENAX_GENERATION", std::to_string(id.generation).c_str(), 1);
+  ::setenv("TENAX_RESTART_COUNT", std::to_string(id.restart_count).c_str(), 1);
+  ::setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(id.restart_count).c_str(), 1);
+  ::unsetenv(kSpareIdVariable);
+}
+
 }  // namespace
 
 WorkerContext WorkerContext::from_env(std::chrono::milliseconds timeout) {
@@ -75,8 +202,13 @@ WorkerContext WorkerContext::from_env(std::chrono::milliseconds timeout) {
 }
 
 WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, std::unique_ptr<Communicator> given) {
-  const WorkerIdentity id = identity_from_env();
-  set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
+  WorkerIdentity id = identity_from_env();
+  const bool in_process = env::get(kRecoveryVariable).value_or("") == kRecoveryInProcess;
+  // -1: not a spare.
+  const int spare_id = env::get(kSpareIdVariable) ? int_var(kSpareIdVariable, env::require_int(kSpareIdVariable)) : -1;
+  id.replacement = env::get(kReplacementVariable).value_or("") == "1";
+  if (spare_id >= 0) set_log_identity({-1, static_cast<int>(id.generation), "spare"});
+  else set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
 
   const auto endpoint = env::get("TENAX_RDZV_ENDPOINT");
   if (!endpoint && id.world_size > 1) {
@@ -92,7 +224,15 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
   std::unique_ptr<Store> store;
   if (endpoint) {
     base = connect_store(*endpoint, timeout, keys);
+    if (spare_id >= 0) {
+      if (given) throw ConfigError(std::string(kSpareIdVariable) + " is set: a warm spare builds its own communicator");
+      wait_for_spare_assignment(*base, id, spare_id);
+      set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
+    }
     store = std::make_unique<PrefixStore>(generation_prefix(id.generation), *base);
+  } else if (spare_id >= 0) {
+    throw ConfigError(std::string(kSpareIdVariable) + " is set but TENAX_RDZV_ENDPOINT is not; spares are started by "
+                      "`tenax run --spares K`");
   }
   GlooOptions options;
   options.hostname = gloo_hostname(id);
@@ -103,21 +243,41 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
                       std::to_string(id.rank) + " of WORLD_SIZE=" + std::to_string(id.world_size) +
                       "; under `tenax run` pass no communicator (Gloo is built from the agent's store)");
   }
-  std::unique_ptr<Communicator> communicator =
-      given                 ? std::move(given)
-      : id.world_size == 1 ? make_local_communicator()
-                           : make_gloo_communicator(*store, id.rank, id.world_size, options);
+  std::unique_ptr<Communicator> communicator;
+  if (given) {
+    communicator = std::move(given);
+  } else if (id.world_size == 1) {
+    communicator = make_local_communicator();
+  } else if (in_process && id.replacement && base) {
+    // Another loss while this replacement starts makes the agent declare a newer generation.
+    JoinedGeneration joined =
+        join_declared_generation(*base, id.generation, id.rank, id.world_size, options.hostname, timeout, timeout);
+    id.generation = joined.generation;
+    communicator = std::move(joined.communicator);
+    store = std::make_unique<PrefixStore>(generation_prefix(id.generation), *base);
+    set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
+  } else {
+    communicator = make_gloo_communicator(*store, id.rank, id.world_size, options);
+  }
 
+  std::function<StoreFactory(std::int64_t)> store_factory_for;
   StoreFactory open_store;
   if (endpoint) {
-    open_store = [endpoint = *endpoint, generation = id.generation, timeout, keys]() -> std::unique_ptr<Store> {
-      return std::make_unique<OwningPrefixStore>(generation_prefix(generation), connect_store(endpoint, timeout, keys));
+    store_factory_for = [endpoint = *endpoint, timeout, keys](std::int64_t generation) -> StoreFactory {
+      return [endpoint, generation, timeout, keys]() -> std::unique_ptr<Store> {
+        return std::make_unique<OwningPrefixStore>(generation_prefix(generation), connect_store(endpoint, timeout, keys));
+      };
     };
+    open_store = store_factory_for(id.generation);
   }
   std::optional<GenerationFence> fence;
   if (const auto fence_dir = env::get(kFenceDirVariable); fence_dir && !fence_dir->empty()) fence.emplace(*fence_dir);
   WorkerContext context(id, std::move(store), std::move(communicator), std::move(open_store), std::move(fence));
   context.base_store_ = std::move(base);
+  context.in_process_ = in_process && !given && context.base_store_ != nullptr;
+  context.store_factory_for_ = std::move(store_factory_for);
+  context.gloo_hostname_ = options.hostname;
+  context.connect_timeout_ = timeout;
   logger("tenax.elastic")
       ->info("rank {} of {} (local {} of {}), generation {}, restart {}", id.rank, id.world_size, id.local_rank,
              id.local_world_size, id.generation, id.restart_count);
@@ -152,6 +312,10 @@ WorkerContext& WorkerContext::operator=(WorkerContext&& other) noexcept {
     open_store_ = std::move(other.open_store_);
     fence_ = std::move(other.fence_);
     hosted_service_ = std::move(other.hosted_service_);
+    in_process_ = other.in_process_;
+    store_factory_for_ = std::move(other.store_factory_for_);
+    gloo_hostname_ = std::move(other.gloo_hostname_);
+    connect_timeout_ = other.connect_timeout_;
   }
   return *this;
 }
@@ -172,6 +336,29 @@ void WorkerContext::release() noexcept {
   store_.reset();
   base_store_.reset();
   hosted_service_.reset();
+}
+
+void WorkerContext::announce_in_process_recovery() {
+  if (in_process_ && base_store_) base_store_->add(ready_key(identity_.generation), 1);
+}
+
+void WorkerContext::rejoin(std::chrono::milliseconds timeout) {
+  const std::string who = "rank " + std::to_string(identity_.rank) + " of " + std::to_string(identity_.world_size);
+  if (!in_process_ || !base_store_ || !store_factory_for_) {
+    throw RendezvousError(who + ": cannot rejoin in process; this job restarts its processes instead (`tenax run "
+                          "--recovery in-process` with the Gloo communicator it builds)");
+  }
+  // Closing this rank's connections first: a peer blocked on a message from this rank fails
+  // now instead of at its collective's timeout.
+  communicator_.reset();
+  store_.reset();
+  JoinedGeneration joined = join_declared_generation(*base_store_, identity_.generation + 1, identity_.rank,
+                                                     identity_.world_size, gloo_hostname_, connect_timeout_, timeout);
+  identity_.generation = joined.generation;
+  communicator_ = std::move(joined.communicator);
+  store_ = std::make_unique<PrefixStore>(generation_prefix(joined.generation), *base_store_);
+  open_store_ = store_factory_for_(joined.generation);
+  set_log_identity({identity_.rank, static_cast<int>(joined.generation), "worker"});
 }
 
 Communicator& WorkerContext::communicator() {

@@ -54,6 +54,24 @@ class FailureInjection final : public sdk::TrainerCallback {
   int signal_;
 };
 
+/// A second failure while a generation heals (`tenax run --recovery in-process`): the first
+/// process that takes a lost rank's place (restart count 1) SIGKILLs itself when it has joined
+/// the new generation and before it has received its state, so that the survivors, already
+/// in the new generation, lose a peer again and must heal once more.
+class FailureWhileHealing final : public sdk::TrainerCallback {
+ public:
+  FailureWhileHealing(bool replacement, std::int64_t restart_count) : armed_(replacement && restart_count == 1) {}
+  void on_restart(const sdk::TrainingArguments&, sdk::TrainerState& state, sdk::TrainerControl&) override {
+    if (!armed_) return;
+    logger("example")->warn("failure injection: rank {} (a replacement) kills itself with SIGKILL while it heals",
+                            state.rank);
+    std::raise(SIGKILL);
+  }
+
+ private:
+  bool armed_;
+};
+
 /// Sends `signal` to the agent (this worker's parent) after step `step`, from rank 0 — the way
 /// Slurm's warning signal or scancel reaches a job — so that the preemption path can be tested.
 class PreemptionInjection final : public sdk::TrainerCallback {

@@ -7,6 +7,8 @@
 // --fail-at-step S --fail-rank R: rank R SIGKILLs itself right after step S, in the first
 // generation only (TENAX_RESTART_COUNT=0), so the restarted job runs through. With
 // --fail-signal STOP it SIGSTOPs itself instead: a hung worker for `tenax run --hang-timeout`.
+// --fail-on-heal yes: under `tenax run --recovery in-process`, the first replacement of a lost
+// rank SIGKILLs itself while it heals (a second failure while the new generation forms).
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -73,6 +75,7 @@ struct Options {
   std::int64_t fail_at_step = -1;
   int fail_rank = 0;
   int fail_signal = SIGKILL;
+  bool fail_on_heal = false;
   std::int64_t preempt_at_step = -1;
   int preempt_signal = SIGUSR1;
   std::int64_t dataset_size = 4096;
@@ -83,7 +86,7 @@ constexpr const char* kUsage =
     "usage: synthetic_regression --output-dir DIR [--max-steps N] [--save-steps N]\n"
     "       [--logging-steps N] [--per-device-batch N] [--learning-rate X] [--seed N]\n"
     "       [--dataset-size N] [--fail-at-step S --fail-rank R [--fail-signal KILL|STOP]]\n"
-    "       [--preempt-at-step S [--preempt-signal USR1|TERM]]\n";
+    "       [--preempt-at-step S [--preempt-signal USR1|TERM]] [--fail-on-heal yes]\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "synthetic_regression: " << message << "\n" << kUsage;
@@ -128,6 +131,10 @@ Options parse(int argc, char** argv) {
       if (value != "KILL" && value != "STOP") usage_error("--fail-signal must be KILL or STOP, got " + value);
       o.fail_signal = value == "KILL" ? SIGKILL : SIGSTOP;
     }
+    else if (flag == "--fail-on-heal") {
+      if (value != "yes" && value != "no") usage_error("--fail-on-heal must be yes or no, got " + value);
+      o.fail_on_heal = value == "yes";
+    }
     else if (flag == "--preempt-at-step") o.preempt_at_step = as_int();
     else if (flag == "--preempt-signal") {
       if (value != "USR1" && value != "TERM") usage_error("--preempt-signal must be USR1 or TERM, got " + value);
@@ -161,6 +168,10 @@ int main(int argc, char** argv) {
     if (options.fail_at_step >= 0) {
       trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(options.fail_at_step, options.fail_rank,
                                                               context.restart_count(), options.fail_signal));
+    }
+    if (options.fail_on_heal) {
+      trainer.add_callback(std::make_shared<tenax::examples::FailureWhileHealing>(context.identity().replacement,
+                                                                                 context.restart_count()));
     }
     if (options.preempt_at_step >= 0) {
       trainer.add_callback(std::make_shared<tenax::examples::PreemptionInjection>(options.preempt_at_step, options.preempt_signal));

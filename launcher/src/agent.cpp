@@ -13,16 +13,21 @@
 #include "exit_status.h"
 #include "free_port.h"
 #include "generation_claim.h"
+#include "recovery_policy.h"
 #include "shutdown_signals.h"
+#include "spare_pool.h"
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/generation_fence.h"
 #include "tenax/elastic/host_election.h"
+#include "tenax/elastic/in_process_recovery.h"
+#include "tenax/elastic/job_keys.h"
 #include "tenax/elastic/kv_service.h"
 #include "tenax/elastic/rendezvous_client.h"
 #include "tenax/elastic/rendezvous_lease.h"
 #include "tenax/elastic/rendezvous_service.h"
+#include "tenax/elastic/store.h"
 #include "slurm_requeue.h"
 #include "worker_process.h"
 
@@ -166,8 +171,19 @@ class RunLoop {
   // Hosting agent: waits until no other node is left that needs the service.
   void wait_for_other_nodes();
   void requeue_if_slurm_rank0(int node_rank);
-  GenerationRecord run_generation(const GenerationPlan& plan, int restart_count);
+  GenerationRecord run_generation(GenerationPlan plan, int restart_count);
+  WorkerEnvironment environment_for(const GenerationPlan& plan, int local, int restart_count) const;
+  bool in_process_recovery() const { return options_.recovery == RecoveryMode::kInProcess && !plan_; }
+  // In-process recovery (recovery_policy.h): when the policy allows it, the `lost` workers are
+  // replaced (by a warm spare or a new process) as generation plan.generation + 1 while the
+  // others keep running; plan.generation is advanced. False: restart the generation instead.
+  bool replace_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
+                          GenerationPlan& plan, int restart_count, SparePool* spares);
+  // This agent's own connection to its key-value service (in-process recovery's messages).
+  elastic::Store& recovery_store();
   bool hung(Worker& w);
+  // The workers hung now (--hang-timeout), each logged; see the definition for stopped ones.
+  std::vector<std::size_t> find_hung(std::vector<Worker>& workers);
   std::string where(const Worker& w) const;
   // `signal` to every worker's process group, up to `grace` for them to exit, then SIGKILL.
   void stop_workers(std::vector<Worker>& workers, int signal, std::chrono::seconds grace);
@@ -208,6 +224,11 @@ class RunLoop {
   ShutdownSignals signals_;
   std::vector<GenerationRecord> history_;
   Clock::time_point next_hang_check_{};
+  std::unique_ptr<elastic::Store> recovery_store_;
+  int in_process_recoveries_ = 0;
+  int next_spare_id_ = 0;
+  int ready_generation_ = -1;  // a generation of this run_generation() in which every rank healed in process
+  std::vector<nlohmann::json> recoveries_;  // agent.json "in_process_recoveries"
 };
 
 int RunLoop::run() {
@@ -788,17 +809,77 @@ bool RunLoop::hung(Worker& w) {
   const auto changed = std::filesystem::last_write_time(w.progress_file, ec);
   if (ec) return false;  // never reported progress: not judged
   const auto age = std::filesystem::file_time_type::clock::now() - changed;
-  if (age <= options_.hang_timeout) return false;
-  log_->error("worker {} made no progress for {} s: {} was last written {} s ago (--hang-timeout {} s); "
-              "treating it as hung",
-              where(w), std::chrono::duration_cast<std::chrono::seconds>(age).count(), w.progress_file.string(),
-              std::chrono::duration_cast<std::chrono::seconds>(age).count(), options_.hang_timeout.count());
-  return true;
+  return age > options_.hang_timeout;
 }
 
-GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart_count) {
+std::vector<std::size_t> RunLoop::find_hung(std::vector<Worker>& workers) {
+  std::vector<std::size_t> hung_now;
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    if (hung(workers[i])) hung_now.push_back(i);
+  }
+  // A worker blocked in a collective on a hung peer makes no progress either. When only some of
+  // them are stopped (SIGSTOP, a debugger), those are the hung ones; the others keep their
+  // process under in-process recovery. Otherwise there is no telling, and all count as hung.
+  std::vector<std::size_t> stopped;
+  for (std::size_t i : hung_now) {
+    if (workers[i].process->stopped()) stopped.push_back(i);
+  }
+  const bool narrow = in_process_recovery() && !stopped.empty() && stopped.size() < hung_now.size();
+  for (std::size_t i : hung_now) {
+    Worker& w = workers[i];
+    const bool is_hung = !narrow || std::find(stopped.begin(), stopped.end(), i) != stopped.end();
+    if (is_hung) {
+      log_->error("worker {} made no progress for over {} s ({} unchanged{}); treating it as hung", where(w),
+                  options_.hang_timeout.count(), w.progress_file.string(),
+                  w.process->stopped() ? "; the process is stopped" : "");
+    } else {
+      log_->warn("worker {} made no progress for over {} s either, but it is running: it waits in a collective for "
+                 "the stopped one; it keeps its process",
+                 where(w), options_.hang_timeout.count());
+    }
+  }
+  return narrow ? stopped : hung_now;
+}
+
+WorkerEnvironment RunLoop::environment_for(const GenerationPlan& plan, int local, int restart_count) const {
+  WorkerEnvironment values;
+  values.rank = plan.rank_offset + local;
+  values.world_size = plan.world_size;
+  values.generation = plan.generation;
+  values.restart_count = restart_count;
+  values.max_restarts = options_.max_restarts;
+  values.rdzv_endpoint = plan.store_endpoint;
+  values.master_port = plan.master_port;
+  values.run_id = run_id_;
+  values.run_dir = run_dir_.string();
+  values.keys_file = keys_file_.string();
+  values.fence_dir = keys_file_.parent_path().string();  // the job's shared control directory
+  values.recovery = in_process_recovery() ? elastic::kRecoveryInProcess : "restart";
+  if (plan_) {
+    values.local_rank = local;
+    values.local_world_size = options_.nproc_per_node;
+    values.group_rank = plan.node_rank;
+    values.group_world_size = plan.num_nodes;
+    values.master_addr = plan.master_addr;
+  }
+  if (options_.hang_timeout.count() > 0) {
+    values.progress_file = (run_dir_ / "progress" / ("rank-" + std::to_string(values.rank))).string();
+  }
+  return values;
+}
+
+elastic::Store& RunLoop::recovery_store() {
+  if (!recovery_store_) {
+    std::optional<elastic::JobKeys> keys;
+    if (std::filesystem::exists(keys_file_)) keys = elastic::read_job_keys(keys_file_);
+    recovery_store_ = elastic::connect_store(endpoint_, std::chrono::seconds(10), keys);
+  }
+  return *recovery_store_;
+}
+
+GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restart_count) {
   const int n = options_.nproc_per_node;
-  const int generation = plan.generation;
+  int generation = plan.generation;
   if (plan_) {
     log_->info("starting {} (generation {}, node rank {} of {}, ranks {}..{} of {}): {}", plural(n, "worker"),
                generation, plan.node_rank, plan.num_nodes, plan.rank_offset, plan.rank_offset + n - 1,
@@ -811,34 +892,15 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
   std::vector<Worker> workers(static_cast<std::size_t>(n));
   for (int local = 0; local < n; ++local) {
     Worker& w = workers[static_cast<std::size_t>(local)];
-    const int rank = plan.rank_offset + local;
+    const WorkerEnvironment values = environment_for(plan, local, restart_count);
+    const int rank = values.rank;
     w.rank = rank;
     w.local_rank = local;
-    WorkerEnvironment values;
-    values.rank = rank;
-    values.world_size = plan.world_size;
-    values.generation = generation;
-    values.restart_count = restart_count;
-    values.max_restarts = options_.max_restarts;
-    values.rdzv_endpoint = plan.store_endpoint;
-    values.master_port = plan.master_port;
-    values.run_id = run_id_;
-    values.run_dir = run_dir_.string();
-    values.keys_file = keys_file_.string();
-    values.fence_dir = keys_file_.parent_path().string();  // the job's shared control directory
-    if (plan_) {
-      values.local_rank = local;
-      values.local_world_size = n;
-      values.group_rank = plan.node_rank;
-      values.group_world_size = plan.num_nodes;
-      values.master_addr = plan.master_addr;
-    }
-    if (options_.hang_timeout.count() > 0) {
-      w.progress_file = run_dir_ / "progress" / ("rank-" + std::to_string(rank));
+    if (!values.progress_file.empty()) {
+      w.progress_file = values.progress_file;
       std::error_code ec;
       std::filesystem::create_directories(w.progress_file.parent_path(), ec);
       std::filesystem::remove(w.progress_file, ec);  // a stale one from the last generation
-      values.progress_file = w.progress_file.string();
     }
     try {
       w.process.emplace(
@@ -852,6 +914,21 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
       stop_workers(workers);
       return finish_record(generation, Outcome::kFailed, workers);
     }
+  }
+  ready_generation_ = -1;
+  // Warm spares start after the workers, so that they never delay the job's own start.
+  std::optional<SparePool> spares;
+  if (in_process_recovery() && options_.spares > 0) {
+    spares.emplace(
+        options_.spares,
+        [this, &plan, restart_count](int id) {
+          WorkerEnvironment values = environment_for(plan, 0, restart_count);
+          values.progress_file.clear();  // a waiting spare makes no progress and is never hung
+          values.spare_id = id;
+          return WorkerProcess::spawn(options_.command, worker_environment(inherited_env_, values));
+        },
+        &next_spare_id_, log_);
+    spares->fill();
   }
 
   std::optional<Clock::time_point> preempt_deadline;
@@ -880,7 +957,10 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
     bool config_error = false;
     bool all_ended = true;
     std::string failure;
-    for (Worker& w : workers) {
+    std::vector<std::size_t> lost;
+    if (spares) spares->poll();
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      Worker& w = workers[i];
       const bool known = w.process->status().has_value();
       std::optional<ExitStatus> status = w.process->poll();
       if (!status) {
@@ -903,6 +983,7 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
                     status->describe();
         }
         failed = true;
+        lost.push_back(i);
         config_error = config_error || status->config_error();
       } else if (status->preempted()) {
         log_->warn("worker rank {} (pid {}) exited with status {}: preempted", w.rank,
@@ -914,14 +995,20 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
     }
     if (!failed && options_.hang_timeout.count() > 0 && Clock::now() >= next_hang_check_) {
       next_hang_check_ = Clock::now() + std::chrono::seconds(1);
-      for (Worker& w : workers) {
-        if (!hung(w)) continue;
+      for (std::size_t i : find_hung(workers)) {
+        Worker& w = workers[i];
         failed = true;
+        lost.push_back(i);
         if (failure.empty()) {
           failure = "worker rank " + std::to_string(w.rank) + " on " + host_ + " hung (no progress for " +
                     std::to_string(options_.hang_timeout.count()) + " s)";
         }
       }
+    }
+    if (failed && !preempt_deadline &&
+        replace_in_process(workers, lost, config_error, plan, restart_count, spares ? &*spares : nullptr)) {
+      generation = plan.generation;
+      continue;
     }
     if (failed) {
       if (client_ && !config_error) {
@@ -980,6 +1067,99 @@ GenerationRecord RunLoop::run_generation(const GenerationPlan& plan, int restart
       return finish_record(generation, Outcome::kFailed, workers);
     }
   }
+}
+
+bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
+                                 GenerationPlan& plan, int restart_count, SparePool* spares) {
+  if (options_.recovery != RecoveryMode::kInProcess) return false;
+  LossFacts facts;
+  facts.mode = options_.recovery;
+  facts.multi_node = plan_ != nullptr;
+  facts.config_error = config_error;
+  facts.world_size = plan.world_size;
+  facts.lost = static_cast<int>(lost.size());
+  facts.restarts_used = restart_count + in_process_recoveries_;
+  facts.max_restarts = options_.max_restarts;
+  if (!facts.multi_node) {
+    try {
+      facts.ready = recovery_store().add(elastic::ready_key(plan.generation), 0);
+      // Every rank healed in process in an earlier generation of this run: the survivors still
+      // can, whatever this generation's count says (a loss while it heals comes before that).
+      if (facts.ready >= facts.world_size) ready_generation_ = plan.generation;
+      if (ready_generation_ >= 0) facts.ready = facts.world_size;
+    } catch (const Error& e) {
+      log_->warn("cannot read which workers heal in process ({}); restarting instead", e.what());
+      return false;
+    }
+  }
+  const LossDecision decision = decide_on_loss(facts);
+  if (decision.action != LossAction::kReplaceInProcess) {
+    log_->warn("in-process recovery is not possible: {}; every worker restarts from the newest checkpoint",
+               decision.why_not);
+    return false;
+  }
+  const auto started = Clock::now();
+  // A hung worker is killed, not waited on: its peers' connections to it close, which wakes them.
+  for (std::size_t i : lost) {
+    Worker& w = workers[i];
+    if (!w.process->status()) w.process->signal_group(SIGKILL);
+    w.process->reap(WorkerProcess::kReapTimeout);
+  }
+  const elastic::GenerationFence fence(keys_file_.parent_path());
+  const int next = static_cast<int>(advance_fence_from(fence, plan.generation + 1));
+  const int lost_generation = plan.generation;
+  plan.generation = next;
+  ++in_process_recoveries_;
+  set_identity(next);
+  nlohmann::json record;
+  record["lost_generation"] = lost_generation;
+  record["generation"] = next;
+  nlohmann::json replaced = nlohmann::json::array();
+  std::vector<std::string> survivors;
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    if (std::find(lost.begin(), lost.end(), i) == lost.end()) {
+      survivors.push_back("rank " + std::to_string(workers[i].rank) + " pid " + std::to_string(workers[i].process->pid()));
+    }
+  }
+  try {
+    elastic::Store& store = recovery_store();
+    // Declared before any replacement exists: survivors may already be waiting for it.
+    const std::string number = std::to_string(next);
+    store.set(elastic::kLatestKey, std::vector<char>(number.begin(), number.end()));
+    store.set(elastic::declared_key(next), std::vector<char>(number.begin(), number.end()));
+    for (std::size_t i : lost) {
+      Worker& w = workers[i];
+      const pid_t old_pid = w.process->pid();
+      std::error_code ec;
+      if (!w.progress_file.empty()) std::filesystem::remove(w.progress_file, ec);  // the lost worker's
+      std::string how;
+      if (std::optional<Spare> spare = spares ? spares->take() : std::nullopt) {
+        const std::string assignment = elastic::format_spare_assignment({w.rank, next, restart_count + in_process_recoveries_});
+        store.set(elastic::spare_key(spare->id), std::vector<char>(assignment.begin(), assignment.end()));
+        w.process.emplace(std::move(spare->process));
+        how = "warm spare " + std::to_string(spare->id);
+      } else {
+        WorkerEnvironment values = environment_for(plan, w.local_rank, restart_count + in_process_recoveries_);
+        values.replacement = true;
+        w.process.emplace(WorkerProcess::spawn(options_.command, worker_environment(inherited_env_, values)));
+        how = "a new process";
+      }
+      w.stopped_by_agent = false;
+      log_->warn("in-process recovery: rank {} (pid {}) is replaced by {} (pid {}) in generation {}; the other "
+                 "workers keep their processes ({}) and heal it from their memory",
+                 w.rank, old_pid, how, w.process->pid(), next, fmt::join(survivors, ", "));
+      replaced.push_back({{"rank", w.rank}, {"lost_pid", old_pid}, {"pid", w.process->pid()}, {"by", how}});
+    }
+  } catch (const Error& e) {
+    log_->error("in-process recovery failed ({}); every worker restarts from the newest checkpoint", e.what());
+    return false;
+  }
+  record["replaced"] = std::move(replaced);
+  record["survivors"] = survivors;
+  record["agent_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  recoveries_.push_back(std::move(record));
+  if (spares) spares->fill();
+  return true;
 }
 
 // `signal` to every worker's process group (also the groups of workers that already ended: their
@@ -1063,6 +1243,8 @@ void RunLoop::write_summary(int exit_code, Outcome outcome, int restarts) {
   summary["exit_code"] = exit_code;
   summary["generations"] = history_.size();
   summary["restarts"] = restarts;
+  summary["recovery"] = options_.recovery == RecoveryMode::kInProcess ? "in-process" : "restart";
+  summary["in_process_recoveries"] = recoveries_;
   summary["max_restarts"] = options_.max_restarts;
   summary["nproc_per_node"] = options_.nproc_per_node;
   summary["host"] = host_;
@@ -1121,6 +1303,7 @@ const std::vector<std::string>& worker_env_names() {
                                                  "TENAX_RESTART_COUNT",
                                                  "TENAX_RDZV_ENDPOINT",
                                                  "TENAX_RUN_DIR",
+                                                 "TENAX_RECOVERY",
                                                  elastic::kJobKeysVariable,
                                                  elastic::kFenceDirVariable};
   return names;
@@ -1138,7 +1321,9 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& inhe
   bool nccl_error_handling = false;
   for (const std::string& entry : inherited) {
     const std::string name = entry.substr(0, entry.find('='));
-    if (ours.count(name) == 0 && name != kProgressFileEnv) env.push_back(entry);
+    const bool per_process = name == kProgressFileEnv || name == elastic::kReplacementVariable ||
+                             name == elastic::kSpareIdVariable;
+    if (ours.count(name) == 0 && !per_process) env.push_back(entry);
     nccl_error_handling = nccl_error_handling || name == "TORCH_NCCL_ASYNC_ERROR_HANDLING";
   }
   auto put = [&env](const char* name, const std::string& value) {
@@ -1173,6 +1358,9 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& inhe
   if (!v.progress_file.empty()) put(kProgressFileEnv, v.progress_file);
   if (!v.keys_file.empty()) put(elastic::kJobKeysVariable, v.keys_file);
   if (!v.fence_dir.empty()) put(elastic::kFenceDirVariable, v.fence_dir);
+  put(elastic::kRecoveryVariable, v.recovery);
+  if (v.replacement) put(elastic::kReplacementVariable, "1");
+  if (v.spare_id >= 0) put(elastic::kSpareIdVariable, std::to_string(v.spare_id));
   return env;
 }
 

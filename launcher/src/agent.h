@@ -99,6 +99,10 @@ struct WorkerEnvironment {
   std::string progress_file;              ///< TENAX_PROGRESS_FILE when not empty (--hang-timeout)
   std::string keys_file;                  ///< TENAX_KEYS_FILE when not empty: the job's CURVE keys
   std::string fence_dir;                  ///< TENAX_FENCE_DIR when not empty: the job's GenerationFence
+  /// TENAX_RECOVERY: "in-process" when the agent replaces lost ranks while the others live on.
+  std::string recovery = "restart";
+  bool replacement = false;  ///< TENAX_REPLACEMENT=1: takes a lost rank's place, heals from peers
+  int spare_id = -1;         ///< TENAX_SPARE_ID when >= 0: a warm spare waiting for a rank
 };
 std::vector<std::string> worker_environment(const std::vector<std::string>& inherited,
                                             const WorkerEnvironment& values);

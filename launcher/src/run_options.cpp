@@ -33,7 +33,8 @@ const char* const kKnownFlags[] = {"--nproc-per-node",   "--max-restarts",      
                                    "--nnodes",           "--node-id",            "--rdzv-endpoint",
                                    "--rdzv-host",        "--heartbeat-interval", "--heartbeat-liveness",
                                    "--join-timeout",     "--keys-file",          "--node-host",
-                                   "--lease-timeout",    "--rdzv-id",            "--monitor-interval"};
+                                   "--lease-timeout",    "--rdzv-id",            "--monitor-interval",
+                                   "--recovery",         "--spares"};
 
 // Flags that take no value.
 const char* const kSwitches[] = {"--standalone", "--module", "--no-python"};
@@ -205,6 +206,16 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     } else if (name == "--hang-timeout") {
       options.hang_timeout =
           std::chrono::seconds(parse_flag_int(written, *value, 0, "a whole number of seconds", "600"));
+    } else if (name == "--recovery") {
+      if (*value == "in-process") {
+        options.recovery = RecoveryMode::kInProcess;
+      } else if (*value == "restart") {
+        options.recovery = RecoveryMode::kRestart;
+      } else {
+        usage_error("--recovery expects in-process or restart, got '" + *value + "'; e.g. --recovery in-process");
+      }
+    } else if (name == "--spares") {
+      options.spares = parse_flag_int(written, *value, 0, "a whole number of warm spare workers", "1");
     } else if (name == "--nnodes") {
       options.nnodes = parse_node_range(kCommand, *value);
     } else if (name == "--node-id") {
@@ -366,6 +377,14 @@ std::string run_usage() {
       << "  --hang-timeout SECONDS treat a worker as hung when the file named by its\n"
       << "                         TENAX_PROGRESS_FILE has not changed for this long (0 = off,\n"
       << "                         the default; a worker that never writes it is never hung)\n"
+      << "  --recovery MODE        what a lost worker costs the others: in-process (the other\n"
+      << "                         workers keep their processes and state, the lost rank is\n"
+      << "                         replaced and heals from a peer's memory; programs built on\n"
+      << "                         tenax::sdk::Trainer, one node) or restart (every worker\n"
+      << "                         restarts from the newest checkpoint; the default)\n"
+      << "  --spares K             with --recovery in-process: warm spare workers kept started\n"
+      << "                         (libtorch and the program loaded) to take a lost rank's place\n"
+      << "                         (default " << kDefaultSpares << "; 0: a new process is started instead)\n"
       << "  --monitor-interval SECONDS  how often the agent checks its workers (default "
       << kDefaultMonitorInterval.count() / 1000.0 << ")\n"
       << "  --rdzv-id ID           the job's id, given to the workers as TORCHELASTIC_RUN_ID\n"

@@ -5,6 +5,7 @@
 //             [--nnodes MIN:MAX] [--node-id ID] [--rdzv-endpoint HOST:PORT] [--rdzv-host yes|no|auto]
 //             [--heartbeat-interval MS] [--heartbeat-liveness N] [--join-timeout SECONDS]
 //             [--keys-file FILE] [--rdzv-id ID] [--standalone] [--monitor-interval SECONDS]
+//             [--recovery in-process|restart] [--spares K]
 //             ( -- PROGRAM ARGS... | SCRIPT.py ARGS... | -m MODULE ARGS... | --no-python PROGRAM ARGS... )
 //
 // torchrun's spellings are accepted beside these: underscores for dashes (--nproc_per_node,
@@ -46,6 +47,15 @@ inline constexpr std::chrono::milliseconds kDefaultMonitorInterval{20};
 /// The interpreter for a Python script or -m MODULE (found in PATH, so a venv's comes first).
 inline constexpr const char* kPythonInterpreter = "python3";
 
+/// --spares: warm spare workers per node under --recovery in-process.
+inline constexpr int kDefaultSpares = 1;
+
+/// --recovery: what a lost worker costs the others (DESIGN.md decision 13).
+enum class RecoveryMode {
+  kRestart,    ///< every worker restarts and resumes from the newest checkpoint
+  kInProcess,  ///< survivors keep their processes; the lost rank is replaced and heals from a peer
+};
+
 /// --rdzv-host: whether this agent hosts the rendezvous service.
 enum class RdzvHosting { kAuto, kYes, kNo };
 
@@ -73,6 +83,8 @@ struct RunOptions {
   /// --standalone: a single-node run with its own rendezvous, also under srun or with --nnodes 1.
   bool standalone = false;
   std::chrono::milliseconds monitor_interval = kDefaultMonitorInterval;  ///< --monitor-interval
+  RecoveryMode recovery = RecoveryMode::kRestart;                       ///< --recovery
+  int spares = kDefaultSpares;                                          ///< --spares (in-process only)
   std::vector<std::string> command;                         ///< PROGRAM ARGS... (non-empty)
 
   bool operator==(const RunOptions& other) const {
@@ -84,7 +96,8 @@ struct RunOptions {
            heartbeat_liveness == other.heartbeat_liveness && join_timeout == other.join_timeout &&
            node_host == other.node_host && lease_timeout == other.lease_timeout &&
            keys_file == other.keys_file && rdzv_id == other.rdzv_id && standalone == other.standalone &&
-           monitor_interval == other.monitor_interval && command == other.command;
+           monitor_interval == other.monitor_interval && recovery == other.recovery && spares == other.spares &&
+           command == other.command;
   }
 };
 

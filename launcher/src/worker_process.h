@@ -64,6 +64,8 @@ class WorkerProcess {
   /// ended by then. After reap() the pid may belong to someone else: nothing is signalled again.
   bool reap(std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
+  /// True while the process is stopped (SIGSTOP, SIGTSTP, a debugger): /proc state T or t.
+  bool stopped() const;
   /// True once the zombie has been collected.
   bool reaped() const { return reaped_; }
 

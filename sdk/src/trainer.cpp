@@ -12,6 +12,7 @@
 #include "tenax/core/exit_codes.h"
 #include "tenax/core/logging.h"
 #include "commit_protocol.h"
+#include "peer_heal.h"
 #include "tenax/sdk/argument_changes.h"
 #include "tenax/sdk/autocast.h"
 #include "tenax/sdk/callbacks/default_callbacks.h"
@@ -30,6 +31,10 @@ namespace tenax::sdk {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How long a survivor waits for the agent to declare the next generation and for its peers
+// (a warm spare at once, a fresh process after it has loaded libtorch) to connect.
+constexpr std::chrono::seconds kRejoinTimeout{120};
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -107,8 +112,10 @@ void check_resumed_arguments(const nlohmann::json& recorded, const TrainingArgum
 
 struct Trainer::Run {
   Run(const std::string& output_dir, elastic::WorkerContext& context, const CheckpointerOptions& options)
-      : checkpointer(output_dir, context, options) {}
-  Checkpointer checkpointer;
+      : checkpointer_options(options), checkpointer(std::make_unique<Checkpointer>(output_dir, context, options)) {}
+  CheckpointerOptions checkpointer_options;
+  // Replaced when the process rejoins a new generation (its commits go through that generation).
+  std::unique_ptr<Checkpointer> checkpointer;
   detail::RunPlan plan;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::optional<LrSchedule> schedule;
@@ -125,6 +132,8 @@ struct Trainer::Run {
   std::int64_t last_saved = -1;  ///< the optimizer step of the last save
   nlohmann::json arguments;      ///< args_ as every checkpoint records them (fixed for the run)
   bool ended = false;
+  /// False only in a replacement until it has healed: it has no training state to offer.
+  bool holds_state = true;
 };
 
 Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
@@ -294,7 +303,7 @@ std::optional<std::int64_t> Trainer::restore(Checkpointer& checkpointer, torch::
 
 void Trainer::save(const Logs& metrics, std::optional<std::int64_t> label) {
   Run& r = *run_;
-  Checkpointer& checkpointer = r.checkpointer;
+  Checkpointer& checkpointer = *r.checkpointer;
   torch::optim::AdamW& optimizer = *r.optimizer;
   const std::int64_t steps_per_epoch = r.plan.steps_per_epoch;
   const int rank = context_.rank();
@@ -428,8 +437,14 @@ TrainOutput Trainer::train() {
       const auto first = indices.begin() + micro * args_.per_device_train_batch_size;
       micro_batches.push_back(load_batch({first, first + args_.per_device_train_batch_size}));
     }
-    step(micro_batches);
-    if ((preempt_signal = preemption_agreed()) != 0) break;
+    try {
+      step(micro_batches);
+      if ((preempt_signal = preemption_agreed()) != 0) break;
+    } catch (const PeerLostError& e) {
+      if (!recover_in_process(e.what())) throw;
+    } catch (const TimeoutError& e) {
+      if (!recover_in_process(e.what())) throw;
+    }
   }
   return end(preempt_signal);
 }
@@ -451,7 +466,7 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   run_ = std::make_unique<Run>(args_.output_dir, context_, checkpoint_options);
   Run& r = *run_;
 
-  const std::optional<SavedRun> saved_run = resume ? newest_saved_run(r.checkpointer) : std::nullopt;
+  const std::optional<SavedRun> saved_run = resume ? newest_saved_run(*r.checkpointer) : std::nullopt;
   if (saved_run) check_resumed_arguments(saved_run->arguments, args_, saved_run->dir);
   r.plan = detail::plan_run(args_, world,
                             train_dataset_ ? std::optional<std::int64_t>(train_dataset_->size()) : std::nullopt,
@@ -478,6 +493,35 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   r.grad_sync.emplace(context_.communicator(), r.params);
   notify([&](TrainerCallback& cb) { cb.on_init_end(args_, state_, control_); });
 
+  if (context_.identity().replacement) {
+    // A warm spare or a fresh process in a lost rank's place: the job runs on, and this rank
+    // takes its state from a peer's memory, not from disk (heal_from_peers).
+    notify([&](TrainerCallback& cb) { cb.on_restart(args_, state_, control_); });
+    r.holds_state = false;
+    const auto since = Clock::now();
+    for (bool healed = false; !healed;) {
+      try {
+        heal_from_peers(since);
+        healed = true;
+      } catch (const PeerLostError& e) {
+        logger("tenax.trainer")->warn("generation {} lost a peer while this replacement healed ({}); joining the "
+                                      "next one", context_.generation(), e.what());
+      } catch (const TimeoutError& e) {
+        logger("tenax.trainer")->warn("generation {} timed out while this replacement healed ({}); joining the "
+                                      "next one", context_.generation(), e.what());
+      }
+      if (!healed) {
+        context_.rejoin(kRejoinTimeout);
+        r.checkpointer = std::make_unique<Checkpointer>(args_.output_dir, context_, r.checkpointer_options);
+        r.grad_sync.emplace(context_.communicator(), r.params);
+      }
+    }
+    notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
+    progress_.report(state_.global_step);
+    if (args_.handle_preemption_signals) r.preemption.emplace();
+    r.start = r.window_start = Clock::now();
+    return state_.global_step;
+  }
   // Identical replicas first, then a per-rank random stream (dropout differs across ranks).
   r.grad_sync->broadcast_parameters(0);
   torch::manual_seed(derived_seed(args_.seed, rank, 0));
@@ -485,7 +529,13 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
     notify([&](TrainerCallback& cb) { cb.on_restart(args_, state_, control_); });
   }
   skipped_steps_ = 0;
-  const std::optional<std::int64_t> restored = resume ? restore(r.checkpointer, *r.optimizer) : std::nullopt;
+  const std::optional<std::int64_t> restored = resume ? restore(*r.checkpointer, *r.optimizer) : std::nullopt;
+  if (context_.recovers_in_process()) {
+    // Every rank's random state at the start, so that a replacement can continue a peer's
+    // stream before the first step has mirrored it (the steps mirror it in their allreduce).
+    r.grad_sync->gather_mirrors(capture_cpu_rng_state());
+    context_.announce_in_process_recovery();
+  }
   if (!restored) {
     if (resume) log->info("no committed checkpoint under {}; starting from scratch", args_.output_dir);
   } else {
@@ -510,7 +560,7 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
     // The caller's arrays (a simulation's fields) are the one large thing a save copies
     // before it returns; their snapshot buffers are mapped now rather than inside the
     // caller's loop at the first save (Checkpointer::reserve_snapshot).
-    r.checkpointer.reserve_snapshot(user_state_->tensors(context_.rank()));
+    r.checkpointer->reserve_snapshot(user_state_->tensors(context_.rank()));
   }
   notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
   progress_.report(state_.global_step);
@@ -538,13 +588,15 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
     loss = micro == 0 ? micro_loss : loss + micro_loss;
     if (micro + 1 < micro_batches.size()) notify([&](TrainerCallback& cb) { cb.on_substep_end(args_, state_, control_); });
   }
-  r.grad_sync->synchronize();
+  // With in-process recovery every rank's random state (after this step's dropout) rides in
+  // the gradient allreduce: whoever completes the step holds what a replacement continues from.
+  r.grad_sync->synchronize(context_.recovers_in_process() ? capture_cpu_rng_state() : torch::Tensor());
   if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(r.params, args_.max_grad_norm);
   const double lr = args_.learning_rate * r.schedule->multiplier(step);
   for (auto& group : r.optimizer->param_groups()) group.options().set_lr(lr);
   // An async save copies the parameters and the optimizer state while this step's forward
   // and backward ran; the update must not change them before that copy is done.
-  r.checkpointer.wait_for_snapshot();
+  r.checkpointer->wait_for_snapshot();
   r.optimizer->step();
 
   const double loss_value = loss.item<double>();
@@ -578,6 +630,116 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
   if (epoch_end) notify([&](TrainerCallback& cb) { cb.on_epoch_end(args_, state_, control_); });
   act_on_control(lr);
   return loss_value;
+}
+
+bool Trainer::recover_in_process(const std::string& why) {
+  if (!context_.recovers_in_process() || !run_) return false;
+  Run& r = *run_;
+  const auto noticed = Clock::now();
+  logger("tenax.trainer")
+      ->warn("generation {} lost a peer during step {} ({}); recovering in process: this process keeps its state "
+             "and joins the next generation",
+             context_.generation(), state_.global_step + 1, why);
+  // A save in flight belonged to the lost generation and can never commit: it is cancelled, and
+  // its uncommitted directory removed by rank 0 of the new generation (Checkpointer). The
+  // communicator goes first (rejoin), so that peers still blocked on this rank fail now.
+  for (;;) {
+    context_.rejoin(kRejoinTimeout);  // a TimeoutError here (no agent) ends the process
+    try {
+      r.checkpointer.reset();
+      r.checkpointer = std::make_unique<Checkpointer>(args_.output_dir, context_, r.checkpointer_options);
+      // The new communicator's GradSync keeps the mirrored RNG states of the last completed step.
+      const torch::Tensor mirrors = r.grad_sync->mirrors();
+      r.grad_sync.emplace(context_.communicator(), r.params);
+      r.grad_sync->set_mirrors(mirrors);
+      heal_from_peers(noticed);
+      return true;
+    } catch (const PeerLostError& e) {
+      logger("tenax.trainer")->warn("generation {} lost a peer while it healed ({}); joining the next one",
+                                    context_.generation(), e.what());
+    } catch (const TimeoutError& e) {
+      logger("tenax.trainer")->warn("generation {} timed out while it healed ({}); joining the next one",
+                                    context_.generation(), e.what());
+    }
+  }
+}
+
+void Trainer::heal_from_peers(Clock::time_point since) {
+  Run& r = *run_;
+  elastic::Communicator& comm = context_.communicator();
+  const int rank = context_.rank();
+  const std::vector<detail::HealStatus> statuses =
+      detail::exchange_heal_status(comm, {r.holds_state ? state_.global_step : -1});
+  const std::optional<detail::HealPlan> plan = detail::plan_heal(statuses);
+  if (!plan) {
+    throw RendezvousError("generation " + std::to_string(context_.generation()) +
+                          ": no rank holds training state to heal from (every rank is a replacement); the job must "
+                          "restart from its newest checkpoint");
+  }
+  const NamedTensors params = named_parameters();
+  NamedTensors outgoing;
+  if (rank == plan->source) {
+    for (const auto& [name, p] : params) outgoing.emplace_back("model/" + name, p.detach());
+    for (auto& entry : capture_adamw_state(*r.optimizer, params, Capture::kView)) outgoing.push_back(std::move(entry));
+    outgoing.emplace_back("rng/mirrors", r.grad_sync->mirrors());
+    nlohmann::json progress = state_.to_json();
+    progress["skipped_steps"] = skipped_steps_;
+    progress["last_saved"] = r.last_saved;
+    const std::string text = progress.dump();
+    outgoing.emplace_back("trainer/state",
+                          torch::from_blob(const_cast<char*>(text.data()), {static_cast<std::int64_t>(text.size())},
+                                           torch::kUInt8)
+                              .clone());
+  }
+  std::map<std::string, torch::Tensor> param_by_key;
+  for (const auto& [name, param] : params) param_by_key.emplace("model/" + name, param.detach());
+  torch::NoGradGuard no_grad;
+  const NamedTensors received = detail::broadcast_named_tensors(
+      comm, plan->source, outgoing, [&](const std::string& name, torch::ScalarType, c10::IntArrayRef) {
+        const auto it = param_by_key.find(name);
+        return it == param_by_key.end() ? torch::Tensor() : it->second;
+      });
+  if (rank != plan->source) {
+    std::map<std::string, torch::Tensor> by_name(received.begin(), received.end());
+    auto lookup = [&](const std::string& n) {
+      const auto it = by_name.find(n);
+      return it == by_name.end() ? torch::Tensor() : it->second;
+    };
+    restore_adamw_state(*r.optimizer, params, lookup);
+    r.grad_sync->set_mirrors(lookup("rng/mirrors"));
+    const torch::Tensor text = lookup("trainer/state");
+    const auto progress = nlohmann::json::parse(
+        std::string(reinterpret_cast<const char*>(text.data_ptr<std::uint8_t>()), static_cast<std::size_t>(text.numel())));
+    state_.global_step = progress.at("global_step").get<std::int64_t>();
+    state_.epoch = progress.at("epoch").get<double>();
+    if (progress.contains("log_history")) state_.log_history = progress["log_history"].get<std::vector<nlohmann::json>>();
+    if (progress.contains("best_metric") && progress["best_metric"].is_number()) {
+      state_.best_metric = progress["best_metric"].get<double>();
+    }
+    if (progress.contains("best_model_checkpoint") && progress["best_model_checkpoint"].is_string()) {
+      state_.best_model_checkpoint = progress["best_model_checkpoint"].get<std::string>();
+    }
+    skipped_steps_ = progress.at("skipped_steps").get<std::int64_t>();
+    r.last_saved = progress.at("last_saved").get<std::int64_t>();
+  }
+  // Every rank, the source too, continues its own random stream from where the healed step
+  // left it: its row of the mirrors that travelled with that step's gradients.
+  const torch::Tensor& mirrors = r.grad_sync->mirrors();
+  if (!mirrors.defined() || mirrors.size(0) != context_.world_size()) {
+    throw RendezvousError("healing generation " + std::to_string(context_.generation()) + ": rank " +
+                          std::to_string(plan->source) + " holds no mirrored RNG state for " +
+                          std::to_string(context_.world_size()) + " ranks");
+  }
+  restore_cpu_rng_state(mirrors[rank].clone());
+  r.grad_sync->zero_grad();
+  r.holds_state = true;
+  state_.generation = context_.generation();
+  context_.announce_in_process_recovery();
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+  logger("tenax.trainer", LogPolicy::kRankZeroOnly)
+      ->warn("healed from rank {} in {:.0f} ms: generation {} goes on at step {}, 0 steps lost (the step in flight is "
+             "redone)",
+             plan->source, ms, context_.generation(), state_.global_step);
 }
 
 void Trainer::act_on_control(double lr) {
@@ -626,7 +788,7 @@ void Trainer::save_checkpoint(std::optional<std::int64_t> label) {
 
 void Trainer::wait_for_checkpoint() {
   Run& r = run("wait_for_checkpoint()");
-  if (auto done = r.checkpointer.wait()) report_save(*done, /*must_succeed=*/true);
+  if (auto done = r.checkpointer->wait()) report_save(*done, /*must_succeed=*/true);
 }
 
 ModelOutput Trainer::predict_batch(const Batch& batch) {
@@ -656,16 +818,16 @@ TrainOutput Trainer::end(int preempt_signal) {
   // Without a dataset the caller names every checkpoint (its solver step) and saves it itself.
   if (r.plan.has_dataset && r.last_saved != state_.global_step) save({});
   // The last save must be known to be committed before train() returns: nothing is lost.
-  if (auto last = r.checkpointer.wait()) report_save(*last, /*must_succeed=*/true);
+  if (auto last = r.checkpointer->wait()) report_save(*last, /*must_succeed=*/true);
   if (args_.load_best_model_at_end && preempt_signal == 0) {
     // The committed manifests decide (a save that failed is never the best one).
     const std::optional<std::int64_t> best =
-        detail::best_step(r.checkpointer.root(), best_metric_key(), args_.greater_is_better);
+        detail::best_step(r.checkpointer->root(), best_metric_key(), args_.greater_is_better);
     if (!best) {
       log->warn("load_best_model_at_end: no committed checkpoint records {}; keeping the last model",
                 best_metric_key());
     } else if (*best != state_.global_step) {
-      const auto dir = storage::CheckpointDirectory(r.checkpointer.root()).step_dir(*best);
+      const auto dir = storage::CheckpointDirectory(r.checkpointer->root()).step_dir(*best);
       load_parameters_from(dir);
       log->info("loaded the best model from {} ({} = {})", dir.string(), best_metric_key(),
                 state_.best_metric ? *state_.best_metric : 0.0);

@@ -14,6 +14,9 @@
 // The Gloo device binds TENAX_GLOO_HOSTNAME if set, else MASTER_ADDR on a single-node world,
 // else this host's name on a multi-node world (MASTER_ADDR is another node's address there);
 // 127.0.0.1 when none applies.
+// In-process recovery (in_process_recovery.h): under `tenax run --recovery in-process` a rank
+// whose collective failed calls rejoin() and goes on in the next generation with the same rank;
+// a warm spare (TENAX_SPARE_ID) waits inside from_env() until the agent gives it a rank.
 // Thread-safety: not shareable; owned by the training thread. Destruction never waits on peers:
 // call finalize(timeout) for an orderly collective teardown.
 //
@@ -44,6 +47,9 @@ struct WorkerIdentity {
   int local_world_size = 1;
   std::int64_t generation = 0;
   std::int64_t restart_count = 0;
+  /// Takes a lost rank's place in a running job (a warm spare or a fresh replacement): heals
+  /// from its peers' memory instead of restoring from disk.
+  bool replacement = false;
 };
 
 /// Opens a new, independent connection to this generation's store (keys under "gen/<n>/"),
@@ -92,6 +98,20 @@ class WorkerContext {
   /// Throws RendezvousError when the service cannot be reached.
   std::unique_ptr<Store> open_store() const;
 
+  /// Whether the agent recovers this job in process (TENAX_RECOVERY=in-process): a lost peer is
+  /// replaced while this process lives on, and rejoin() finds the next generation.
+  bool recovers_in_process() const { return in_process_; }
+  /// Tells the agent that this rank heals in process in its current generation (the agent
+  /// replaces a lost peer only when every live rank said so). No-op unless recovers_in_process().
+  void announce_in_process_recovery();
+  /// After a collective of this generation failed: releases the communicator (closing its
+  /// connections wakes the peers still blocked on this rank), waits until the agent declares a
+  /// newer generation, and builds that generation's communicator, keeping this rank. Tries the
+  /// newest declared generation again when a peer is lost while it forms. Throws
+  /// RendezvousError when this context cannot rejoin (not recovers_in_process()), TimeoutError
+  /// when no generation formed within `timeout`.
+  void rejoin(std::chrono::milliseconds timeout);
+
   /// Collective: a barrier with a deadline, then releases the communicator. Returns false
   /// (and logs) if peers did not arrive in time. Safe to call twice.
   bool finalize(std::chrono::milliseconds timeout = std::chrono::seconds(30));
@@ -112,6 +132,11 @@ class WorkerContext {
   // The store that rank 0 of a direct launch hosts (from_launch); released last, after the
   // connections to it.
   std::unique_ptr<KvService> hosted_service_;
+  // Set by from_env() under `tenax run`: how rejoin() builds the next generation's communicator.
+  bool in_process_ = false;
+  std::function<StoreFactory(std::int64_t generation)> store_factory_for_;
+  std::string gloo_hostname_;
+  std::chrono::milliseconds connect_timeout_{kDefaultStoreTimeout};
 };
 
 }  // namespace tenax::elastic

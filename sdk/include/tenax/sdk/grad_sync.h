@@ -37,7 +37,21 @@ class GradSync {
 
   /// Collective: averages every parameter's gradient across ranks. A parameter without a
   /// gradient on this rank contributes zeros (and receives the average).
-  void synchronize();
+  /// `mirror` (optional; uint8, the same number of bytes on every rank, at most
+  /// kMaxMirrorBytes) rides in the same allreduce as the last bucket: after a synchronize() that
+  /// returned, mirrors() holds every rank's bytes. A step's gradients and the ranks' mirrored
+  /// states (their RNG, for in-process recovery) so arrive together or not at all: a rank that
+  /// completed the step holds what a replacement needs to continue from it.
+  void synchronize(const torch::Tensor& mirror = {});
+
+  /// [world size, mirror bytes] uint8: every rank's `mirror` of the last synchronize() that
+  /// completed with one; undefined before.
+  const torch::Tensor& mirrors() const { return mirrors_; }
+  /// Collective: mirrors() from every rank's `mirror` without a step (the state at the start).
+  void gather_mirrors(const torch::Tensor& mirror);
+  /// Adopts a table received from a peer ([world size, bytes] uint8). Not collective.
+  void set_mirrors(torch::Tensor table) { mirrors_ = std::move(table); }
+  static constexpr std::int64_t kMaxMirrorBytes = 1 << 20;
 
   /// Zeroes every parameter's gradient in place (keeping the bucket views). Not collective.
   void zero_grad();
@@ -53,9 +67,14 @@ class GradSync {
     std::int64_t numel = 0;
     torch::Tensor flat;  // allocated at the first multi-rank synchronize()
   };
+  // The mirror's slots appended to the last bucket: 3 bytes per float, exact (below 2^24).
+  void pack_mirror(Bucket& last, const torch::Tensor& mirror);
+  void unpack_mirrors(const Bucket& last, std::int64_t mirror_bytes);
+
   elastic::Communicator& comm_;
   std::vector<torch::Tensor> params_;
   std::vector<Bucket> buckets_;
+  torch::Tensor mirrors_;
 };
 
 }  // namespace tenax::sdk

@@ -194,6 +194,15 @@ class Trainer {
   /// Collective: the evaluation and the save that control_ asks for after a step (log first).
   void act_on_control(double lr);
 
+  /// In-process recovery (DESIGN.md decision 13), after a collective of this generation failed
+  /// with `why`: rejoins the next generation with this process's state and heals it. False when
+  /// this job does not recover in process (the caller rethrows: the agent restarts the job).
+  bool recover_in_process(const std::string& why);
+  /// Collective over the new generation: the rank with the newest state sends its parameters,
+  /// optimizer state, step and every rank's mirrored RNG state; every rank continues from there.
+  /// `since`: when the failure was noticed (for the log's recovery time).
+  void heal_from_peers(std::chrono::steady_clock::time_point since);
+
   template <typename Fn>
   void notify(Fn&& fn) {
     for (auto& cb : callbacks_) fn(*cb);
