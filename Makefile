@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build test test-netns demo demo-sim bench bench-finetune bench-recovery chaos soak-slurm asan tsan fuzz clean
+.PHONY: all deps assets configure build test test-netns demo demo-sim bench bench-finetune bench-recovery soak-recovery chaos soak-slurm asan tsan fuzz clean
 
 all: build
 
@@ -57,6 +57,10 @@ bench-finetune: build
 
 # Recovery from a worker SIGKILL, Tenax vs torchrun (Debian's python3-torch 1.13, installed by the
 # script if missing): detection, recovery, steps lost; medians of 3 rounds (bench/README.md).
+# In-process recovery under SIGKILLs by pid at random moments (not in `make test`: see the test).
+soak-recovery: build
+	$(BUILD)/tests/integration/in_process_recovery_test --gtest_also_run_disabled_tests --gtest_filter='*ExternalKill*' --gtest_repeat=5
+
 bench-recovery: build
 	bash bench/recovery_bench.sh $(BUILD)
 

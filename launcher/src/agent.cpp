@@ -1116,9 +1116,11 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
   record["generation"] = next;
   nlohmann::json replaced = nlohmann::json::array();
   std::vector<std::string> survivors;
+  nlohmann::json survivor_records = nlohmann::json::array();
   for (std::size_t i = 0; i < workers.size(); ++i) {
     if (std::find(lost.begin(), lost.end(), i) == lost.end()) {
       survivors.push_back("rank " + std::to_string(workers[i].rank) + " pid " + std::to_string(workers[i].process->pid()));
+      survivor_records.push_back({{"rank", workers[i].rank}, {"pid", workers[i].process->pid()}});
     }
   }
   try {
@@ -1155,7 +1157,7 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
     return false;
   }
   record["replaced"] = std::move(replaced);
-  record["survivors"] = survivors;
+  record["survivors"] = std::move(survivor_records);
   record["agent_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   recoveries_.push_back(std::move(record));
   if (spares) spares->fill();
