@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -25,16 +26,18 @@ namespace tenax::examples {
 /// (restart_count 0), so the restarted job runs through. So that a test knows which checkpoint
 /// the resume must use, the kill waits (up to a minute) until the last periodic save before
 /// `step` is committed: async saves commit in the background, and a crash loses the one in
-/// flight. (The same change as main's 6a704c0 made inside synthetic_regression.)
+/// flight. At a save step the process dies before that step's own save. (The same change as main's 6a704c0 made inside synthetic_regression.)
 class FailureInjection final : public sdk::TrainerCallback {
  public:
   FailureInjection(std::int64_t step, int rank, std::int64_t restart_count, int signal = SIGKILL)
       : step_(step), rank_(rank), armed_(restart_count == 0), signal_(signal) {}
   void on_step_end(const sdk::TrainingArguments& args, sdk::TrainerState& state, sdk::TrainerControl&) override {
     if (armed_ && state.global_step == step_ && state.rank == rank_) {
-      if (args.save_steps > 0 && step_ >= args.save_steps) {
+      // The save of `step` itself comes after this callback: at a save step, the one before.
+      const std::int64_t last_save = (step_ - 1) / std::max<std::int64_t>(args.save_steps, 1) * args.save_steps;
+      if (args.save_steps > 0 && last_save > 0) {
         char name[32];
-        std::snprintf(name, sizeof name, "step-%09lld", static_cast<long long>(step_ / args.save_steps * args.save_steps));
+        std::snprintf(name, sizeof name, "step-%09lld", static_cast<long long>(last_save));
         const auto manifest = std::filesystem::path(args.output_dir) / "checkpoints" / name / "manifest.json";
         for (int i = 0; i < 6000 && !std::filesystem::exists(manifest); ++i) {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));

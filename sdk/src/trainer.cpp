@@ -678,13 +678,19 @@ void Trainer::heal_from_peers(Clock::time_point since) {
   }
   const NamedTensors params = named_parameters();
   NamedTensors outgoing;
+  std::int64_t last_committed = -1;
   if (rank == plan->source) {
     for (const auto& [name, p] : params) outgoing.emplace_back("model/" + name, p.detach());
     for (auto& entry : capture_adamw_state(*r.optimizer, params, Capture::kView)) outgoing.push_back(std::move(entry));
     outgoing.emplace_back("rng/mirrors", r.grad_sync->mirrors());
     nlohmann::json progress = state_.to_json();
     progress["skipped_steps"] = skipped_steps_;
-    progress["last_saved"] = r.last_saved;
+    // What is on disk, not what was started: a save in flight when the peer was lost never
+    // committed.
+    const std::optional<std::int64_t> committed =
+        storage::CheckpointDirectory(r.checkpointer->root()).latest_step();
+    last_committed = committed ? *committed : -1;
+    progress["last_committed"] = last_committed;
     const std::string text = progress.dump();
     outgoing.emplace_back("trainer/state",
                           torch::from_blob(const_cast<char*>(text.data()), {static_cast<std::int64_t>(text.size())},
@@ -720,7 +726,7 @@ void Trainer::heal_from_peers(Clock::time_point since) {
       state_.best_model_checkpoint = progress["best_model_checkpoint"].get<std::string>();
     }
     skipped_steps_ = progress.at("skipped_steps").get<std::int64_t>();
-    r.last_saved = progress.at("last_saved").get<std::int64_t>();
+    last_committed = progress.at("last_committed").get<std::int64_t>();
   }
   // Every rank, the source too, continues its own random stream from where the healed step
   // left it: its row of the mirrors that travelled with that step's gradients.
@@ -733,6 +739,10 @@ void Trainer::heal_from_peers(Clock::time_point since) {
   restore_cpu_rng_state(mirrors[rank].clone());
   r.grad_sync->zero_grad();
   r.holds_state = true;
+  r.last_saved = last_committed;
+  // Flags raised for the step in flight were raised on some ranks only (the loss may have
+  // come between a step's log and its save): every rank starts the healed step from none.
+  control_ = TrainerControl{};
   state_.generation = context_.generation();
   context_.announce_in_process_recovery();
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - since).count();
@@ -740,6 +750,13 @@ void Trainer::heal_from_peers(Clock::time_point since) {
       ->warn("healed from rank {} in {:.0f} ms: generation {} goes on at step {}, 0 steps lost (the step in flight is "
              "redone)",
              plan->source, ms, context_.generation(), state_.global_step);
+  // The step the job goes on from may have been due a save that the loss cut short: it is
+  // taken now, by every rank, so that no scheduled checkpoint goes missing.
+  if (r.plan.has_dataset && state_.global_step > 0 && last_committed < state_.global_step) {
+    const detail::StepFlow flow = detail::flow_after_step(r.plan, args_.logging_steps, args_.save_steps,
+                                                          state_.global_step, state_.global_step - 1 + skipped_steps_);
+    if (flow.save) save({});
+  }
 }
 
 void Trainer::act_on_control(double lr) {

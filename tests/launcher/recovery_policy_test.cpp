@@ -1,0 +1,96 @@
+// The agent's decision on a lost worker (launcher/src/recovery_policy.h), and the flags that ask
+// for in-process recovery.
+#include "recovery_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "run_options.h"
+#include "tenax/core/error.h"
+#include "tenax/elastic/in_process_recovery.h"
+
+namespace tenax::launcher {
+namespace {
+
+LossFacts ready_job() {
+  LossFacts f;
+  f.mode = RecoveryMode::kInProcess;
+  f.world_size = 3;
+  f.lost = 1;
+  f.ready = 3;
+  f.restarts_used = 0;
+  f.max_restarts = 3;
+  return f;
+}
+
+TEST(LauncherRecoveryPolicy, ALossInAReadyJobIsHealedInProcess) {
+  const LossDecision d = decide_on_loss(ready_job());
+  EXPECT_EQ(d.action, LossAction::kReplaceInProcess);
+  EXPECT_TRUE(d.why_not.empty());
+}
+
+TEST(LauncherRecoveryPolicy, RestartModeRestartsWithoutExplaining) {
+  LossFacts f = ready_job();
+  f.mode = RecoveryMode::kRestart;
+  const LossDecision d = decide_on_loss(f);
+  EXPECT_EQ(d.action, LossAction::kRestartGeneration);
+  EXPECT_TRUE(d.why_not.empty());
+}
+
+TEST(LauncherRecoveryPolicy, EveryReasonToFallBackToTheDiskPathIsNamed) {
+  struct Case {
+    void (*change)(LossFacts&);
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {[](LossFacts& f) { f.config_error = true; }, "configuration error"},
+      {[](LossFacts& f) { f.multi_node = true; }, "covers one node"},
+      {[](LossFacts& f) { f.lost = 3; }, "no worker survived"},
+      {[](LossFacts& f) { f.ready = 2; }, "only 2 of 3 workers"},
+      {[](LossFacts& f) { f.restarts_used = 3; }, "restart budget is spent"},
+  };
+  for (const Case& c : cases) {
+    LossFacts f = ready_job();
+    c.change(f);
+    const LossDecision d = decide_on_loss(f);
+    EXPECT_EQ(d.action, LossAction::kRestartGeneration) << c.says;
+    EXPECT_NE(d.why_not.find(c.says), std::string::npos) << d.why_not;
+  }
+}
+
+TEST(LauncherRecoveryPolicy, RecoveryAndSparesFlags) {
+  const RunOptions defaults = parse_run_options(std::vector<std::string>{"--nproc-per-node", "2", "--", "app"});
+  EXPECT_EQ(defaults.recovery, RecoveryMode::kRestart);
+  EXPECT_EQ(defaults.spares, kDefaultSpares);
+  const RunOptions o = parse_run_options(
+      std::vector<std::string>{"--nproc-per-node", "2", "--recovery", "in-process", "--spares=0", "--", "app"});
+  EXPECT_EQ(o.recovery, RecoveryMode::kInProcess);
+  EXPECT_EQ(o.spares, 0);
+  try {
+    parse_run_options(std::vector<std::string>{"--nproc-per-node", "2", "--recovery", "inprocess", "--", "app"});
+    FAIL() << "an unknown mode must be refused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--recovery expects in-process or restart, got 'inprocess'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parse_run_options(std::vector<std::string>{"--nproc-per-node", "2", "--spares", "-1", "--", "app"}),
+               ConfigError);
+}
+
+TEST(LauncherRecoveryPolicy, SpareAssignmentsRoundTripAndBadOnesAreRefused) {
+  const elastic::SpareAssignment a{2, 5, 1};
+  const auto back = elastic::parse_spare_assignment(elastic::format_spare_assignment(a));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->rank, 2);
+  EXPECT_EQ(back->generation, 5);
+  EXPECT_EQ(back->restart_count, 1);
+  for (const char* bad : {"", "2", "2 5", "2 5 1 9", "-1 5 1", "2 x 1", "2 5 -1"}) {
+    EXPECT_FALSE(elastic::parse_spare_assignment(bad)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace tenax::launcher
