@@ -128,10 +128,17 @@ def parity():
         torch.manual_seed(SEED)
         mlm = loading_info(DistilBertForMaskedLM(tiny_config()), pathlib.Path(tmp), "mlm")
     assert base["missing_keys"] and mlm["unexpected_keys"], (base, mlm)
+    # The tiny model's 3-label head into a 2-label model (fine-tuning on other labels).
+    _, info = DistilBertForSequenceClassification.from_pretrained(
+        MODEL_DIR, num_labels=2, ignore_mismatched_sizes=True, output_loading_info=True)
+    mismatched = {"missing_keys": sorted(info["missing_keys"]), "unexpected_keys": sorted(info["unexpected_keys"]),
+                  "mismatched_keys": sorted(k for k, _, _ in info["mismatched_keys"])}
+    assert mismatched["mismatched_keys"], info
     path = GOLDENS / "distilbert_parity.safetensors"
     save_file(tensors, str(path), metadata={"generator": GENERATOR, "base_model_loading": json.dumps(base),
-                                            "masked_lm_loading": json.dumps(mlm)})
-    print(f"wrote {path}: logits {out.logits.tolist()}, loss {out.loss.item():.6f}\n base {base}\n mlm {mlm}")
+                                            "masked_lm_loading": json.dumps(mlm),
+                                            "mismatched_head_loading": json.dumps(mismatched)})
+    print(f"wrote {path}: logits {out.logits.tolist()}, loss {out.loss.item():.6f}\n mismatched {mismatched}")
 
 
 def roundtrip(build: pathlib.Path):

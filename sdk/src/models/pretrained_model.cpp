@@ -52,6 +52,10 @@ bool is_ignored_buffer(const std::string& name, const PretrainedModelInfo& info)
   });
 }
 
+bool same_shape(const torch::Tensor& param, const storage::SafetensorsEntry& entry) {
+  return entry.shape == std::vector<std::int64_t>(param.sizes().begin(), param.sizes().end());
+}
+
 void copy_into(torch::Tensor& param, const storage::SafetensorsFile& file,
                const storage::SafetensorsEntry& entry, const std::string& param_name) {
   const std::string where = file.source() + ": tensor '" + entry.name + "'";
@@ -60,11 +64,13 @@ void copy_into(torch::Tensor& param, const storage::SafetensorsFile& file,
     throw StorageError(where + " has dtype " + storage::safetensors_dtype_name(entry.dtype) +
                        "; parameter " + param_name + " needs a floating type (F32, F16 or BF16)");
   }
-  if (entry.shape != std::vector<std::int64_t>(param.sizes().begin(), param.sizes().end())) {
+  if (!same_shape(param, entry)) {
     throw StorageError(where + " has shape " + shape_string(entry.shape) + " but parameter " +
                        param_name + " of the model built from config.json has shape " +
                        shape_string({param.sizes().begin(), param.sizes().end()}) +
-                       "; the checkpoint and its config.json do not belong together");
+                       "; the checkpoint and its config.json do not belong together (a head trained for "
+                       "other labels: PretrainedOptions().ignore_mismatched_sizes(true) re-initialises it, as "
+                       "transformers' ignore_mismatched_sizes=True does)");
   }
   storage::TensorData data;
   data.dtype = entry.dtype;
@@ -73,7 +79,10 @@ void copy_into(torch::Tensor& param, const storage::SafetensorsFile& file,
   param.copy_(to_tensor(data));  // converts F16/BF16 to the parameter's float32
 }
 
-LoadingInfo copy_weights(torch::nn::Module& model, const PretrainedModelInfo& model_info, const fs::path& path) {
+// Returns what was missing, unexpected and mismatched; `mismatched` gets transformers' log line
+// of each mismatched tensor.
+LoadingInfo copy_weights(torch::nn::Module& model, const PretrainedModelInfo& model_info, const fs::path& path,
+                         bool ignore_mismatched_sizes, std::vector<std::string>& mismatched) {
   auto read = storage::read_safetensors(path);
   if (!read.is_ok()) {
     if (read.status().code() == StatusCode::kNotFound) {
@@ -98,7 +107,15 @@ LoadingInfo copy_weights(torch::nn::Module& model, const PretrainedModelInfo& mo
   for (const storage::SafetensorsEntry& entry : file.tensors()) {
     const std::string name = has_prefix ? entry.name : base_prefix + entry.name;
     if (torch::Tensor* param = params.find(name)) {
-      copy_into(*param, file, entry, name);
+      if (ignore_mismatched_sizes && !same_shape(*param, entry)) {
+        info.mismatched_keys.push_back(name);
+        mismatched.push_back("- " + name + ": found shape " + shape_string(entry.shape) +
+                             " in the checkpoint and " +
+                             shape_string({param->sizes().begin(), param->sizes().end()}) +
+                             " in the model instantiated");
+      } else {
+        copy_into(*param, file, entry, name);
+      }
       loaded.insert(name);
     } else if (!is_ignored_buffer(entry.name, model_info)) {
       info.unexpected_keys.push_back(entry.name);
@@ -110,7 +127,8 @@ LoadingInfo copy_weights(torch::nn::Module& model, const PretrainedModelInfo& mo
   return info;
 }
 
-void log_loading_info(const LoadingInfo& info, const std::string& architecture, const fs::path& dir) {
+void log_loading_info(const LoadingInfo& info, const std::vector<std::string>& mismatched,
+                      const std::string& architecture, const fs::path& dir) {
   auto log = logger("tenax.sdk");
   if (!info.unexpected_keys.empty()) {
     log->warn(
@@ -123,6 +141,15 @@ void log_loading_info(const LoadingInfo& info, const std::string& architecture, 
         "{}\nYou should probably TRAIN this model on a down-stream task to be able to use it for predictions "
         "and inference.",
         architecture, dir.string(), join(info.missing_keys));
+  }
+  if (!mismatched.empty()) {
+    std::string lines;
+    for (const auto& line : mismatched) lines += (lines.empty() ? "" : "\n") + line;
+    log->warn(
+        "Some weights of {} were not initialized from the model checkpoint at {} and are newly initialized "
+        "because the shapes did not match:\n{}\nYou should probably TRAIN this model on a down-stream task to be "
+        "able to use it for predictions and inference.",
+        architecture, dir.string(), lines);
   }
 }
 
@@ -179,10 +206,11 @@ void PretrainedModel::apply_options(PretrainedConfig& config, const PretrainedOp
   if (options.problem_type()) config.problem_type = *options.problem_type();
 }
 
-void PretrainedModel::load_weights(const fs::path& dir) {
-  loading_info_ = copy_weights(*this, info(), dir / kWeightsFile);
+void PretrainedModel::load_weights(const fs::path& dir, bool ignore_mismatched_sizes) {
+  std::vector<std::string> mismatched;
+  loading_info_ = copy_weights(*this, info(), dir / kWeightsFile, ignore_mismatched_sizes, mismatched);
   pretrained_dir_ = dir;
-  log_loading_info(loading_info_, info().architecture, dir);
+  log_loading_info(loading_info_, mismatched, info().architecture, dir);
 }
 
 void PretrainedModel::save_pretrained(const fs::path& dir_in) const {

@@ -219,6 +219,28 @@ TEST_F(DistilBertTest, MaskedLmCheckpointReportsMissingAndUnexpectedAsTransforme
   EXPECT_EQ(sorted(model->loading_info().unexpected_keys), json_strings(mlm["unexpected_keys"]));
 }
 
+TEST_F(DistilBertTest, HeadOfOtherShapeFailsOrIsReinitialisedWithIgnoreMismatchedSizes) {
+  const fs::path dir = test::distilbert_tiny_dir(test::goldens_dir());
+  try {
+    DistilBertForSequenceClassification::from_pretrained(dir, PretrainedOptions().num_labels(2));
+    ADD_FAILURE() << "a 3-label head loaded into a 2-label model";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("ignore_mismatched_sizes(true)"), std::string::npos) << e.what();
+  }
+  const json expected = json::parse(meta_.at("mismatched_head_loading"));
+  torch::manual_seed(5);
+  auto model = DistilBertForSequenceClassification::from_pretrained(
+      dir, PretrainedOptions().num_labels(2).ignore_mismatched_sizes(true));
+  EXPECT_EQ(sorted(model->loading_info().mismatched_keys), json_strings(expected["mismatched_keys"]));
+  EXPECT_EQ(sorted(model->loading_info().missing_keys), json_strings(expected["missing_keys"]));
+  EXPECT_EQ(sorted(model->loading_info().unexpected_keys), json_strings(expected["unexpected_keys"]));
+  const auto params = model->named_parameters();
+  EXPECT_EQ(params["classifier.weight"].sizes(), (std::vector<std::int64_t>{2, 32}));
+  EXPECT_TRUE(torch::equal(params["classifier.bias"], torch::zeros({2})));
+  // Everything else is the checkpoint's, pre_classifier included.
+  EXPECT_TRUE(torch::equal(params["pre_classifier.weight"], tiny()->named_parameters()["pre_classifier.weight"]));
+}
+
 TEST_F(DistilBertTest, SaveThenLoadIsIdenticalAndCarriesTheTokenizerFiles) {
   auto model = tiny();
   model->save_pretrained(root_ / "saved");

@@ -45,6 +45,10 @@ struct PretrainedOptions {
   TORCH_ARG(std::optional<Id2Label>, id2label) = std::nullopt;
   /// The loss to use; unset keeps config.json's (or decides at the first forward with labels).
   TORCH_ARG(std::optional<ProblemType>, problem_type) = std::nullopt;
+  /// transformers' ignore_mismatched_sizes: a checkpoint tensor whose shape differs from the
+  /// parameter's (a head trained for other labels) leaves the fresh initialisation in place and
+  /// is reported in mismatched_keys, instead of failing the load.
+  TORCH_ARG(bool, ignore_mismatched_sizes) = false;
 };
 
 /// The name PretrainedOptions had when BERT was the only family.
@@ -54,6 +58,9 @@ using BertPretrainedOptions = PretrainedOptions;
 struct LoadingInfo {
   std::vector<std::string> missing_keys;     ///< newly initialised, e.g. classifier.weight
   std::vector<std::string> unexpected_keys;  ///< in the checkpoint, used by no parameter
+  /// With ignore_mismatched_sizes: parameters left freshly initialised because the
+  /// checkpoint's tensor had another shape.
+  std::vector<std::string> mismatched_keys;
 };
 
 /// A family's head model as the loader sees it: transformers' class attributes.
@@ -103,7 +110,7 @@ class PretrainedModel : public Model {
     apply_options(config, options, dir);
     config.validate("from_pretrained(" + dir.string() + ")");
     auto model = std::make_shared<M>(std::move(config));
-    static_cast<PretrainedModel&>(*model).load_weights(dir);
+    static_cast<PretrainedModel&>(*model).load_weights(dir, options.ignore_mismatched_sizes());
     return model;
   }
 
@@ -116,10 +123,12 @@ class PretrainedModel : public Model {
   /// checkpoint without any "<base_model_prefix>." tensor is a base model's and its names are
   /// prefixed; F16/BF16 tensors are converted to float32; parameters the checkpoint lacks keep
   /// their fresh initialisation (missing_keys); tensors no parameter takes are unexpected_keys
-  /// (but for info().ignored_buffers). Both are logged as transformers logs them.
+  /// (but for info().ignored_buffers); a tensor of another shape is an error, or with
+  /// `ignore_mismatched_sizes` left out and listed in mismatched_keys. All three are logged as
+  /// transformers logs them.
   /// Throws StorageError (model.safetensors missing or corrupt; a tensor with the wrong shape or
   /// a non-floating dtype: file and tensor name).
-  void load_weights(const std::filesystem::path& dir);
+  void load_weights(const std::filesystem::path& dir, bool ignore_mismatched_sizes);
 
  private:
   std::filesystem::path pretrained_dir_;
