@@ -137,6 +137,10 @@ int run(const FinetuneOptions& o) {
     throw tenax::ConfigError("--model-type " + o.model_type + ": " + o.model_dir + "/config.json is a \"" +
                              model_type + "\" model; pass that directory's family or --model-type auto");
   }
+  if (model_type != "bert" && model_type != "distilbert") {
+    throw tenax::ConfigError(o.model_dir + "/config.json is a \"" + model_type +
+                             "\" model; finetune_text trains the text families (bert, distilbert)");
+  }
   auto model = tenax::sdk::AutoModelForClassification::from_pretrained(
       o.model_dir,
       tenax::sdk::PretrainedOptions().id2label(id2label).ignore_mismatched_sizes(o.ignore_mismatched_sizes));

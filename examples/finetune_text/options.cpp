@@ -1,6 +1,5 @@
 #include "options.h"
 
-#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -8,7 +7,6 @@
 
 #include "tenax/core/error.h"
 #include "tenax/core/exit_codes.h"
-#include "tenax/sdk/models/auto_model.h"
 #include "tenax/sdk/training_arguments_io.h"
 
 namespace tenax::examples {
@@ -65,11 +63,8 @@ void validate(const FinetuneOptions& o) {
           "must be >= 1 (or -1: none), got " + std::to_string(o.preempt_at_step));
   require(o.preempt_signal == "USR1" || o.preempt_signal == "TERM", "preempt_signal",
           "must be USR1 or TERM, got '" + o.preempt_signal + "'");
-  const auto types = sdk::AutoModelForClassification::model_types();
-  std::string names = "auto";
-  for (const auto& t : types) names += ", " + t;
-  require(o.model_type == "auto" || std::find(types.begin(), types.end(), o.model_type) != types.end(),
-          "model_type", "must be one of " + names + ", got '" + o.model_type + "'");
+  require(o.model_type == "auto" || o.model_type == "bert" || o.model_type == "distilbert", "model_type",
+          "must be one of auto, bert, distilbert (the text families), got '" + o.model_type + "'");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "tenax/core/error.h"
 #include "tenax/sdk/models/bert.h"
 #include "tenax/sdk/models/distilbert.h"
+#include "tenax/sdk/models/vit.h"
 
 namespace tenax::sdk {
 namespace {
@@ -24,6 +25,7 @@ struct Family {
 constexpr Family kFamilies[] = {
     {"bert", &load<BertForSequenceClassification>},
     {"distilbert", &load<DistilBertForSequenceClassification>},
+    {"vit", &load<ViTForImageClassification>},
 };
 
 std::string joined_types() {

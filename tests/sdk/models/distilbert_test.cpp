@@ -275,7 +275,7 @@ TEST_F(DistilBertTest, AutoModelPicksTheFamilyByModelType) {
   EXPECT_NE(std::dynamic_pointer_cast<BertForSequenceClassification>(
                 AutoModelForClassification::from_pretrained(root_ / "bert")),
             nullptr);
-  EXPECT_EQ(AutoModelForClassification::model_types(), (std::vector<std::string>{"bert", "distilbert"}));
+  EXPECT_EQ(AutoModelForClassification::model_types(), (std::vector<std::string>{"bert", "distilbert", "vit"}));
 
   json j = tiny_json();
   j["model_type"] = "gpt2";
@@ -286,7 +286,7 @@ TEST_F(DistilBertTest, AutoModelPicksTheFamilyByModelType) {
     ADD_FAILURE();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("\"gpt2\" is not a registered model family (registered: \"bert\", "
-                                         "\"distilbert\")"),
+                                         "\"distilbert\", \"vit\")"),
               std::string::npos)
         << e.what();
   }

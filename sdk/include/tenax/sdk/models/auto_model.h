@@ -19,7 +19,8 @@ namespace tenax::sdk {
 class AutoModelForClassification {
  public:
   /// The classification model of `dir`/config.json's model_type ("bert":
-  /// BertForSequenceClassification, "distilbert": DistilBertForSequenceClassification), loaded
+  /// BertForSequenceClassification, "distilbert": DistilBertForSequenceClassification, "vit":
+  /// ViTForImageClassification), loaded
   /// by that family's from_pretrained. Throws ConfigError naming the file when model_type is
   /// missing or not registered (the message lists the registered ones).
   static std::shared_ptr<PretrainedModel> from_pretrained(const std::filesystem::path& dir,
