@@ -5,7 +5,7 @@ No pretrained DistilBERT can be fetched here, so parity is proven on a small Dis
 transformers initialises from a seed and saves. Run in the reference venv (Debian's
 python3-torch 1.13 plus tools/goldens/requirements-model.txt, see model_goldens.py):
 
-    ninja -C build distilbert_roundtrip_tool
+    ninja -C build roundtrip_tool
     .venv-torch113/bin/python tools/goldens/distilbert_goldens.py --build build
 
 It writes into tests/sdk/models/goldens/:
@@ -23,7 +23,7 @@ It writes into tests/sdk/models/goldens/:
                               DistilBertModel and a DistilBertForMaskedLM checkpoint
   distilbert_roundtrip.safetensors
                               the logits transformers computes with the model Tenax fine-tuned and
-                              saved (distilbert_roundtrip_tool), and that file's hashes
+                              saved (roundtrip_tool distilbert), and that file's hashes
 """
 import argparse
 import hashlib
@@ -142,13 +142,13 @@ def parity():
 
 
 def roundtrip(build: pathlib.Path):
-    tool = next(build.glob("**/distilbert_roundtrip_tool"), None)
+    tool = next(build.glob("**/roundtrip_tool"), None)
     if tool is None:
-        sys.exit(f"no distilbert_roundtrip_tool under {build}: ninja -C {build} distilbert_roundtrip_tool")
+        sys.exit(f"no roundtrip_tool under {build}: ninja -C {build} roundtrip_tool")
     parity_file = load_file(str(GOLDENS / "distilbert_parity.safetensors"))
     with tempfile.TemporaryDirectory() as tmp:
         saved = pathlib.Path(tmp) / "finetuned"
-        subprocess.run([str(tool), str(GOLDENS), str(saved)], check=True)
+        subprocess.run([str(tool), "distilbert", str(GOLDENS), str(saved)], check=True)
         weights = (saved / "model.safetensors").read_bytes()
         model, info = DistilBertForSequenceClassification.from_pretrained(saved, output_loading_info=True)
         assert not any(info.values()), f"transformers reported {info}"
@@ -167,10 +167,14 @@ def roundtrip(build: pathlib.Path):
     print(f"wrote {path}: logits {logits.tolist()}")
 
 
+# With several metadata entries the safetensors crate orders them by hash, so a rerun may write
+# different bytes with the same contents: commit a regenerated file only if its contents changed.
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", type=pathlib.Path, default=REPO / "build",
-                        help="CMake build directory holding distilbert_roundtrip_tool")
+                        help="CMake build directory holding roundtrip_tool")
     parser.add_argument("--skip-roundtrip", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -51,6 +51,10 @@ PROCESSORS = {
 RESIZES = [(224, 224), (96, 160), (31, 47), (700, 650), (150, 140), (600, 17)]
 
 
+# With several metadata entries the safetensors crate orders them by hash, so a rerun may write
+# different bytes with the same contents: commit a regenerated file only if its contents changed.
+
+
 def main():
     generator = (f"tools/goldens/image_processor_goldens.py; Pillow {PIL.__version__}, "
                  f"transformers {transformers.__version__}")

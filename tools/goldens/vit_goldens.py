@@ -5,7 +5,8 @@ No pretrained ViT can be fetched here, so parity is proven on a small ViT that t
 initialises from a seed and saves. Run in the reference venv (Debian's python3-torch 1.13 plus
 tools/goldens/requirements-model.txt, see model_goldens.py):
 
-    .venv-torch113/bin/python tools/goldens/vit_goldens.py
+    ninja -C build roundtrip_tool
+    .venv-torch113/bin/python tools/goldens/vit_goldens.py --build build
 
 It writes into tests/sdk/models/goldens/:
 
@@ -16,14 +17,21 @@ It writes into tests/sdk/models/goldens/:
                               interpolated to 48x48 and to 32x48 images; in the metadata the
                               missing and unexpected keys transformers reports when loading a
                               bare ViTModel checkpoint (with its pooler)
+  vit_roundtrip.safetensors   the logits transformers computes with the model Tenax fine-tuned
+                              and saved (roundtrip_tool vit), and that file's hashes
 """
+import argparse
+import hashlib
 import json
 import pathlib
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import torch
 import transformers
+import xxhash
 from safetensors.torch import load_file, save_file
 from transformers import ViTConfig, ViTForImageClassification, ViTModel
 
@@ -44,7 +52,41 @@ def tiny_config() -> ViTConfig:
                      id2label={0: "cat", 1: "dog", 2: "bird"}, label2id={"cat": 0, "dog": 1, "bird": 2})
 
 
+def roundtrip(build: pathlib.Path):
+    tool = next(build.glob("**/roundtrip_tool"), None)
+    if tool is None:
+        sys.exit(f"no roundtrip_tool under {build}: ninja -C {build} roundtrip_tool")
+    parity_file = load_file(str(GOLDENS / "vit_parity.safetensors"))
+    with tempfile.TemporaryDirectory() as tmp:
+        saved = pathlib.Path(tmp) / "finetuned"
+        subprocess.run([str(tool), "vit", str(GOLDENS), str(saved)], check=True)
+        weights = (saved / "model.safetensors").read_bytes()
+        model, info = ViTForImageClassification.from_pretrained(saved, output_loading_info=True)
+        assert not any(info.values()), f"transformers reported {info}"
+        assert model.config.architectures == ["ViTForImageClassification"]
+        resaved = pathlib.Path(tmp) / "resaved"
+        model.save_pretrained(resaved)
+        assert (resaved / "model.safetensors").read_bytes() == weights, "save differs from Python's"
+        model.eval()
+        with torch.no_grad():
+            logits = model(pixel_values=parity_file["pixel_values"]).logits
+    path = GOLDENS / "vit_roundtrip.safetensors"
+    save_file({"logits": logits.contiguous()}, str(path), metadata={
+        "model_safetensors_xxh3_64": xxhash.xxh3_64_hexdigest(weights),
+        "model_safetensors_sha256": hashlib.sha256(weights).hexdigest(), "generator": GENERATOR})
+    print(f"wrote {path}: logits {logits.tolist()}")
+
+
+# With several metadata entries the safetensors crate orders them by hash, so a rerun may write
+# different bytes with the same contents: commit a regenerated file only if its contents changed.
+
+
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", type=pathlib.Path, default=REPO / "build",
+                        help="CMake build directory holding roundtrip_tool")
+    parser.add_argument("--skip-roundtrip", action="store_true")
+    args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(SEED)
     model = ViTForImageClassification(tiny_config())
@@ -84,6 +126,8 @@ def main():
     path = GOLDENS / "vit_parity.safetensors"
     save_file(tensors, str(path), metadata={"generator": GENERATOR, "base_model_loading": json.dumps(base)})
     print(f"wrote {path}: logits {out.logits.tolist()}\n base {base['missing_keys']} {base['unexpected_keys']}")
+    if not args.skip_roundtrip:
+        roundtrip(args.build)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 // Tenax fine-tunes the tiny DistilBERT, save_pretrained writes a Hugging Face directory, Python
-// transformers loads it: tools/goldens/distilbert_goldens.py ran distilbert_roundtrip_tool (the
+// transformers loads it: tools/goldens/distilbert_goldens.py ran roundtrip_tool distilbert (the
 // same fine-tune as here), loaded its output with transformers (no missing or unexpected key;
 // its own save_pretrained of the loaded model wrote byte-identical weights) and recorded the
 // file's hash and transformers' logits. Here the fine-tune is repeated and our logits must equal
@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include "sdk/models/distilbert_fixture.h"
+#include "sdk/models/roundtrip_fixture.h"
 #include "sdk/models/minilm_fixture.h"
 #include "tenax/core/checksum.h"
 #include "tenax/core/files.h"

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
-#include "sdk/models/distilbert_fixture.h"
+#include "sdk/models/roundtrip_fixture.h"
 #include "sdk/models/minilm_fixture.h"
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
