@@ -11,7 +11,8 @@ tools/goldens/requirements-model.txt, see model_goldens.py):
 It writes into tests/sdk/models/goldens/:
 
   vit_tiny/                   the model directory transformers saved (config.json,
-                              model.safetensors; 32x32 images, 8x8 patches)
+                              model.safetensors; 32x32 images, 8x8 patches) and its
+                              preprocessor_config.json (ViTImageProcessor to 32x32)
   vit_parity.safetensors      seeded pixel values, every hidden state, the last hidden state,
                               logits and loss in eval mode; the logits with the position table
                               interpolated to 48x48 and to 32x48 images; in the metadata the
@@ -33,7 +34,7 @@ import torch
 import transformers
 import xxhash
 from safetensors.torch import load_file, save_file
-from transformers import ViTConfig, ViTForImageClassification, ViTModel
+from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor, ViTModel
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 GOLDENS = REPO / "tests" / "sdk" / "models" / "goldens"
@@ -93,6 +94,7 @@ def main():
     if MODEL_DIR.exists():
         shutil.rmtree(MODEL_DIR)
     model.save_pretrained(MODEL_DIR)
+    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(MODEL_DIR)
 
     model, info = ViTForImageClassification.from_pretrained(MODEL_DIR, output_loading_info=True)
     assert not any(info.values()), info
