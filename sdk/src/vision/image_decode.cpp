@@ -1,6 +1,7 @@
 // PNG (libpng) and JPEG (libjpeg-turbo) decoding into 8-bit RGB with the transformations
-// Pillow's Image.convert("RGB") amounts to. Both libraries report errors by longjmp: nothing
-// with a destructor lives between a setjmp and the library calls it guards.
+// Pillow's Image.convert("RGB") amounts to. Both libraries report errors by longjmp, so each
+// decoder's library calls sit in one function whose state is all its caller's (read_png,
+// read_jpeg): a longjmp leaves no local of theirs indeterminate and skips no destructor.
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -43,6 +44,37 @@ void png_on_error(png_structp png, png_const_charp message) {
 
 void png_on_warning(png_structp, png_const_charp) {}  // Pillow ignores them too
 
+// The libpng calls, under setjmp. Everything they change lives in the caller's frame and is
+// reached through pointers, so nothing this frame holds is left indeterminate by a longjmp.
+// Returns false (error->message set) when libpng failed.
+bool read_png(png_structp png, png_infop info, PngSource* source, Image* image, std::vector<png_bytep>* rows,
+              PngError* error) {
+  if (setjmp(error->jump)) return false;
+  png_set_read_fn(png, source, png_read_from_memory);
+  png_read_info(png, info);
+  // To 8-bit RGB as Pillow's convert("RGB"): palettes and low bit depths expanded, 16 bits
+  // reduced, gray replicated, alpha dropped; no gamma transformation.
+  png_set_expand(png);
+  png_set_strip_16(png);
+  png_set_gray_to_rgb(png);
+  png_set_strip_alpha(png);
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  image->width = png_get_image_width(png, info);
+  image->height = png_get_image_height(png, info);
+  if (png_get_rowbytes(png, info) != static_cast<std::size_t>(image->width) * 3) {
+    png_error(png, "unexpected row size after conversion to RGB");
+  }
+  image->rgb.resize(static_cast<std::size_t>(image->width * image->height * 3));
+  rows->resize(static_cast<std::size_t>(image->height));
+  for (std::int64_t y = 0; y < image->height; ++y) {
+    (*rows)[static_cast<std::size_t>(y)] = &image->rgb[static_cast<std::size_t>(y * image->width * 3)];
+  }
+  png_read_image(png, rows->data());
+  png_read_end(png, nullptr);
+  return true;
+}
+
 Image decode_png(const std::string& bytes, const std::string& where) {
   PngError error{};
   PngSource source{reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), 0};
@@ -54,31 +86,9 @@ Image decode_png(const std::string& bytes, const std::string& where) {
   }
   Image image;
   std::vector<png_bytep> rows;
-  if (setjmp(error.jump)) {
-    png_destroy_read_struct(&png, &info, nullptr);
-    throw StorageError(where + ": not a readable PNG: " + error.message);
-  }
-  png_set_read_fn(png, &source, png_read_from_memory);
-  png_read_info(png, info);
-  // To 8-bit RGB as Pillow's convert("RGB"): palettes and low bit depths expanded, 16 bits
-  // reduced, gray replicated, alpha dropped; no gamma transformation.
-  png_set_expand(png);
-  png_set_strip_16(png);
-  png_set_gray_to_rgb(png);
-  png_set_strip_alpha(png);
-  png_set_interlace_handling(png);
-  png_read_update_info(png, info);
-  image.width = png_get_image_width(png, info);
-  image.height = png_get_image_height(png, info);
-  if (png_get_rowbytes(png, info) != static_cast<std::size_t>(image.width) * 3) {
-    png_error(png, "unexpected row size after conversion to RGB");
-  }
-  image.rgb.resize(static_cast<std::size_t>(image.width * image.height * 3));
-  rows.resize(static_cast<std::size_t>(image.height));
-  for (std::int64_t y = 0; y < image.height; ++y) rows[static_cast<std::size_t>(y)] = &image.rgb[y * image.width * 3];
-  png_read_image(png, rows.data());
-  png_read_end(png, nullptr);
+  const bool ok = read_png(png, info, &source, &image, &rows, &error);
   png_destroy_read_struct(&png, &info, nullptr);
+  if (!ok) throw StorageError(where + ": not a readable PNG: " + error.message);
   return image;
 }
 
@@ -102,6 +112,34 @@ void jpeg_on_error(j_common_ptr cinfo) {
   std::longjmp(error->jump, 1);
 }
 
+// The libjpeg calls, under setjmp; as read_png, all state is the caller's, through pointers.
+bool read_jpeg(jpeg_decompress_struct* cinfo, JpegError* error, const std::string* bytes, Image* image) {
+  if (setjmp(error->jump)) return false;
+  jpeg_create_decompress(cinfo);
+  jpeg_mem_src(cinfo, reinterpret_cast<const unsigned char*>(bytes->data()), static_cast<unsigned long>(bytes->size()));
+  jpeg_read_header(cinfo, TRUE);
+  if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK) {
+    std::snprintf(error->message, sizeof error->message, "CMYK JPEGs are not supported (convert it to RGB first)");
+    return false;
+  }
+  // libjpeg's defaults are Pillow's: islow IDCT, fancy upsampling; gray is replicated to RGB.
+  cinfo->out_color_space = JCS_RGB;
+  jpeg_start_decompress(cinfo);
+  image->width = cinfo->output_width;
+  image->height = cinfo->output_height;
+  image->rgb.resize(static_cast<std::size_t>(image->width * image->height * 3));
+  while (cinfo->output_scanline < cinfo->output_height) {
+    JSAMPROW row = &image->rgb[static_cast<std::size_t>(cinfo->output_scanline) * image->width * 3];
+    jpeg_read_scanlines(cinfo, &row, 1);
+  }
+  if (error->truncated) {
+    std::snprintf(error->message, sizeof error->message, "the file is truncated (premature end of JPEG data)");
+    return false;
+  }
+  jpeg_finish_decompress(cinfo);
+  return true;
+}
+
 Image decode_jpeg(const std::string& bytes, const std::string& where) {
   jpeg_decompress_struct cinfo{};
   JpegError error{};
@@ -109,33 +147,9 @@ Image decode_jpeg(const std::string& bytes, const std::string& where) {
   error.manager.error_exit = jpeg_on_error;
   error.manager.emit_message = jpeg_on_message;
   Image image;
-  if (setjmp(error.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    throw StorageError(where + ": not a readable JPEG: " + error.message);
-  }
-  jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<unsigned long>(bytes.size()));
-  jpeg_read_header(&cinfo, TRUE);
-  if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
-    std::snprintf(error.message, sizeof error.message, "CMYK JPEGs are not supported (convert it to RGB first)");
-    std::longjmp(error.jump, 1);
-  }
-  // libjpeg's defaults are Pillow's: islow IDCT, fancy upsampling; gray is replicated to RGB.
-  cinfo.out_color_space = JCS_RGB;
-  jpeg_start_decompress(&cinfo);
-  image.width = cinfo.output_width;
-  image.height = cinfo.output_height;
-  image.rgb.resize(static_cast<std::size_t>(image.width * image.height * 3));
-  while (cinfo.output_scanline < cinfo.output_height) {
-    JSAMPROW row = &image.rgb[static_cast<std::size_t>(cinfo.output_scanline) * image.width * 3];
-    jpeg_read_scanlines(&cinfo, &row, 1);
-  }
-  if (error.truncated) {
-    std::snprintf(error.message, sizeof error.message, "the file is truncated (premature end of JPEG data)");
-    std::longjmp(error.jump, 1);
-  }
-  jpeg_finish_decompress(&cinfo);
-  jpeg_destroy_decompress(&cinfo);
+  const bool ok = read_jpeg(&cinfo, &error, &bytes, &image);
+  jpeg_destroy_decompress(&cinfo);  // also after a failure part-way (a no-op before create)
+  if (!ok) throw StorageError(where + ": not a readable JPEG: " + error.message);
   return image;
 }
 
