@@ -15,7 +15,7 @@
 //   out.loss.backward();                               // defined when batch.labels is
 //
 //   auto model = BertForSequenceClassification::from_pretrained(
-//       ".assets/all-minilm-l6-v2", BertPretrainedOptions().num_labels(3));
+//       ".assets/all-minilm-l6-v2", PretrainedOptions().num_labels(3));
 //   model->save_pretrained("runs/x/model");           // + vocab.txt etc. from the source dir
 #pragma once
 
