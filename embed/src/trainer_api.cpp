@@ -69,17 +69,10 @@ std::vector<sdk::Batch> micro_batches(const sdk::Batch& batch, std::int64_t part
     throw InvalidArgument("input: a batch of " + std::to_string(rows) + " rows does not split into " +
                           std::to_string(parts) + " micro-batches (gradient_accumulation_steps)");
   }
-  std::vector<sdk::Batch> out(static_cast<size_t>(parts));
-  const auto cut = [&](const torch::Tensor& tensor, torch::Tensor sdk::Batch::*field) {
-    if (!tensor.defined()) return;
-    const auto chunks = tensor.chunk(parts, 0);
-    for (std::int64_t i = 0; i < parts; ++i) out[static_cast<size_t>(i)].*field = chunks[static_cast<size_t>(i)];
-  };
-  cut(batch.inputs, &sdk::Batch::inputs);
-  cut(batch.input_ids, &sdk::Batch::input_ids);
-  cut(batch.attention_mask, &sdk::Batch::attention_mask);
-  cut(batch.token_type_ids, &sdk::Batch::token_type_ids);
-  cut(batch.labels, &sdk::Batch::labels);
+  std::vector<sdk::Batch> out;
+  for (std::int64_t i = 0; i < parts; ++i) {
+    out.push_back(batch.map([&](const torch::Tensor& tensor) { return tensor.chunk(parts, 0)[static_cast<size_t>(i)]; }));
+  }
   return out;
 }
 

@@ -1,10 +1,14 @@
-// Fine-tunes a BERT-family model (all-MiniLM-L6-v2 by default) for text classification on the
-// Rotten Tomatoes snippets through tenax::sdk::Trainer, data-parallel on the ranks `tenax run`
-// starts, then evaluates once on the held-out test split.
+// Fine-tunes a text classifier (all-MiniLM-L6-v2 by default; any registered family: BERT,
+// DistilBERT, picked by the model directory's config.json) on the Rotten Tomatoes snippets
+// through tenax::sdk::Trainer, data-parallel on the ranks `tenax run` starts, then evaluates
+// once on the held-out test split.
 //
 //   tenax run --nproc-per-node 2 -- ./finetune_text --output-dir runs/ft
 //       --epochs 1 --save-steps 100 --fail-at-step 150 --fail-rank 1   (one command line)
 //   tenax run --nproc-per-node 2 -- ./finetune_text --config examples/finetune_text/finetune.toml
+//   tenax run --nproc-per-node 2 -- ./finetune_text --model-type distilbert
+//       --model-dir tests/sdk/models/goldens/distilbert_tiny --ignore-mismatched-sizes true
+//       --output-dir runs/ft-distilbert       (that tiny model's head has 3 labels, the data 2)
 //
 // Every TrainingArguments field and the example's own settings (options.h) are keys of the
 // TOML file and flags; `finetune_text --help` lists them with their defaults.
@@ -34,7 +38,7 @@
 #include "tenax/core/logging.h"
 #include "tenax/elastic/worker_context.h"
 #include "tenax/sdk/metrics.h"
-#include "tenax/sdk/models/bert.h"
+#include "tenax/sdk/models/auto_model.h"
 #include "tenax/sdk/text_collator.h"
 #include "tenax/sdk/text_dataset.h"
 #include "tenax/sdk/tokenized_text_dataset.h"
@@ -128,10 +132,22 @@ int run(const FinetuneOptions& o) {
   tenax::sdk::Id2Label id2label;
   for (const auto& n : labels.names()) id2label[labels.id(n)] = n;
   torch::manual_seed(o.args.seed);  // the new classifier head: the same on every rank
-  auto model = tenax::sdk::BertForSequenceClassification::from_pretrained(
-      o.model_dir, tenax::sdk::BertPretrainedOptions().id2label(id2label));
-  log->info("model {}: {} layers, hidden {}, {} labels", o.model_dir, model->config().num_hidden_layers,
-            model->config().hidden_size, id2label.size());
+  const std::string model_type = tenax::sdk::AutoModelForClassification::model_type(o.model_dir);
+  if (o.model_type != "auto" && o.model_type != model_type) {
+    throw tenax::ConfigError("--model-type " + o.model_type + ": " + o.model_dir + "/config.json is a \"" +
+                             model_type + "\" model; pass that directory's family or --model-type auto");
+  }
+  if (model_type != "bert" && model_type != "distilbert") {
+    throw tenax::ConfigError(o.model_dir + "/config.json is a \"" + model_type +
+                             "\" model; finetune_text trains the text families (bert, distilbert)");
+  }
+  auto model = tenax::sdk::AutoModelForClassification::from_pretrained(
+      o.model_dir,
+      tenax::sdk::PretrainedOptions().id2label(id2label).ignore_mismatched_sizes(o.ignore_mismatched_sizes));
+  std::int64_t parameters = 0;
+  for (const auto& p : model->parameters()) parameters += p.numel();
+  log->info("model {}: {} ({} parameters), {} labels", o.model_dir, model->info().architecture, parameters,
+            id2label.size());
 
   tenax::sdk::Trainer trainer(model, o.args, train, context, tenax::sdk::text_collator(tokenizer.pad_id()));
   if (o.fail_at_step >= 0) {

@@ -52,7 +52,7 @@ void validate(const FinetuneOptions& o) {
   require(!o.model_dir.empty(), "model_dir", "is required");
   require(!o.data_dir.empty(), "data_dir", "is required");
   require(o.max_length >= 3 && o.max_length <= 512, "max_length",
-          "must be in [3, 512] (512: BERT's position embeddings), got " + std::to_string(o.max_length));
+          "must be in [3, 512] (512: BERT's position embeddings; the model's max_position_embeddings bounds it too), got " + std::to_string(o.max_length));
   require(o.threads >= 1, "threads", "must be >= 1, got " + std::to_string(o.threads));
   require(o.train_limit >= 0, "train_limit", "must be >= 0 (0: all), got " + std::to_string(o.train_limit));
   require(o.eval_limit >= 0, "eval_limit", "must be >= 0 (0: all), got " + std::to_string(o.eval_limit));
@@ -63,6 +63,8 @@ void validate(const FinetuneOptions& o) {
           "must be >= 1 (or -1: none), got " + std::to_string(o.preempt_at_step));
   require(o.preempt_signal == "USR1" || o.preempt_signal == "TERM", "preempt_signal",
           "must be USR1 or TERM, got '" + o.preempt_signal + "'");
+  require(o.model_type == "auto" || o.model_type == "bert" || o.model_type == "distilbert", "model_type",
+          "must be one of auto, bert, distilbert (the text families), got '" + o.model_type + "'");
 }
 
 }  // namespace

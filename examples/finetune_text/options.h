@@ -14,7 +14,13 @@ namespace tenax::examples {
 
 struct FinetuneOptions {
   sdk::TrainingArguments args;
-  std::string model_dir;          ///< a Hugging Face BERT directory
+  std::string model_dir;          ///< a Hugging Face model directory of a registered family
+  /// "auto" (config.json's model_type) or a family, "bert" or "distilbert", that config.json
+  /// must then name (a check that the directory is the model meant).
+  std::string model_type = "auto";
+  /// Re-initialise checkpoint tensors of another shape (a head trained for other labels)
+  /// instead of failing: transformers' ignore_mismatched_sizes, as run_glue.py offers it.
+  bool ignore_mismatched_sizes = false;
   std::string data_dir;           ///< {train,validation,test}.csv with columns text,label
   std::int64_t max_length = 64;
   std::int64_t threads = 1;       ///< torch intra-op threads per rank
@@ -29,6 +35,8 @@ struct FinetuneOptions {
   template <typename Field>
   void for_each_own_field(Field&& field) {
     field("model_dir", model_dir);
+    field("model_type", model_type);
+    field("ignore_mismatched_sizes", ignore_mismatched_sizes);
     field("data_dir", data_dir);
     field("max_length", max_length);
     field("threads", threads);

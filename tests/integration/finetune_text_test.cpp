@@ -3,7 +3,10 @@
 // itself after step 8; the agent restarts the generation, which resumes from the step-5
 // checkpoint and finishes; rank 0 prints TENAX_RESULT and writes <output>/model, which loads
 // back with BertForSequenceClassification::from_pretrained and holds the final checkpoint's
-// weights. Needs the assets of tools/fetch_assets.sh (fails, never skips, without them). The
+// weights. The same with --model-type distilbert and the tiny DistilBERT that transformers
+// initialised (tests/sdk/models/goldens/distilbert_tiny): the saved model loads back with
+// DistilBertForSequenceClassification::from_pretrained and holds the final checkpoint's weights.
+// Needs the assets of tools/fetch_assets.sh (fails, never skips, without them). The
 // configuration tests (bad config keys, the committed finetune.toml) stop before any asset is read.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tenax/sdk/models/bert.h"
+#include "tenax/sdk/models/distilbert.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
 
@@ -80,18 +84,19 @@ nlohmann::json result_line(const std::string& stdout_text) {
   return result;
 }
 
-TEST(IntegrationFinetuneText, KilledRankResumesFinishesAndSavesALoadableModel) {
-  ASSERT_TRUE(fs::exists(assets_dir() / "all-minilm-l6-v2" / "model.safetensors"))
+// `tenax run` with 2 workers, rank 1 killed after step 8, resumed from step 5, finished at
+// kMaxSteps: checks the job's exit, the restart and TENAX_RESULT.
+void run_killed_and_resumed_job(const fs::path& dir, const fs::path& model_dir, const std::string& extra_flags) {
+  ASSERT_TRUE(fs::exists(assets_dir() / "data" / "rotten_tomatoes" / "train.csv"))
       << "run `bash tools/fetch_assets.sh` first (assets under " << assets_dir() << ")";
-  const fs::path dir = work_dir() / "kill";
   const std::string cmd =
       std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts 2 --run-dir " + (dir / "run").string() +
       " -- " + FINETUNE_BINARY + " --output-dir " + (dir / "train").string() + " --model-dir " +
-      (assets_dir() / "all-minilm-l6-v2").string() + " --data-dir " +
-      (assets_dir() / "data" / "rotten_tomatoes").string() + " --max-steps " + std::to_string(kMaxSteps) +
+      model_dir.string() + " --data-dir " + (assets_dir() / "data" / "rotten_tomatoes").string() +
+      " --max-steps " + std::to_string(kMaxSteps) +
       " --max-length 32 --per-device-train-batch-size 8 --per-device-eval-batch-size 32 --learning-rate 1e-4"
       " --save-steps 5 --logging-steps 4 --train-limit 256 --eval-limit 96 --threads 1"
-      " --fail-at-step 8 --fail-rank 1";
+      " --fail-at-step 8 --fail-rank 1" + extra_flags;
   const JobRun r = run_command(cmd, dir);
   ASSERT_EQ(r.exit_code, 0) << r.log;
   EXPECT_NE(r.log.find("SIGKILL"), std::string::npos) << r.log;
@@ -114,10 +119,12 @@ TEST(IntegrationFinetuneText, KilledRankResumesFinishesAndSavesALoadableModel) {
     ASSERT_TRUE(result[key].is_number()) << key;
     EXPECT_GT(result[key].get<double>(), 0.0) << key;
   }
+}
 
-  // The saved model loads and is the trained one: its weights equal the final checkpoint's.
-  auto model = tenax::sdk::BertForSequenceClassification::from_pretrained(dir / "train" / "model");
-  const auto& id2label = model->config().id2label;
+// The saved model is the trained one: its labels are the data's and its weights equal the final
+// checkpoint's, byte for byte.
+void expect_saved_model_is_final_checkpoint(const tenax::sdk::PretrainedModel& model, const fs::path& dir) {
+  const auto& id2label = model.pretrained_config().id2label;
   ASSERT_EQ(id2label.size(), 2u);
   EXPECT_EQ(id2label.at(0), "fresh");
   EXPECT_EQ(id2label.at(1), "rotten");
@@ -126,7 +133,7 @@ TEST(IntegrationFinetuneText, KilledRankResumesFinishesAndSavesALoadableModel) {
                                                        tenax::storage::step_dir_name(kMaxSteps));
   ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
   int compared = 0;
-  for (const auto& item : model->named_parameters()) {
+  for (const auto& item : model.named_parameters()) {
     auto saved = reader.value().read("model/" + item.key());
     ASSERT_TRUE(saved.is_ok()) << item.key() << ": " << saved.status().to_string();
     const torch::Tensor p = item.value().contiguous();
@@ -134,7 +141,50 @@ TEST(IntegrationFinetuneText, KilledRankResumesFinishesAndSavesALoadableModel) {
     EXPECT_EQ(std::memcmp(saved.value().bytes.data(), p.data_ptr(), p.nbytes()), 0) << item.key() << " differs";
     ++compared;
   }
-  EXPECT_EQ(compared, static_cast<int>(model->parameters().size()));
+  EXPECT_EQ(compared, static_cast<int>(model.parameters().size()));
+}
+
+TEST(IntegrationFinetuneText, KilledRankResumesFinishesAndSavesALoadableModel) {
+  ASSERT_TRUE(fs::exists(assets_dir() / "all-minilm-l6-v2" / "model.safetensors"))
+      << "run `bash tools/fetch_assets.sh` first (assets under " << assets_dir() << ")";
+  const fs::path dir = work_dir() / "kill";
+  run_killed_and_resumed_job(dir, assets_dir() / "all-minilm-l6-v2", "");
+  if (HasFatalFailure()) return;
+  auto model = tenax::sdk::BertForSequenceClassification::from_pretrained(dir / "train" / "model");
+  expect_saved_model_is_final_checkpoint(*model, dir);
+}
+
+// DistilBERT through the same example: the family comes from config.json, --model-type checks it.
+TEST(IntegrationFinetuneText, DistilBertKilledRankResumesFinishesAndSavesALoadableModel) {
+  const fs::path tiny = fs::path(TENAX_SOURCE_DIR) / "tests" / "sdk" / "models" / "goldens" / "distilbert_tiny";
+  const fs::path dir = work_dir() / "kill-distilbert";
+  // The tiny model's head was made for 3 labels, the data has 2: transformers' ignore_mismatched_sizes.
+  run_killed_and_resumed_job(dir, tiny, " --model-type distilbert --ignore-mismatched-sizes true");
+  if (HasFatalFailure()) return;
+  auto model = tenax::sdk::DistilBertForSequenceClassification::from_pretrained(dir / "train" / "model");
+  EXPECT_TRUE(model->loading_info().missing_keys.empty());
+  EXPECT_TRUE(model->loading_info().unexpected_keys.empty());
+  expect_saved_model_is_final_checkpoint(*model, dir);
+}
+
+TEST(IntegrationFinetuneText, ModelTypeThatConfigJsonDoesNotNameIsAUsageError) {
+  const fs::path tiny = fs::path(TENAX_SOURCE_DIR) / "tests" / "sdk" / "models" / "goldens" / "distilbert_tiny";
+  const fs::path dir = work_dir() / "wrong-type";
+  fs::create_directories(dir / "data");
+  for (const char* split : {"train.csv", "validation.csv", "test.csv"}) {
+    std::ofstream(dir / "data" / split) << "text,label\na fine film,fresh\n";
+  }
+  JobRun r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
+                             " --model-dir " + tiny.string() + " --data-dir " + (dir / "data").string() +
+                             " --model-type bert",
+                         dir);
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_NE(r.log.find("is a \"distilbert\" model"), std::string::npos) << r.log;
+  r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() + " --model-type gpt2",
+                  dir);
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_NE(r.log.find("finetune.model_type: must be one of auto, bert, distilbert (the text families), got 'gpt2'"), std::string::npos)
+      << r.log;
 }
 
 TEST(IntegrationFinetuneText, MissingAssetsAreAUsageErrorThatSaysHowToFetchThem) {

@@ -92,7 +92,9 @@ TEST_P(TrainerPredict, EveryRankGetsEveryRowInDatasetOrder) {
 
   Classifier reference;
   reference.eval();
-  const torch::Tensor expected_logits = reference.forward(Batch{data->x(), {}, {}, {}, {}}).logits.detach();
+  Batch all;
+  all.inputs = data->x();
+  const torch::Tensor expected_logits = reference.forward(all).logits.detach();
   const double expected_loss = torch::cross_entropy_loss(expected_logits, data->y()).item<double>();
 
   std::mutex mutex;

@@ -10,6 +10,7 @@
 #include "tenax/sdk/checkpointer.h"
 #include "tenax/sdk/data.h"
 #include "tenax/sdk/grad_sync.h"
+#include "tenax/sdk/image_collator.h"
 #include "tenax/sdk/lr_schedule.h"
 #include "tenax/sdk/metrics.h"
 #include "tenax/sdk/model.h"
@@ -24,3 +25,5 @@
 #include "tenax/sdk/trainer.h"
 #include "tenax/sdk/trainer_callback.h"
 #include "tenax/sdk/training_arguments.h"
+#include "tenax/sdk/vision/image.h"
+#include "tenax/sdk/vision/vit_image_processor.h"

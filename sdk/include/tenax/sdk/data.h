@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -19,15 +21,29 @@ struct Example {
   torch::Tensor label;
 };
 
-/// One rank's micro-batch. Text models fill input_ids/attention_mask/token_type_ids;
-/// dense models fill `inputs`.
+/// One rank's micro-batch: a field per input modality, named as transformers names the model
+/// inputs, so that every family of a modality reads the same fields (no field per model).
+/// Text models read input_ids/attention_mask/token_type_ids, vision models pixel_values, dense
+/// models `inputs`; an input no modality field covers goes into `extra` under its transformers
+/// name. Every tensor's first dimension is the batch.
 struct Batch {
-  torch::Tensor inputs;
-  torch::Tensor input_ids;
-  torch::Tensor attention_mask;
-  torch::Tensor token_type_ids;
-  torch::Tensor labels;
+  torch::Tensor inputs;          ///< dense models: [batch, ...] float
+  torch::Tensor input_ids;       ///< text: [batch, seq] int64
+  torch::Tensor attention_mask;  ///< text: [batch, seq], 1 token, 0 padding
+  torch::Tensor token_type_ids;  ///< text: [batch, seq] int64
+  torch::Tensor pixel_values;    ///< images: [batch, channels, height, width] float
+  torch::Tensor labels;          ///< [batch] or [batch, n]; undefined when there is no loss
+  /// Further inputs by transformers name (e.g. "bbox", "pixel_mask"), for a family whose
+  /// inputs the fields above do not cover.
+  std::map<std::string, torch::Tensor> extra;
+
+  /// The batch dimension of the first defined tensor (labels, inputs, input_ids, pixel_values,
+  /// then extra); 0 when none is.
   std::int64_t size() const;
+  /// A batch holding `fn(t)` for every defined tensor t (fields and extra alike), the others
+  /// left undefined: for what treats all inputs the same (splitting into micro-batches, moving
+  /// to a device) without naming them.
+  Batch map(const std::function<torch::Tensor(const torch::Tensor&)>& fn) const;
 };
 
 class Dataset {

@@ -5,8 +5,9 @@
 // Parameter names are transformers' state-dict names ("bert.embeddings.word_embeddings.weight",
 // "bert.encoder.layer.0.attention.self.query.weight", ..., "classifier.weight"), so
 // named_parameters() maps 1:1 onto a model.safetensors and onto Tenax checkpoints.
-// from_pretrained / save_pretrained read and write Hugging Face model directories
-// (config.json, model.safetensors, tokenizer files) that Python transformers loads unchanged.
+// from_pretrained / save_pretrained (the PretrainedModel seam, pretrained_model.h) read and
+// write Hugging Face model directories (config.json, model.safetensors, tokenizer files) that
+// Python transformers loads unchanged.
 // Thread-safety: as torch::nn::Module (one thread trains a model at a time).
 //
 //   auto model = std::make_shared<BertForSequenceClassification>(config);   // HF-style init
@@ -14,27 +15,20 @@
 //   out.loss.backward();                               // defined when batch.labels is
 //
 //   auto model = BertForSequenceClassification::from_pretrained(
-//       ".assets/all-minilm-l6-v2", BertPretrainedOptions().num_labels(3));
+//       ".assets/all-minilm-l6-v2", PretrainedOptions().num_labels(3));
 //   model->save_pretrained("runs/x/model");           // + vocab.txt etc. from the source dir
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
-#include <map>
 #include <memory>
-#include <optional>
-#include <string>
-#include <vector>
-
-#include <torch/arg.h>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/types.h>
 
-#include "tenax/sdk/model.h"
 #include "tenax/sdk/models/bert_config.h"
+#include "tenax/sdk/models/pretrained_model.h"
 
 namespace tenax::sdk {
 
@@ -73,28 +67,11 @@ class BertModel : public torch::nn::Module {
   std::shared_ptr<detail::BertPooler> pooler_;
 };
 
-/// Label names by class index (BertConfig::id2label).
-using Id2Label = std::map<std::int64_t, std::string>;
-
-/// What from_pretrained changes in the checkpoint's config.json (transformers' kwargs).
-struct BertPretrainedOptions {
-  /// Classifier outputs; LABEL_0..LABEL_{n-1} unless id2label is given too (sizes must agree).
-  TORCH_ARG(std::optional<std::int64_t>, num_labels) = std::nullopt;
-  /// Label names by class index 0..n-1.
-  TORCH_ARG(std::optional<Id2Label>, id2label) = std::nullopt;
-  /// The loss to use; unset keeps config.json's (or decides at the first forward with labels).
-  TORCH_ARG(std::optional<ProblemType>, problem_type) = std::nullopt;
-};
-
-/// What from_pretrained found, in the model's parameter names (transformers' loading_info).
-struct LoadingInfo {
-  std::vector<std::string> missing_keys;     ///< newly initialised, e.g. classifier.weight
-  std::vector<std::string> unexpected_keys;  ///< in the checkpoint, used by no parameter
-};
-
 /// transformers' BertForSequenceClassification: bert.* (a BertModel), dropout, classifier.*.
-class BertForSequenceClassification : public Model {
+class BertForSequenceClassification : public PretrainedModel {
  public:
+  using Config = BertConfig;
+
   /// A freshly initialised model (see BertModel); config.num_labels() outputs.
   explicit BertForSequenceClassification(BertConfig config);
 
@@ -111,9 +88,9 @@ class BertForSequenceClassification : public Model {
   ModelOutput forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                       const torch::Tensor& token_type_ids, const torch::Tensor& labels = {});
 
-  /// Loads a Hugging Face model directory: `dir`/config.json (BertConfig::from_json_file, then
-  /// `options`) and `dir`/model.safetensors by parameter name. A checkpoint of a bare BertModel
-  /// (no "bert." prefix, e.g. all-MiniLM-L6-v2) loads into bert.*, as transformers does; its
+  /// Loads a Hugging Face model directory (PretrainedModel::load): `dir`/config.json
+  /// (BertConfig::from_json_file, then `options`) and `dir`/model.safetensors by parameter
+  /// name. A checkpoint of a bare BertModel (no "bert." prefix, e.g. all-MiniLM-L6-v2) loads into bert.*, as transformers does; its
   /// non-persistent buffers (embeddings.position_ids, token_type_ids) are ignored. F16/BF16
   /// tensors are converted to float32. Weights the checkpoint lacks keep the fresh
   /// initialisation and are logged as transformers logs them ("Some weights of
@@ -122,35 +99,20 @@ class BertForSequenceClassification : public Model {
   /// Throws ConfigError (config.json: file and key) and StorageError (model.safetensors missing
   /// or corrupt; a tensor with the wrong shape or a non-floating dtype: file and tensor name).
   static std::shared_ptr<BertForSequenceClassification> from_pretrained(
-      const std::filesystem::path& dir, const BertPretrainedOptions& options = {});
+      const std::filesystem::path& dir, const PretrainedOptions& options = {});
 
-  /// Writes a Hugging Face model directory that transformers' from_pretrained loads unchanged:
-  /// config.json (config().to_json_string()), model.safetensors (every parameter by its
-  /// transformers name, float32, metadata {"format": "pt"}: the bytes Python's save_pretrained
-  /// writes for the same weights) and, when the model came from from_pretrained, the tokenizer
-  /// files of that directory (vocab.txt, tokenizer_config.json, tokenizer.json,
-  /// special_tokens_map.json, those present). Atomic: everything is written and fsynced in a
-  /// hidden sibling directory that then replaces `dir` in one rename (RENAME_EXCHANGE when `dir`
-  /// exists), so a crash leaves the old directory or the new one, never a mix. Because `dir` is
-  /// replaced whole, it must be absent, empty, or hold only those model files (ConfigError
-  /// otherwise, naming the stray entry). Throws StorageError on I/O failure.
-  void save_pretrained(const std::filesystem::path& dir) const;
-
-  /// The directory from_pretrained read (empty for a model built from a BertConfig).
-  const std::filesystem::path& pretrained_dir() const { return pretrained_dir_; }
-  /// What from_pretrained found missing and unexpected.
-  const LoadingInfo& loading_info() const { return loading_info_; }
+  /// "BertForSequenceClassification", base_model_prefix "bert".
+  const PretrainedModelInfo& info() const override;
+  const PretrainedConfig& pretrained_config() const override { return config_; }
+  /// config().to_json_string().
+  std::string config_json() const override;
 
   /// The encoder (e.g. for its last hidden state).
   BertModel& bert() { return *bert_; }
   const BertConfig& config() const { return config_; }
 
  private:
-  torch::Tensor compute_loss(const torch::Tensor& logits, const torch::Tensor& labels);
-
   BertConfig config_;
-  std::filesystem::path pretrained_dir_;
-  LoadingInfo loading_info_;
   std::shared_ptr<BertModel> bert_;
   torch::nn::Dropout dropout_{nullptr};
   torch::nn::Linear classifier_{nullptr};

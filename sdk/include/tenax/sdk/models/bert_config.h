@@ -16,22 +16,18 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <optional>
 #include <string>
+
+#include "tenax/sdk/models/pretrained_config.h"
 
 namespace tenax::sdk {
 
 /// The activation of the feed-forward block. Only exact (erf) GELU, transformers' "gelu".
 enum class HiddenAct { kGelu };
 
-/// transformers' `problem_type`: which loss BertForSequenceClassification computes.
-enum class ProblemType { kRegression, kSingleLabelClassification, kMultiLabelClassification };
-
-/// "regression", "single_label_classification", "multi_label_classification".
-const char* problem_type_name(ProblemType type);
-
-struct BertConfig {
+/// BERT's architecture keys; the labels and problem_type come from PretrainedConfig.
+struct BertConfig : PretrainedConfig {
   std::int64_t vocab_size = 30522;
   std::int64_t hidden_size = 768;
   std::int64_t num_hidden_layers = 12;
@@ -47,16 +43,6 @@ struct BertConfig {
   std::int64_t pad_token_id = 0;
   /// Dropout before the classifier; hidden_dropout_prob when unset (transformers' rule).
   std::optional<double> classifier_dropout;
-  /// Label names by class index; its size is num_labels. transformers' default: 2 labels.
-  std::map<std::int64_t, std::string> id2label = {{0, "LABEL_0"}, {1, "LABEL_1"}};
-  /// Unset: decided from num_labels and the labels' dtype at the first forward with labels.
-  std::optional<ProblemType> problem_type;
-
-  /// Number of classifier outputs (id2label.size()).
-  std::int64_t num_labels() const { return static_cast<std::int64_t>(id2label.size()); }
-  /// Replaces id2label by LABEL_0..LABEL_{n-1} when its size differs from n (transformers'
-  /// `config.num_labels = n`). Throws ConfigError for n < 1.
-  void set_num_labels(std::int64_t n);
   /// Dropout probability applied to the pooled output.
   double effective_classifier_dropout() const {
     return classifier_dropout.value_or(hidden_dropout_prob);

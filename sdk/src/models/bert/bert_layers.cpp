@@ -1,9 +1,8 @@
-#include "models/bert_layers.h"
+#include "models/bert/bert_layers.h"
 
 #include <string>
 
 #include <torch/nn/functional/activation.h>
-#include <torch/nn/init.h>
 
 #include "models/attention.h"
 
@@ -128,22 +127,6 @@ BertPooler::BertPooler(const BertConfig& config) {
 
 torch::Tensor BertPooler::forward(const torch::Tensor& last_hidden_state) {
   return torch::tanh(dense_(last_hidden_state.select(1, 0)));
-}
-
-void init_bert_weights(torch::nn::Module& module, double initializer_range) {
-  torch::NoGradGuard no_grad;
-  for (const auto& child : module.modules(/*include_self=*/false)) {
-    if (auto* linear = child->as<torch::nn::Linear>()) {
-      torch::nn::init::normal_(linear->weight, 0.0, initializer_range);
-      if (linear->bias.defined()) linear->bias.zero_();
-    } else if (auto* embedding = child->as<torch::nn::Embedding>()) {
-      torch::nn::init::normal_(embedding->weight, 0.0, initializer_range);
-      if (auto pad = embedding->options.padding_idx()) embedding->weight[*pad].zero_();
-    } else if (auto* norm = child->as<torch::nn::LayerNorm>()) {
-      norm->weight.fill_(1.0);
-      norm->bias.zero_();
-    }
-  }
 }
 
 }  // namespace tenax::sdk::detail

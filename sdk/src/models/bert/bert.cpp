@@ -2,11 +2,12 @@
 
 #include <string>
 
-#include <torch/nn/functional/loss.h>
 #include <torch/nn/init.h>
 
 #include "models/attention.h"
-#include "models/bert_layers.h"
+#include "models/bert/bert_layers.h"
+#include "models/classification_loss.h"
+#include "models/init_weights.h"
 #include "tenax/core/error.h"
 
 namespace tenax::sdk {
@@ -32,7 +33,7 @@ BertModel::BertModel(const BertConfig& config) : config_(config) {
   embeddings_ = register_module("embeddings", std::make_shared<detail::BertEmbeddings>(config_));
   encoder_ = register_module("encoder", std::make_shared<detail::BertEncoder>(config_));
   pooler_ = register_module("pooler", std::make_shared<detail::BertPooler>(config_));
-  detail::init_bert_weights(*this, config_.initializer_range);
+  detail::init_weights(*this, config_.initializer_range);
 }
 
 BertModel::~BertModel() = default;
@@ -83,33 +84,21 @@ ModelOutput BertForSequenceClassification::forward(const torch::Tensor& input_id
   const BertOutput encoded = bert_->forward(input_ids, attention_mask, token_type_ids);
   ModelOutput out;
   out.logits = classifier_(dropout_(encoded.pooler_output));
-  if (labels.defined()) out.loss = compute_loss(out.logits, labels);
+  if (labels.defined()) out.loss = detail::classification_loss(config_, out.logits, labels);
   return out;
 }
 
-torch::Tensor BertForSequenceClassification::compute_loss(const torch::Tensor& logits,
-                                                          const torch::Tensor& labels) {
-  namespace F = torch::nn::functional;
-  const std::int64_t n = config_.num_labels();
-  if (!config_.problem_type) {  // transformers decides once and remembers it in the config
-    if (n == 1) {
-      config_.problem_type = ProblemType::kRegression;
-    } else if (labels.scalar_type() == torch::kInt64 || labels.scalar_type() == torch::kInt32) {
-      config_.problem_type = ProblemType::kSingleLabelClassification;
-    } else {
-      config_.problem_type = ProblemType::kMultiLabelClassification;
-    }
-  }
-  switch (*config_.problem_type) {
-    case ProblemType::kRegression:
-      if (n == 1) return F::mse_loss(logits.squeeze(), labels.squeeze().to(logits.scalar_type()));
-      return F::mse_loss(logits, labels.to(logits.scalar_type()));
-    case ProblemType::kSingleLabelClassification:
-      return F::cross_entropy(logits.view({-1, n}), labels.view({-1}));
-    case ProblemType::kMultiLabelClassification:
-      return F::binary_cross_entropy_with_logits(logits, labels.to(logits.scalar_type()));
-  }
-  throw ConfigError("unknown problem_type");
+std::shared_ptr<BertForSequenceClassification> BertForSequenceClassification::from_pretrained(
+    const std::filesystem::path& dir, const PretrainedOptions& options) {
+  return load<BertForSequenceClassification>(dir, options);
 }
+
+const PretrainedModelInfo& BertForSequenceClassification::info() const {
+  static const PretrainedModelInfo kInfo{
+      "BertForSequenceClassification", "bert", {"embeddings.position_ids", "embeddings.token_type_ids"}};
+  return kInfo;
+}
+
+std::string BertForSequenceClassification::config_json() const { return config_.to_json_string(); }
 
 }  // namespace tenax::sdk

@@ -1,5 +1,7 @@
-// BertForSequenceClassification::from_pretrained / save_pretrained: Hugging Face model
-// directories in and out, following transformers' rules for prefixes, missing and unexpected keys.
+// PretrainedModel's loading and saving: Hugging Face model directories in and out, following
+// transformers' rules for prefixes, missing and unexpected keys, for every family.
+#include "tenax/sdk/models/pretrained_model.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -15,7 +17,6 @@
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
-#include "tenax/sdk/models/bert.h"
 #include "tenax/sdk/tensor_conversion.h"
 #include "tenax/storage/safetensors.h"
 
@@ -26,11 +27,10 @@ namespace fs = std::filesystem;
 
 constexpr const char* kConfigFile = "config.json";
 constexpr const char* kWeightsFile = "model.safetensors";
-/// transformers' base_model_prefix of BERT models.
-constexpr const char* kBasePrefix = "bert.";
-/// Files of the tokenizer that save_pretrained carries over from the source directory.
-constexpr const char* kTokenizerFiles[] = {"vocab.txt", "tokenizer_config.json", "tokenizer.json",
-                                           "special_tokens_map.json"};
+/// Files of the tokenizer or image processor that save_pretrained carries over from the source
+/// directory.
+constexpr const char* kCarriedFiles[] = {"vocab.txt", "tokenizer_config.json", "tokenizer.json",
+                                         "special_tokens_map.json", "preprocessor_config.json"};
 
 std::string join(const std::vector<std::string>& names) {
   std::string s = "[";
@@ -44,32 +44,16 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
-BertConfig load_config(const fs::path& dir, const BertPretrainedOptions& options) {
-  BertConfig config = BertConfig::from_json_file(dir / kConfigFile);
-  if (options.id2label()) {
-    if (options.num_labels() &&
-        *options.num_labels() != static_cast<std::int64_t>(options.id2label()->size())) {
-      throw ConfigError("from_pretrained(" + dir.string() + "): num_labels " +
-                        std::to_string(*options.num_labels()) + " disagrees with id2label's " +
-                        std::to_string(options.id2label()->size()) + " labels");
-    }
-    config.id2label = *options.id2label();
-  } else if (options.num_labels()) {
-    config.set_num_labels(*options.num_labels());
-  }
-  if (options.problem_type()) config.problem_type = *options.problem_type();
-  config.validate("from_pretrained(" + dir.string() + ")");
-  return config;
-}
-
 // Buffers transformers registers with persistent=False: old checkpoints carry them, newer
 // transformers neither loads nor reports them.
-bool is_ignored_buffer(const std::string& name) {
-  auto ends_with = [&](const std::string& suffix) {
-    return name.size() >= suffix.size() &&
-           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with("embeddings.position_ids") || ends_with("embeddings.token_type_ids");
+bool is_ignored_buffer(const std::string& name, const PretrainedModelInfo& info) {
+  return std::any_of(info.ignored_buffers.begin(), info.ignored_buffers.end(), [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  });
+}
+
+bool same_shape(const torch::Tensor& param, const storage::SafetensorsEntry& entry) {
+  return entry.shape == std::vector<std::int64_t>(param.sizes().begin(), param.sizes().end());
 }
 
 void copy_into(torch::Tensor& param, const storage::SafetensorsFile& file,
@@ -80,11 +64,13 @@ void copy_into(torch::Tensor& param, const storage::SafetensorsFile& file,
     throw StorageError(where + " has dtype " + storage::safetensors_dtype_name(entry.dtype) +
                        "; parameter " + param_name + " needs a floating type (F32, F16 or BF16)");
   }
-  if (entry.shape != std::vector<std::int64_t>(param.sizes().begin(), param.sizes().end())) {
+  if (!same_shape(param, entry)) {
     throw StorageError(where + " has shape " + shape_string(entry.shape) + " but parameter " +
                        param_name + " of the model built from config.json has shape " +
                        shape_string({param.sizes().begin(), param.sizes().end()}) +
-                       "; the checkpoint and its config.json do not belong together");
+                       "; the checkpoint and its config.json do not belong together (a head trained for "
+                       "other labels: PretrainedOptions().ignore_mismatched_sizes(true) re-initialises it, as "
+                       "transformers' ignore_mismatched_sizes=True does)");
   }
   storage::TensorData data;
   data.dtype = entry.dtype;
@@ -93,7 +79,10 @@ void copy_into(torch::Tensor& param, const storage::SafetensorsFile& file,
   param.copy_(to_tensor(data));  // converts F16/BF16 to the parameter's float32
 }
 
-LoadingInfo load_weights(torch::nn::Module& model, const fs::path& path) {
+// Returns what was missing, unexpected and mismatched; `mismatched` gets transformers' log line
+// of each mismatched tensor.
+LoadingInfo copy_weights(torch::nn::Module& model, const PretrainedModelInfo& model_info, const fs::path& path,
+                         bool ignore_mismatched_sizes, std::vector<std::string>& mismatched) {
   auto read = storage::read_safetensors(path);
   if (!read.is_ok()) {
     if (read.status().code() == StatusCode::kNotFound) {
@@ -105,22 +94,30 @@ LoadingInfo load_weights(torch::nn::Module& model, const fs::path& path) {
   }
   const storage::SafetensorsFile& file = read.value();
 
-  // transformers: a checkpoint without any "bert." key is a base model's; its keys then name
-  // parameters under bert.
-  const bool has_prefix =
-      std::any_of(file.tensors().begin(), file.tensors().end(),
-                  [](const auto& e) { return e.name.rfind(kBasePrefix, 0) == 0; });
+  // transformers: a checkpoint without any "<prefix>." key is a base model's; its keys then name
+  // parameters under <prefix>.
+  const std::string base_prefix = model_info.base_model_prefix + ".";
+  const bool has_prefix = std::any_of(file.tensors().begin(), file.tensors().end(),
+                                      [&](const auto& e) { return e.name.rfind(base_prefix, 0) == 0; });
 
   torch::NoGradGuard no_grad;
   auto params = model.named_parameters(/*recurse=*/true);
   std::set<std::string> loaded;
   LoadingInfo info;
   for (const storage::SafetensorsEntry& entry : file.tensors()) {
-    const std::string name = has_prefix ? entry.name : kBasePrefix + entry.name;
+    const std::string name = has_prefix ? entry.name : base_prefix + entry.name;
     if (torch::Tensor* param = params.find(name)) {
-      copy_into(*param, file, entry, name);
+      if (ignore_mismatched_sizes && !same_shape(*param, entry)) {
+        info.mismatched_keys.push_back(name);
+        mismatched.push_back("- " + name + ": found shape " + shape_string(entry.shape) +
+                             " in the checkpoint and " +
+                             shape_string({param->sizes().begin(), param->sizes().end()}) +
+                             " in the model instantiated");
+      } else {
+        copy_into(*param, file, entry, name);
+      }
       loaded.insert(name);
-    } else if (!is_ignored_buffer(entry.name)) {
+    } else if (!is_ignored_buffer(entry.name, model_info)) {
       info.unexpected_keys.push_back(entry.name);
     }
   }
@@ -130,20 +127,29 @@ LoadingInfo load_weights(torch::nn::Module& model, const fs::path& path) {
   return info;
 }
 
-void log_loading_info(const LoadingInfo& info, const fs::path& dir) {
+void log_loading_info(const LoadingInfo& info, const std::vector<std::string>& mismatched,
+                      const std::string& architecture, const fs::path& dir) {
   auto log = logger("tenax.sdk");
   if (!info.unexpected_keys.empty()) {
     log->warn(
-        "Some weights of the model checkpoint at {} were not used when initializing "
-        "BertForSequenceClassification: {}",
-        dir.string(), join(info.unexpected_keys));
+        "Some weights of the model checkpoint at {} were not used when initializing {}: {}", dir.string(),
+        architecture, join(info.unexpected_keys));
   }
   if (!info.missing_keys.empty()) {
     log->warn(
-        "Some weights of BertForSequenceClassification were not initialized from the "
-        "model checkpoint at {} and are newly initialized: {}\nYou should probably TRAIN "
-        "this model on a down-stream task to be able to use it for predictions and inference.",
-        dir.string(), join(info.missing_keys));
+        "Some weights of {} were not initialized from the model checkpoint at {} and are newly initialized: "
+        "{}\nYou should probably TRAIN this model on a down-stream task to be able to use it for predictions "
+        "and inference.",
+        architecture, dir.string(), join(info.missing_keys));
+  }
+  if (!mismatched.empty()) {
+    std::string lines;
+    for (const auto& line : mismatched) lines += (lines.empty() ? "" : "\n") + line;
+    log->warn(
+        "Some weights of {} were not initialized from the model checkpoint at {} and are newly initialized "
+        "because the shapes did not match:\n{}\nYou should probably TRAIN this model on a down-stream task to be "
+        "able to use it for predictions and inference.",
+        architecture, dir.string(), lines);
   }
 }
 
@@ -155,7 +161,7 @@ void check_replaceable(const fs::path& dir) {
     throw ConfigError("save_pretrained: " + dir.string() + " exists and is not a directory");
   }
   std::set<std::string> allowed = {kConfigFile, kWeightsFile};
-  for (const char* f : kTokenizerFiles) allowed.insert(f);
+  for (const char* f : kCarriedFiles) allowed.insert(f);
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (!allowed.count(name) || !entry.is_regular_file()) {
@@ -186,16 +192,28 @@ void install_directory(const fs::path& tmp, const fs::path& dir) {
 
 }  // namespace
 
-std::shared_ptr<BertForSequenceClassification> BertForSequenceClassification::from_pretrained(
-    const fs::path& dir, const BertPretrainedOptions& options) {
-  auto model = std::make_shared<BertForSequenceClassification>(load_config(dir, options));
-  model->loading_info_ = load_weights(*model, dir / kWeightsFile);
-  model->pretrained_dir_ = dir;
-  log_loading_info(model->loading_info_, dir);
-  return model;
+void PretrainedModel::apply_options(PretrainedConfig& config, const PretrainedOptions& options,
+                                    const fs::path& dir) {
+  if (options.id2label()) {
+    if (options.num_labels() && *options.num_labels() != static_cast<std::int64_t>(options.id2label()->size())) {
+      throw ConfigError("from_pretrained(" + dir.string() + "): num_labels " + std::to_string(*options.num_labels()) +
+                        " disagrees with id2label's " + std::to_string(options.id2label()->size()) + " labels");
+    }
+    config.id2label = *options.id2label();
+  } else if (options.num_labels()) {
+    config.set_num_labels(*options.num_labels());
+  }
+  if (options.problem_type()) config.problem_type = *options.problem_type();
 }
 
-void BertForSequenceClassification::save_pretrained(const fs::path& dir_in) const {
+void PretrainedModel::load_weights(const fs::path& dir, bool ignore_mismatched_sizes) {
+  std::vector<std::string> mismatched;
+  loading_info_ = copy_weights(*this, info(), dir / kWeightsFile, ignore_mismatched_sizes, mismatched);
+  pretrained_dir_ = dir;
+  log_loading_info(loading_info_, mismatched, info().architecture, dir);
+}
+
+void PretrainedModel::save_pretrained(const fs::path& dir_in) const {
   fs::path dir = fs::absolute(dir_in).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();  // "out/" names the directory "out"
   check_replaceable(dir);
@@ -218,10 +236,10 @@ void BertForSequenceClassification::save_pretrained(const fs::path& dir_in) cons
     Status written = storage::write_safetensors(tmp / kWeightsFile, refs, {{"format", "pt"}});
     if (!written.is_ok()) throw StorageError("save_pretrained: " + written.message());
 
-    const std::string config_json = config_.to_json_string();
-    files::write_durably(tmp / kConfigFile, config_json.data(), config_json.size());
+    const std::string config_text = config_json();
+    files::write_durably(tmp / kConfigFile, config_text.data(), config_text.size());
     if (!pretrained_dir_.empty()) {
-      for (const char* name : kTokenizerFiles) {
+      for (const char* name : kCarriedFiles) {
         if (!fs::exists(pretrained_dir_ / name)) continue;
         const std::string bytes = files::read_all(pretrained_dir_ / name);
         files::write_durably(tmp / name, bytes.data(), bytes.size());
