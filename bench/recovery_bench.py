@@ -2,12 +2,16 @@
 """Recovery from a worker SIGKILL: Tenax (`tenax run`) vs torchrun (TorchElastic, Debian torch 1.13).
 
 Runs from bench/recovery_bench.sh (which checks the build and installs python3-torch). Each round
-runs, back to back on this machine (order alternating between rounds),
+runs, back to back on this machine (in an order shuffled per round from a printed seed; a run
+that starts with the load above the core count is run again),
+  tenax-in-process   build/launcher/tenax run ... --recovery in-process --spares 1: the survivor keeps
+                     its process, a warm spare takes rank 1 and heals from the survivor's memory
   tenax              build/launcher/tenax run --nproc-per-node 2 --max-restarts 3 -- synthetic_regression
   torchrun-5s        python3 -m torch.distributed.run (c10d rendezvous, --monitor_interval 5: the
                      torch 1.13 default) -- bench/recovery_torchrun_worker.py
   torchrun-0.1s      the same with --monitor_interval 0.1 (the default since PyTorch 2.4,
                      pytorch/pytorch#124692)
+  torchrun-0.02s     the same with --monitor_interval 0.02 (as often as Tenax's agent looks)
 the same 2-rank data-parallel job (examples/synthetic_regression: MLP 16-64-64-1 with dropout,
 16 per rank, AdamW, a checkpoint every --save-steps steps). Once rank 0 has logged step
 --kill-after-step and the checkpoint before it is committed, the bench SIGKILLs rank 1's
@@ -18,13 +22,16 @@ process and measures, from the kill instant (time.time() just before kill(2)):
 and lets the job finish (exit status 0 required). All times are arrival times of the job's
 output lines at the bench (one pipe, read by a thread, stamped with time.time()); the lines'
 own stamps (Tenax's [HH:MM:SS.mmm] log prefix, the torchrun worker's [epoch seconds]) are
-shown as a cross-check. Ratios torchrun/Tenax are taken within a round; medians over rounds.
+shown as a cross-check. Ratios other/Tenax in-process are taken within a round; medians over
+rounds, with the range. Only Debian's torch 1.13 runs here: no newer torch (PyPI) and no torchft
+are installed by this bench (see bench/README.md).
 """
 import argparse
 import datetime
 import json
 import os
 import platform
+import random
 import re
 import resource
 import shlex
@@ -166,9 +173,11 @@ def run_one(system, a, run_dir, round_no):
     ckpt_step = (a.kill_after_step // a.save_steps) * a.save_steps
     common = ["--output-dir", os.path.join(run_dir, "train"), "--max-steps", str(a.max_steps),
               "--save-steps", str(a.save_steps), "--logging-steps", "1"]
-    if system == "tenax":
+    in_process = system == "tenax-in-process"
+    if system.startswith("tenax"):
+        recovery = ["--recovery", "in-process", "--spares", "1"] if in_process else []
         cmd = [os.path.join(a.build, "launcher", "tenax"), "run", "--nproc-per-node", "2", "--max-restarts", "3",
-               "--run-dir", run_dir, "--", a.synth] + common
+               *recovery, "--run-dir", run_dir, "--", a.synth] + common
         step_re = TENAX_STEP
         ckpt_ready = lambda: any("committed checkpoint" in x and f"step-{ckpt_step:09d}" in x for _, x in job.lines)
     else:
@@ -199,10 +208,10 @@ def run_one(system, a, run_dir, round_no):
 
     # rank 1's process
     victim = None
-    if system == "tenax":
+    if system.startswith("tenax"):
         for pid in procfs.children(job.proc.pid):
             e = procfs.environ(pid)
-            if e.get("RANK") == "1" and e.get("TENAX_GENERATION") == "0":
+            if e.get("RANK") == "1" and e.get("TENAX_GENERATION") == "0" and "TENAX_SPARE_ID" not in e:
                 victim = pid
     else:
         try:
@@ -232,7 +241,21 @@ def run_one(system, a, run_dir, round_no):
     lines = job.lines
     rel = lambda t: None if t is None else t - t_kill
 
-    if system == "tenax":
+    if in_process:
+        # The survivor keeps its process: the agent's line about rank 1, its replacement by the
+        # warm spare, the heal (the step the job goes on from), then the first step after it.
+        i_det, t_det, x_det = first_after(lines, t_kill, r"\[agent g0\].* worker rank \d+ .*(killed by signal|exited with)")
+        i_rs, t_rs, _ = first_after(lines, t_kill, r"\[agent g1\] .*in-process recovery: rank \d+ .* replaced by")
+        i_up, t_up, x_up = first_after(lines, t_kill, r"\[worker r1 g1\] .*rank 1 of 2")
+        i_res, t_res, x_res = first_after(lines, t_kill, r"\[worker r0 g1\] .*healed from rank \d+ in \d+ ms: .* at step (\d+)")
+        i_st, t_st, x_st = first_after(lines, t_kill, r"^step \d+/", (i_res if i_res is not None else len(lines)))
+        gen0_end = i_res if i_res is not None else len(lines)
+        gen0_steps = [int(m.group(1)) for _, x in lines[:gen0_end] for m in [TENAX_STEP.match(x)] if m]
+        resume_step = int(re.search(r"at step (\d+)", x_res).group(1)) if x_res else None
+        milestones = [("detected", t_det, x_det), ("spare assigned", t_rs, None), ("spare joined", t_up, x_up),
+                      ("healed", t_res, x_res), ("first step", t_st, None)]
+        finished = any("training finished at step" in x for _, x in lines)
+    elif system == "tenax":
         # the agent's first line about a failed worker: rank 1's SIGKILL, or rank 0's exit when
         # both were found dead in the same poll (rank 0 fails on the broken Gloo connection)
         i_det, t_det, x_det = first_after(lines, t_kill, r"\[agent g0\].* worker rank \d+ .*(killed by signal|exited with)")
@@ -290,11 +313,19 @@ def run_one(system, a, run_dir, round_no):
              detection_stamp=rel(line_stamp(x_det, t_kill)) if x_det else None,
              recovery_stamp=rel(line_stamp(x_st, t_kill)) if x_st else None,
              milestones=[(name, rel(t), rel(line_stamp(x, t_kill)) if x else None) for name, t, x in milestones])
-    if system == "tenax":
+    expected_restarts = 1
+    if system.startswith("tenax"):
         try:
             with open(os.path.join(run_dir, "agent.json")) as f:
-                r["restarts"] = json.load(f).get("restarts")
-        except (OSError, ValueError):
+                summary = json.load(f)
+            r["restarts"] = summary.get("restarts")
+            if in_process:
+                # One in-process recovery, no process restart; the survivor's pid unchanged.
+                recs = summary.get("in_process_recoveries", [])
+                r["restarts"] = (r["restarts"] or 0) + len(recs)
+                final = {w["rank"]: w["pid"] for w in summary["history"][-1]["workers"]}
+                r["survivor_kept_pid"] = bool(recs) and all(final[x["rank"]] == x["pid"] for x in recs[0]["survivors"])
+        except (OSError, ValueError, KeyError):
             r["restarts"] = None
     else:
         r["restarts"] = sum(1 for _, x in lines if "will restart worker group" in x)
@@ -303,8 +334,10 @@ def run_one(system, a, run_dir, round_no):
         problems.append(f"exit status {rc}")
     if not finished:
         problems.append("no 'training finished' line")
-    if r["restarts"] != 1:
-        problems.append(f"{r['restarts']} restarts (expected 1)")
+    if r["restarts"] != expected_restarts:
+        problems.append(f"{r['restarts']} restarts or in-process recoveries (expected {expected_restarts})")
+    if in_process and not r.get("survivor_kept_pid"):
+        problems.append("the survivor did not keep its process")
     if r["recovery"] is None:
         problems.append("no first step after the restart found")
     if problems:
@@ -315,16 +348,18 @@ def run_one(system, a, run_dir, round_no):
 # ----------------------------------------------------------------------------------------------
 
 LABELS = {
-    "tenax": "Tenax (tenax run, 20 ms poll)",
+    "tenax-in-process": "Tenax in-process (survivor kept, warm spare)",
+    "tenax": "Tenax restart (tenax run, 20 ms poll)",
     "torchrun-5s": "torchrun 1.13 (monitor 5 s, its default)",
     "torchrun-0.1s": "torchrun 1.13 (monitor 0.1 s, default >= 2.4)",
+    "torchrun-0.02s": "torchrun 1.13 (monitor 0.02 s, its fastest here)",
 }
 
 
 def round_line(r):
     if "error" in r and r.get("recovery") is None:
-        return f"  round {r['round']}  {r['system']:<14} ERROR: {r['error']}"
-    s = (f"  round {r['round']}  {r['system']:<14} detect {fmt(r['detection'])} s  recover {fmt(r['recovery'])} s  "
+        return f"  round {r['round']}  {r['system']:<16} ERROR: {r['error']}"
+    s = (f"  round {r['round']}  {r['system']:<16} detect {fmt(r['detection'])} s  recover {fmt(r['recovery'])} s  "
          f"caught up {fmt(r['caught_up'])} s  "
          f"steps {r['last_step']} -> {r['resume_step']} (lost {r['lost']})  exit {r['exit']}  "
          f"{fmt(r['samples_per_s'], 0)} samples/s  load {r['load0']:.2f}->{r['load1']:.2f}  "
@@ -342,8 +377,9 @@ def main():
     p.add_argument("--save-steps", type=int, default=100)
     p.add_argument("--kill-after-step", type=int, default=150,
                    help="SIGKILL rank 1 once rank 0 has printed this step (and the checkpoint before it is committed)")
-    p.add_argument("--systems", default="tenax,torchrun-5s,torchrun-0.1s",
-                   help="comma-separated: tenax, torchrun-<monitor interval>s (e.g. torchrun-1s)")
+    p.add_argument("--systems", default="tenax-in-process,tenax,torchrun-5s,torchrun-0.1s,torchrun-0.02s",
+                   help="comma-separated: tenax-in-process, tenax, torchrun-<monitor interval>s (e.g. torchrun-1s)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the per-round system order (default: random)")
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-recovery-bench"))
     p.add_argument("--results", default=None, help="results file (default bench/results-recovery-<UTC date>.txt)")
     p.add_argument("--python", default="/usr/bin/python3", help="the interpreter with Debian's python3-torch")
@@ -355,7 +391,7 @@ def main():
         p.error("need save-steps <= kill-after-step <= max-steps - save-steps")
     systems = [s.strip() for s in a.systems.split(",") if s.strip()]
     for s in systems:
-        if s != "tenax" and not re.fullmatch(r"torchrun-\d+(\.\d+)?s", s):
+        if s not in ("tenax", "tenax-in-process") and not re.fullmatch(r"torchrun-\d+(\.\d+)?s", s):
             p.error(f"unknown system {s}")
     stamp = datetime.datetime.now(datetime.timezone.utc)
     results = a.results or os.path.join(REPO, "bench", f"results-recovery-{stamp:%Y-%m-%d}.txt")
@@ -391,10 +427,21 @@ def main():
     say()
 
     all_runs = []
+    seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
+    rng = random.Random(seed)
+    say(f"  system order: shuffled per round with seed {seed} (--seed {seed} repeats it)")
     for rnd in range(1, a.rounds + 1):
-        order = systems if rnd % 2 == 1 else list(reversed(systems))
+        order = list(systems)
+        rng.shuffle(order)
         for s in order:
-            r = run_one(s, a, os.path.join(work, f"round{rnd}-{s}"), rnd)
+            for attempt in range(3):
+                # A run that starts on a machine loaded above its core count is run again.
+                while os.getloadavg()[0] > os.cpu_count() and attempt < 2:
+                    time.sleep(5)
+                r = run_one(s, a, os.path.join(work, f"round{rnd}-{s}-{attempt}"), rnd)
+                if r.get("load0", 0) <= os.cpu_count():
+                    break
+                say(f"  (round {rnd} {s}: load {r['load0']:.2f} above {os.cpu_count()} cores at the start; run again)")
             all_runs.append(r)
             say(round_line(r))
 
@@ -411,28 +458,32 @@ def main():
     good = lambda s: [r for r in all_runs if r["system"] == s and "error" not in r]
     say()
     say(f"medians over rounds ({a.rounds}):")
-    say(f"  {'system':<48} {'detect s':>9} {'recover s':>10} {'restart s':>10} {'caught up s':>12} {'lost steps':>11} "
-        f"{'samples/s':>10} {'runs ok':>8}")
+    say(f"  {'system':<48} {'detect s':>9} {'recover s':>10} {'(min-max)':>13} {'restart s':>10} {'caught up s':>12} "
+        f"{'lost steps':>11} {'samples/s':>10} {'runs ok':>8}")
     med = {}
     for s in systems:
         rs = good(s)
         med[s] = {k: median([r[k] for r in rs]) for k in ("detection", "recovery", "restart", "caught_up", "lost", "samples_per_s")}
-        say(f"  {LABELS.get(s, s):<48} {fmt(med[s]['detection']):>9} {fmt(med[s]['recovery']):>10} {fmt(med[s]['restart']):>10} "
+        rec = [r["recovery"] for r in rs if r["recovery"] is not None]
+        spread = f"{min(rec):.3f}-{max(rec):.3f}" if rec else "-"
+        say(f"  {LABELS.get(s, s):<48} {fmt(med[s]['detection']):>9} {fmt(med[s]['recovery']):>10} {spread:>13} "
+            f"{fmt(med[s]['restart']):>10} "
             f"{fmt(med[s]['caught_up']):>12} {fmt(med[s]['lost'], 0):>11} {fmt(med[s]['samples_per_s'], 0):>10} "
             f"{len(rs):>4}/{a.rounds}")
     say("  (restart: recovery minus detection, from the launcher's reaction to the first step;")
     say("   caught up: until the restarted job has again completed the last step done before the kill;")
     say("   samples/s: training speed of the restarted generation, from its 'training finished' line)")
-    if "tenax" in systems:
+    base = "tenax-in-process" if "tenax-in-process" in systems else "tenax" if "tenax" in systems else None
+    if base:
         say()
-        say("ratios torchrun / Tenax (within a round, median over rounds; > 1: Tenax is faster):")
+        say(f"ratios other / {base} (within a round, median over rounds; > 1: {base} is faster):")
         for s in systems:
-            if s == "tenax":
+            if s == base:
                 continue
             for key in ("recovery", "detection", "caught_up"):
                 per = []
                 for rnd in range(1, a.rounds + 1):
-                    t = [r for r in good("tenax") if r["round"] == rnd]
+                    t = [r for r in good(base) if r["round"] == rnd]
                     o = [r for r in good(s) if r["round"] == rnd]
                     if t and o and t[0][key] and o[0][key] is not None and t[0][key] > 0:
                         per.append(o[0][key] / t[0][key])

@@ -4,7 +4,8 @@
 # rank 0, starts generation 1; both ranks resume from the newest committed checkpoint, finish
 # the epoch and report held-out test accuracy and throughput. Then the short synthetic job
 # shows the other half of the promise: a killed-and-resumed run ends bit-identical to an
-# uninterrupted one.
+# uninterrupted one, and again under in-process recovery (the surviving rank keeps its process,
+# a warm spare takes the lost rank's place and heals from the survivor's memory).
 #
 # Budget: about 10 minutes on a 2-core machine (README, "What the demo shows", has the
 # measurement behind these numbers).
@@ -50,11 +51,12 @@ finetune_s=$(seconds_since "$t0")
 result=$(grep -m1 '^TENAX_RESULT ' "$runs/finetune.log" | sed 's/^TENAX_RESULT //')
 [ -n "$result" ] || { echo "demo: no TENAX_RESULT line in $runs/finetune.log" >&2; exit 1; }
 
-bold "[2/2] bit-exact resume, on a small MLP: the same job uninterrupted and with rank 1 killed after step $syn_fail_at"
+bold "[2/3] bit-exact resume, on a small MLP: the same job uninterrupted and with rank 1 killed after step $syn_fail_at"
 synthetic_job() {  # NAME EXTRA_ARGS...
-  local name=$1
+  local name=$1 agent_flags=()
   shift
-  "$tenax" run --nproc-per-node 2 --max-restarts 3 --run-dir "$runs/$name/run" -- "$synthetic" \
+  [ "$name" = synthetic-in-process ] && agent_flags=(--recovery in-process --spares 1)
+  "$tenax" run --nproc-per-node 2 --max-restarts 3 "${agent_flags[@]}" --run-dir "$runs/$name/run" -- "$synthetic" \
     --output-dir "$runs/$name/train" --max-steps $syn_steps --save-steps $syn_save --logging-steps 20 "$@" \
     > "$runs/$name.log" 2>&1 || { cat "$runs/$name.log"; echo "demo: synthetic job $name failed" >&2; exit 1; }
 }
@@ -66,6 +68,16 @@ if "$tenax" ckpt diff "$runs/synthetic-reference/train/checkpoints/$final" \
   identical=yes
 else
   identical=no
+fi
+
+bold "[3/3] in-process recovery (--recovery in-process): rank $fail_rank SIGKILLed after step $syn_fail_at again; the other" \
+     "rank keeps its process, a warm spare takes rank $fail_rank and heals from its memory"
+synthetic_job synthetic-in-process --fail-at-step $syn_fail_at --fail-rank $fail_rank
+if "$tenax" ckpt diff "$runs/synthetic-reference/train/checkpoints/$final" \
+     "$runs/synthetic-in-process/train/checkpoints/$final" --prefix model/ > "$runs/synthetic-in-process-diff.log"; then
+  in_process_identical=yes
+else
+  in_process_identical=no
 fi
 
 echo
@@ -91,5 +103,29 @@ if [ "$identical" = yes ]; then
 else
   bold "  synthetic job: final parameters DIFFER from the uninterrupted run"
   cat "$runs/synthetic-diff.log"
+  exit 1
+fi
+python3 - "$runs/synthetic-in-process/run/agent.json" "$runs/synthetic-in-process.log" <<'PY'
+import json, re, sys
+agent = json.load(open(sys.argv[1]))
+log = open(sys.argv[2]).read()
+rec = agent["in_process_recoveries"]
+if agent["restarts"] != 0 or len(rec) != 1:
+    sys.exit(f"demo: expected one in-process recovery and no restart, agent.json says {agent['restarts']} restarts, "
+             f"{len(rec)} recoveries")
+final = {w["rank"]: w["pid"] for w in agent["history"][-1]["workers"]}
+for s in rec[0]["survivors"]:
+    same = "unchanged" if final[s["rank"]] == s["pid"] else f"CHANGED to {final[s['rank']]}"
+    print(f"  in-process:        rank {s['rank']} kept pid {s['pid']} ({same})")
+for r in rec[0]["replaced"]:
+    print(f"  in-process:        rank {r['rank']} (pid {r['lost_pid']}) replaced by {r['by']} (pid {r['pid']})")
+healed = re.search(r"healed from rank \d+ in \d+ ms: generation \d+ goes on at step \d+, 0 steps lost", log)
+print("  in-process:        " + (healed.group(0) if healed else "(no 'healed' line in the log!)"))
+PY
+if [ "$in_process_identical" = yes ]; then
+  bold "  in-process recovery: final parameters are BIT-IDENTICAL to the uninterrupted run"
+else
+  bold "  in-process recovery: final parameters DIFFER from the uninterrupted run"
+  cat "$runs/synthetic-in-process-diff.log"
   exit 1
 fi

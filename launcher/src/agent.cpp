@@ -829,8 +829,8 @@ std::vector<std::size_t> RunLoop::find_hung(std::vector<Worker>& workers) {
     Worker& w = workers[i];
     const bool is_hung = !narrow || std::find(stopped.begin(), stopped.end(), i) != stopped.end();
     if (is_hung) {
-      log_->error("worker {} made no progress for over {} s ({} unchanged{}); treating it as hung", where(w),
-                  options_.hang_timeout.count(), w.progress_file.string(),
+      log_->error("worker {} made no progress for over {} s ({} unchanged, --hang-timeout {} s{}); treating it as hung",
+                  where(w), options_.hang_timeout.count(), w.progress_file.string(), options_.hang_timeout.count(),
                   w.process->stopped() ? "; the process is stopped" : "");
     } else {
       log_->warn("worker {} made no progress for over {} s either, but it is running: it waits in a collective for "
