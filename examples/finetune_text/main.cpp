@@ -107,13 +107,6 @@ int run(const FinetuneOptions& o) {
   // Ranks share the machine's cores: a fixed, small thread count per rank avoids
   // oversubscription and keeps the arithmetic the same from run to run.
   torch::set_num_threads(static_cast<int>(o.threads));
-  auto context = tenax::elastic::WorkerContext::from_env();
-  tenax::set_log_identity({context.rank(), static_cast<int>(context.generation()), "worker"});
-  auto log = tenax::logger("example", tenax::LogPolicy::kRankZeroOnly);
-  if (o.fail_at_step >= 0 && (o.fail_rank < 0 || o.fail_rank >= context.world_size())) {
-    throw tenax::ConfigError("--fail-rank " + std::to_string(o.fail_rank) + " is not a rank of this world (size " +
-                             std::to_string(context.world_size()) + ")");
-  }
 
   const auto tokenizer = tenax::sdk::BertTokenizer::from_pretrained(o.model_dir);
   const auto train_records = head(tenax::sdk::read_text_records(o.data_dir + "/train.csv"), o.train_limit);
@@ -123,11 +116,6 @@ int run(const FinetuneOptions& o) {
   auto train = std::make_shared<tenax::sdk::TokenizedTextDataset>(train_records, labels, tokenizer, o.max_length);
   tenax::sdk::TokenizedTextDataset validation(validation_records, labels, tokenizer, o.max_length);
   tenax::sdk::TokenizedTextDataset test(test_records, labels, tokenizer, o.max_length);
-  std::string names;
-  for (const auto& n : labels.names()) names += (names.empty() ? "" : ", ") + n + "=" + std::to_string(labels.id(n));
-  log->info("data {}: train {} / validation {} / test {} texts; labels {}", o.data_dir, train->size(),
-            validation.size(), test.size(), names);
-  log->info("train {}", length_summary(*train, o.max_length));
 
   tenax::sdk::Id2Label id2label;
   for (const auto& n : labels.names()) id2label[labels.id(n)] = n;
@@ -144,6 +132,21 @@ int run(const FinetuneOptions& o) {
   auto model = tenax::sdk::AutoModelForClassification::from_pretrained(
       o.model_dir,
       tenax::sdk::PretrainedOptions().id2label(id2label).ignore_mismatched_sizes(o.ignore_mismatched_sizes));
+  // Everything above is the same on every rank and needs no peer: it is loaded before the
+  // WorkerContext, so that a warm spare (`tenax run --recovery in-process`) has it ready when it
+  // is given a lost rank's place and only has to heal.
+  auto context = tenax::elastic::WorkerContext::from_env();
+  tenax::set_log_identity({context.rank(), static_cast<int>(context.generation()), "worker"});
+  auto log = tenax::logger("example", tenax::LogPolicy::kRankZeroOnly);
+  if (o.fail_at_step >= 0 && (o.fail_rank < 0 || o.fail_rank >= context.world_size())) {
+    throw tenax::ConfigError("--fail-rank " + std::to_string(o.fail_rank) + " is not a rank of this world (size " +
+                             std::to_string(context.world_size()) + ")");
+  }
+  std::string names;
+  for (const auto& n : labels.names()) names += (names.empty() ? "" : ", ") + n + "=" + std::to_string(labels.id(n));
+  log->info("data {}: train {} / validation {} / test {} texts; labels {}", o.data_dir, train->size(),
+            validation.size(), test.size(), names);
+  log->info("train {}", length_summary(*train, o.max_length));
   std::int64_t parameters = 0;
   for (const auto& p : model->parameters()) parameters += p.numel();
   log->info("model {}: {} ({} parameters), {} labels", o.model_dir, model->info().architecture, parameters,
