@@ -134,6 +134,8 @@ struct Trainer::Run {
   bool ended = false;
   /// False only in a replacement until it has healed: it has no training state to offer.
   bool holds_state = true;
+  /// train() under `tenax run --recovery in-process`: RNG mirrored every step, losses healed.
+  bool heals_in_process = false;
 };
 
 Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
@@ -493,6 +495,10 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   r.grad_sync.emplace(context_.communicator(), r.params);
   notify([&](TrainerCallback& cb) { cb.on_init_end(args_, state_, control_); });
 
+  // In-process recovery needs the loop of train(): a caller that drives step() itself (the C
+  // API) cannot redo a step it was not told failed, so such a run never offers to heal and the
+  // agent restarts it from disk (issue 13, point 6, is open).
+  r.heals_in_process = context_.recovers_in_process() && r.plan.has_dataset;
   if (context_.identity().replacement) {
     // A warm spare or a fresh process in a lost rank's place: the job runs on, and this rank
     // takes its state from a peer's memory, not from disk (heal_from_peers).
@@ -530,7 +536,7 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   }
   skipped_steps_ = 0;
   const std::optional<std::int64_t> restored = resume ? restore(*r.checkpointer, *r.optimizer) : std::nullopt;
-  if (context_.recovers_in_process()) {
+  if (r.heals_in_process) {
     // Every rank's random state at the start, so that a replacement can continue a peer's
     // stream before the first step has mirrored it (the steps mirror it in their allreduce).
     r.grad_sync->gather_mirrors(capture_cpu_rng_state());
@@ -590,7 +596,7 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
   }
   // With in-process recovery every rank's random state (after this step's dropout) rides in
   // the gradient allreduce: whoever completes the step holds what a replacement continues from.
-  r.grad_sync->synchronize(context_.recovers_in_process() ? capture_cpu_rng_state() : torch::Tensor());
+  r.grad_sync->synchronize(r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor());
   if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(r.params, args_.max_grad_norm);
   const double lr = args_.learning_rate * r.schedule->multiplier(step);
   for (auto& group : r.optimizer->param_groups()) group.options().set_lr(lr);
@@ -633,7 +639,7 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
 }
 
 bool Trainer::recover_in_process(const std::string& why) {
-  if (!context_.recovers_in_process() || !run_) return false;
+  if (!run_ || !run_->heals_in_process) return false;
   Run& r = *run_;
   const auto noticed = Clock::now();
   logger("tenax.trainer")

@@ -287,6 +287,26 @@ INSTANTIATE_TEST_SUITE_P(
                       ),
     [](const ::testing::TestParamInfo<KillCase>& info) { return std::string(info.param.name); });
 
+// Asked for in-process recovery, a simulation that drives the steps through the C API is not
+// healed in process (it cannot redo a step it was not told failed): the agent says why and the
+// job restarts from its checkpoint, bit-identical as before; no rank waits for a heal.
+TEST_F(SimSurrogate, UnderInProcessRecoveryAKilledRankFallsBackToTheCheckpointSayingWhy) {
+  expect_reference_ok();
+  const std::string name = "in-process-fallback";
+  auto job = start_tenax_run(name, {"--stop-at-step", "110", "--stop-rank", "1"}, /*fresh=*/true,
+                             {"--recovery", "in-process", "--spares", "1"});
+  const auto frozen = wait_for_stopped_descendant(job->pid(), std::chrono::seconds(120));
+  ASSERT_TRUE(frozen.has_value()) << job->log();
+  ASSERT_EQ(::kill(*frozen, SIGKILL), 0);
+  const Outcome r = finish(*job, name);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();
+  EXPECT_TRUE(r.agent["in_process_recoveries"].empty()) << r.agent.dump();
+  EXPECT_NE(r.log.find("in-process recovery is not possible: only 0 of 2 workers"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("resumed at solver step 100 "), std::string::npos) << r.log;
+  EXPECT_EQ(result_of(name), result_of("reference"));
+}
+
 // ---- A hung rank ----------------------------------------------------------------------------
 
 // A rank that stops making progress without dying (here: frozen by SIGSTOP at solver step 110,
