@@ -13,12 +13,14 @@ started from), env-r<rank>-g<restart>.json (pid), and on rank 0 final.json when 
 
 --stop-at-step K --stop-rank R: in the first generation (TORCHELASTIC_RESTART_COUNT=0), rank R
 stops itself (SIGSTOP) before optimizer step K+1, so that the test can kill or preempt it at a
-known step.
+known step. --step-sleep S: every step sleeps S seconds (the Slurm test's job must still be
+running when it preempts it).
 """
 import argparse
 import json
 import os
 import signal
+import time
 
 import torch
 from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainerCallback, TrainingArguments
@@ -33,6 +35,8 @@ def parse_args():
     p.add_argument("--save-steps", type=int, default=5)
     p.add_argument("--stop-at-step", type=int, default=-1)
     p.add_argument("--stop-rank", type=int, default=1)
+    p.add_argument("--step-sleep", type=float, default=0.0,
+                   help="seconds each step sleeps: a longer run for the Slurm test to preempt mid-run")
     return p.parse_args()
 
 
@@ -66,6 +70,8 @@ class Record(TrainerCallback):
         if self.generation == 0 and self.rank == self.args.stop_rank and state.global_step == self.args.stop_at_step:
             print("rank %d: stopping before step %d" % (self.rank, state.global_step + 1), flush=True)
             os.kill(os.getpid(), signal.SIGSTOP)
+        if self.args.step_sleep > 0:
+            time.sleep(self.args.step_sleep)
 
 
 def main():
