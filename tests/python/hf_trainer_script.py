@@ -9,7 +9,8 @@ gives the workers; checkpoints are Hugging Face's own (checkpoint-N every --save
 start resumes from tenax.hf.resume_checkpoint().
 
 Records for the test, under --out: start-r<rank>-g<restart>.txt (the global step the Trainer
-started from), env-r<rank>-g<restart>.json (pid), and on rank 0 final.json when training ended.
+started from), starts-r<rank>.jsonl (every start: generation, step, SLURM_RESTART_COUNT),
+env-r<rank>-g<restart>.json (pid), and on rank 0 final.json when training ended.
 
 --stop-at-step K --stop-rank R: in the first generation (TORCHELASTIC_RESTART_COUNT=0), rank R
 stops itself (SIGSTOP) before optimizer step K+1, so that the test can kill or preempt it at a
@@ -65,6 +66,11 @@ class Record(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         with open(os.path.join(self.args.out, "start-r%d-g%d.txt" % (self.rank, self.generation)), "w") as f:
             f.write(str(state.global_step))
+        # Every start of this rank, one JSON line each: a requeued Slurm job is told apart by
+        # SLURM_RESTART_COUNT, since its generation count need not start at 0 again.
+        with open(os.path.join(self.args.out, "starts-r%d.jsonl" % self.rank), "a") as f:
+            f.write(json.dumps({"generation": self.generation, "step": state.global_step,
+                                "slurm_restart_count": os.environ.get("SLURM_RESTART_COUNT")}) + "\n")
 
     def on_step_begin(self, args, state, control, **kwargs):
         if self.generation == 0 and self.rank == self.args.stop_rank and state.global_step == self.args.stop_at_step:

@@ -408,9 +408,21 @@ TEST_F(SlurmJob, PythonHfScriptUnderTheTemplateIsPreemptedRequeuedAndResumes) {
                         " saved; exiting 3"),
               std::string::npos)
         << text;
-    // start-r<rank>-g0.txt: written again by the requeued run (its restart count is 0 again).
-    EXPECT_EQ(read_text(out_ / "train" / ("start-r" + std::to_string(rank) + "-g0.txt")), std::to_string(step))
-        << "rank " << rank << " of the requeued job did not resume from checkpoint-" << step << "\n" << explain();
+    // starts-r<rank>.jsonl: one line per start of the rank; the requeued run's has
+    // SLURM_RESTART_COUNT=1 (its TORCHELASTIC_RESTART_COUNT need not be 0: the agents' run
+    // directories, and with them the generation count, survive the requeue).
+    std::string starts = read_text(out_ / "train" / ("starts-r" + std::to_string(rank) + ".jsonl"));
+    int resumed = -1;
+    for (std::size_t at = 0, end; at < starts.size(); at = end + 1) {
+      end = starts.find('\n', at);
+      if (end == std::string::npos) end = starts.size();
+      const auto line = nlohmann::json::parse(starts.substr(at, end - at), nullptr, false);
+      if (line.is_object() && line.value("slurm_restart_count", nlohmann::json()) == "1") {
+        resumed = line.value("step", -1);
+      }
+    }
+    EXPECT_EQ(resumed, step) << "rank " << rank << " of the requeued job did not resume from checkpoint-" << step
+                             << "\n" << starts << explain();
   }
   const auto final_state = nlohmann::json::parse(read_text(out_ / "train" / "final.json"), nullptr, false);
   EXPECT_EQ(final_state.is_object() ? final_state.value("global_step", -1) : -1, kHfSteps) << explain();
