@@ -12,7 +12,10 @@ started in torchrun's form (`tenax run --nproc_per_node=2 SCRIPT.py`):
            warning), and once the agent has forwarded it to the stopped worker, rank 1 goes on:
            both ranks agree at step 14, Hugging Face saves checkpoint-14, every worker exits 3,
            `tenax run` exits 3 with outcome "preempted" and no restart; the same command again
-           resumes from checkpoint-14 and finishes.
+           resumes from checkpoint-14 and finishes;
+  hang     rank 1 stops itself before step 14 and nothing is sent: the agent's --hang-timeout
+           finds it hung from the progress TenaxCallback reports, restarts, the job resumes from
+           checkpoint-10 and finishes.
 
 It runs the workers with --python (the venv of tools/setup_python_hf.sh: Debian's torch 1.13 +
 hashed transformers wheels); without transformers there it fails, saying so: never skipped.
@@ -38,7 +41,7 @@ EXIT_PREEMPTED = 3
 ARGS = None
 
 
-def start(case_dir, stop=True, log_name="tenax.log"):
+def start(case_dir, stop=True, log_name="tenax.log", tenax_flags=()):
     os.makedirs(os.path.join(case_dir, "out"), exist_ok=True)
     env = dict(os.environ)
     env["GLOO_SOCKET_IFNAME"] = "lo"
@@ -46,7 +49,7 @@ def start(case_dir, stop=True, log_name="tenax.log"):
     env["PATH"] = os.path.dirname(ARGS.python) + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = os.pathsep.join([base.PYTHON_PACKAGE, env.get("PYTHONPATH", "")])
     env.pop("PYTHONHOME", None)
-    command = [ARGS.tenax, "run", "--nproc_per_node=2", "--max_restarts=3", SCRIPT,
+    command = [ARGS.tenax, "run", "--nproc_per_node=2", "--max_restarts=3"] + list(tenax_flags) + [SCRIPT,
                "--out", os.path.join(case_dir, "out"), "--steps", str(STEPS), "--save-steps", str(SAVE_STEPS)]
     if stop:
         command += ["--stop-at-step", str(STOP_AT), "--stop-rank", "1"]
@@ -160,6 +163,26 @@ def run_preempt():
     check_finished("%s (requeued)" % name, case_dir)
 
 
+def run_hang():
+    """Rank 1 stops before step 14 and nothing is sent: only the progress TenaxCallback reports
+    lets the agent's --hang-timeout find it hung (a script that reports none is never declared
+    hung); the agent kills it, restarts, and the job resumes from checkpoint-10."""
+    name = "hang"
+    case_dir = os.path.join(ARGS.out, name)
+    agent, log = start(case_dir, tenax_flags=["--hang-timeout", "5"])
+    stopped = stopped_worker(name, agent)
+    if stopped is None:
+        return
+    text = wait(name, agent, log, 0)
+    check("treating it as hung" in text, "%s: the agent did not declare a worker hung" % name)
+    s = summary(case_dir)
+    check(s.get("restarts") == 1, "%s: %s restart(s), expected 1" % (name, s.get("restarts")))
+    for r in range(2):
+        check(started_at(case_dir, r, 1) == 10, "%s: rank %d of the restart resumed at step %s, expected 10"
+              % (name, r, started_at(case_dir, r, 1)))
+    check_finished(name, case_dir)
+
+
 def require_transformers():
     probe = "import torch, transformers; print(transformers.__version__, torch.__version__)"
     try:
@@ -192,6 +215,7 @@ def main():
     os.makedirs(ARGS.out)
     run_kill()
     run_preempt()
+    run_hang()
     if base.failures:
         print("%d check(s) failed" % len(base.failures), flush=True)
         return 1
