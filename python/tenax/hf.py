@@ -105,6 +105,11 @@ class TenaxCallback(TrainerCallback):
             import torch.distributed as dist
             if dist.is_available() and dist.is_initialized():
                 dist.barrier()
+                # Torn down here rather than by the interpreter's exit: torch 1.13's Gloo process
+                # group, destroyed at exit while a peer is leaving, can abort the process
+                # ("terminate called without an active exception", SIGABRT), which the agent
+                # would take for a failure instead of exit 3.
+                dist.destroy_process_group()
         except ImportError:
             pass
         print("tenax: rank %s: checkpoint-%d saved; exiting %d (preempted)"
