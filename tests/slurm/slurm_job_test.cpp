@@ -11,6 +11,7 @@
 //   (the batch shell only, as --signal=B:USR1) → trap → agents → save → requeue → resume.
 //   (h) a job PENDING again within the second of its requeue, released early (as (d), (e) do):
 //   it runs again (issue 12's requeue flake). Also a real time limit's warning.
+//   (i) a Python (Hugging Face Trainer) job under the template: preempted, requeued, resumed.
 // Skipped only when the Slurm client binaries are absent.
 #include <gtest/gtest.h>
 
@@ -359,3 +360,71 @@ TEST_F(SlurmJob, TimeLimitWarningCheckpointsRequeuesAndResumes) {
 }
 
 }  // namespace
+
+// A Python job (issue 16): the Hugging Face Trainer script of tests/python (tiny BERT, synthetic
+// data, tenax.hf.TenaxCallback, resume from tenax.hf.resume_checkpoint) under the shipped
+// slurm/finetune.sbatch with --requeue, 2 nodes, one worker each (DDP over Gloo from torchrun's
+// environment). The warning goes to the batch shell only: trap → agents → both ranks agree on a
+// step → Hugging Face saves checkpoint-N → exit 3 → `scontrol requeue` → the requeued job resumes
+// from checkpoint-N and finishes. The workers run in tools/setup_python_hf.sh's venv.
+TEST_F(SlurmJob, PythonHfScriptUnderTheTemplateIsPreemptedRequeuedAndResumes) {
+  ASSERT_TRUE(fs::exists(TENAX_PYTHON_HF)) << TENAX_PYTHON_HF << " is missing: run tools/setup_python_hf.sh "
+                                           << "(`make assets` does)";
+  constexpr int kHfSteps = 400;
+  out_ = base_dir() / "python-hf";
+  fs::remove_all(out_);
+  fs::create_directories(out_);
+  const std::string o = out_.string();
+  ::setenv("TENAX_BUILD", fs::path(TENAX_BINARY).parent_path().parent_path().c_str(), 1);
+  ::setenv("TENAX_OUTPUT_DIR", o.c_str(), 1);
+  ::setenv("TENAX_RUN_FLAGS", "--heartbeat-interval 100 --join-timeout 20", 1);
+  ::setenv("PYTHONPATH", TENAX_SOURCE_DIR "/python", 1);  // tenax.hf, from this checkout
+  ::setenv("GLOO_SOCKET_IFNAME", "lo", 1);                 // both "nodes" are this host
+  // 50 ms a step: the job still trains when the test preempts it after checkpoint-20.
+  job_ = run("sbatch --parsable -t 5 -o " + o + "/slurm.out " TENAX_SOURCE_DIR "/slurm/finetune.sbatch "
+             TENAX_PYTHON_HF " -u " HF_TRAINER_SCRIPT " --out " + o + "/train --steps " + std::to_string(kHfSteps) +
+             " --save-steps 20 --step-sleep 0.05 2>&1");
+  ASSERT_TRUE(tenax::testing::wait_for_path(out_ / "train" / "hf" / "checkpoint-20" / "trainer_state.json", 90s))
+      << explain();
+  ASSERT_EQ(run("scancel --batch --signal=USR1 " + job_ + " 2>&1"), "") << explain();
+  ASSERT_EQ(start_requeued_job_now(60s), "PENDING") << explain();
+  ASSERT_EQ(wait_done(120s), "COMPLETED") << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("batch shell got SIGUSR1"), std::string::npos) << text;
+  EXPECT_NE(text.find("running `scontrol requeue " + job_ + "`"), std::string::npos) << text;
+  EXPECT_NE(text.find("SLURM_RESTART_COUNT=1 (requeued 1 time)"), std::string::npos) << text;
+  // The step both ranks agreed on, the checkpoint saved there, and the requeued run's start.
+  const std::string marker = "tenax: rank 0: preempted (signal " + std::to_string(SIGUSR1) + ") after step ";
+  const auto at = text.find(marker);
+  ASSERT_NE(at, std::string::npos) << text;
+  const int step = std::stoi(text.substr(at + marker.size()));
+  EXPECT_GE(step, 20) << text;
+  EXPECT_NE(text.find("tenax: rank 1: preempted (signal " + std::to_string(SIGUSR1) + ") after step " +
+                      std::to_string(step) + ":"),
+            std::string::npos)
+      << text;
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_NE(text.find("tenax: rank " + std::to_string(rank) + ": checkpoint-" + std::to_string(step) +
+                        " saved; exiting 3"),
+              std::string::npos)
+        << text;
+    // starts-r<rank>.jsonl: one line per start of the rank; the requeued run's has
+    // SLURM_RESTART_COUNT=1 (its TORCHELASTIC_RESTART_COUNT need not be 0: the agents' run
+    // directories, and with them the generation count, survive the requeue).
+    std::string starts = read_text(out_ / "train" / ("starts-r" + std::to_string(rank) + ".jsonl"));
+    int resumed = -1;
+    for (std::size_t at = 0, end; at < starts.size(); at = end + 1) {
+      end = starts.find('\n', at);
+      if (end == std::string::npos) end = starts.size();
+      const auto line = nlohmann::json::parse(starts.substr(at, end - at), nullptr, false);
+      if (line.is_object() && line.value("slurm_restart_count", nlohmann::json()) == "1") {
+        resumed = line.value("step", -1);
+      }
+    }
+    EXPECT_EQ(resumed, step) << "rank " << rank << " of the requeued job did not resume from checkpoint-" << step
+                             << "\n" << starts << explain();
+  }
+  const auto final_state = nlohmann::json::parse(read_text(out_ / "train" / "final.json"), nullptr, false);
+  EXPECT_EQ(final_state.is_object() ? final_state.value("global_step", -1) : -1, kHfSteps) << explain();
+  EXPECT_EQ(summary(0)["outcome"], "finished") << explain();
+}
