@@ -153,16 +153,17 @@ int main(int argc, char** argv) {
     // One intra-op thread: ranks share the machine's cores, and a fixed thread count keeps
     // the arithmetic identical between runs (bit-exact resume).
     torch::set_num_threads(1);
+    torch::manual_seed(options.args.seed);  // same initial weights on every rank
+    auto model = std::make_shared<Regressor>(options.features);
+    auto data = std::make_shared<SyntheticRegression>(options.dataset_size, options.features, options.args.seed + 1);
+    // The model and data need no peer: built before the WorkerContext, they are ready in a warm
+    // spare (`tenax run --recovery in-process`) by the time it is given a lost rank's place.
     auto context = tenax::elastic::WorkerContext::from_env();
     tenax::set_log_identity({context.rank(), static_cast<int>(context.generation()), "worker"});
     if (options.fail_at_step >= 0 && (options.fail_rank < 0 || options.fail_rank >= context.world_size())) {
       throw tenax::ConfigError("--fail-rank " + std::to_string(options.fail_rank) + " is not a rank of this world (size " +
                                std::to_string(context.world_size()) + ")");
     }
-
-    torch::manual_seed(options.args.seed);  // same initial weights on every rank
-    auto model = std::make_shared<Regressor>(options.features);
-    auto data = std::make_shared<SyntheticRegression>(options.dataset_size, options.features, options.args.seed + 1);
 
     tenax::sdk::Trainer trainer(model, options.args, data, context);
     if (options.fail_at_step >= 0) {
