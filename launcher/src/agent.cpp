@@ -131,6 +131,9 @@ std::vector<std::string> current_environment() {
   return out;
 }
 
+// After an in-process recovery, how long the agent waits before it starts a new warm spare.
+constexpr std::chrono::seconds kSpareRefillDelay{2};
+
 class RunLoop {
  public:
   RunLoop(const RunOptions& options, elastic::KvService* service, const MultiNodePlan* plan)
@@ -228,6 +231,7 @@ class RunLoop {
   int in_process_recoveries_ = 0;
   int next_spare_id_ = 0;
   int ready_generation_ = -1;  // a generation of this run_generation() in which every rank healed in process
+  Clock::time_point refill_spares_after_{};  // no new warm spare before (kSpareRefillDelay)
   std::vector<nlohmann::json> recoveries_;  // agent.json "in_process_recoveries"
 };
 
@@ -958,7 +962,10 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restart_count)
     bool all_ended = true;
     std::string failure;
     std::vector<std::size_t> lost;
-    if (spares) spares->poll();
+    if (spares) {
+      spares->poll();
+      if (Clock::now() >= refill_spares_after_) spares->fill();
+    }
     for (std::size_t i = 0; i < workers.size(); ++i) {
       Worker& w = workers[i];
       const bool known = w.process->status().has_value();
@@ -1160,7 +1167,9 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
   record["survivors"] = std::move(survivor_records);
   record["agent_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   recoveries_.push_back(std::move(record));
-  if (spares) spares->fill();
+  // A new spare loads libtorch (about half a core-second): started at once, it would compete
+  // with the heal for this node's cores. The pool refills once the heal has had its moment.
+  refill_spares_after_ = Clock::now() + kSpareRefillDelay;
   return true;
 }
 
