@@ -215,8 +215,8 @@ TEST(InProcessRecovery, ThreeRanksKilledAtRandomStepsHealBitIdentically) { kill_
 // From outside the job: the test SIGKILLs a worker by pid at a random moment (in whatever phase
 // it is: compute, allreduce, an async save, the log), on a longer run so that the kill lands
 // before the end. `make soak-recovery` runs it 5 times over (30 kills). It found the stale-save
-// bug of ALossBetweenAStepsLogAndItsSaveHealsAndTheSaveIsTaken (1 stall in 42 kills before the
-// fix; 72 of 72 after it).
+// bug of ALossBetweenAStepsLogAndItsSaveHealsAndTheSaveIsTaken (2 stalls in about 44 kills
+// before the fix; 56 of 56 after it).
 TEST(InProcessRecovery, ExternalKillByPidAtRandomMomentsHealsBitIdentically) {
   std::mt19937 gen(test_seed() + 7);
   for (int t = 0; t < 4; ++t) {
