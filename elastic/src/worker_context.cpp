@@ -1,6 +1,7 @@
 #include "tenax/elastic/worker_context.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
@@ -275,6 +276,12 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
   WorkerContext context(id, std::move(store), std::move(communicator), std::move(open_store), std::move(fence));
   context.base_store_ = std::move(base);
   context.in_process_ = in_process && !given && context.base_store_ != nullptr;
+  if (context.in_process_) {
+    // A write to a peer that just died must fail as an error this process recovers from (Gloo
+    // raises it), not kill the process with SIGPIPE: seen when the source of a heal was sending
+    // to a replacement that died mid-transfer.
+    ::signal(SIGPIPE, SIG_IGN);
+  }
   context.store_factory_for_ = std::move(store_factory_for);
   context.gloo_hostname_ = options.hostname;
   context.connect_timeout_ = timeout;

@@ -70,6 +70,7 @@ struct Worker {
   std::filesystem::path progress_file;   // empty unless --hang-timeout
   std::optional<WorkerProcess> process;  // empty when it could not be started
   bool stopped_by_agent = false;         // still running when the agent began stopping them
+  bool unhealed_replacement = false;     // took a lost rank's place and has not healed yet
 
   bool ended() { return !process || process->poll().has_value(); }
 };
@@ -1084,7 +1085,13 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
   facts.multi_node = plan_ != nullptr;
   facts.config_error = config_error;
   facts.world_size = plan.world_size;
-  facts.lost = static_cast<int>(lost.size());
+  // Replacements that have not healed hold no state: if only they are left, nobody survived.
+  const auto holds_state = [&](std::size_t i) {
+    return std::find(lost.begin(), lost.end(), i) == lost.end() && !workers[i].unhealed_replacement;
+  };
+  int holders = 0;
+  for (std::size_t i = 0; i < workers.size(); ++i) holders += holds_state(i) ? 1 : 0;
+  facts.lost = holders == 0 ? facts.world_size : static_cast<int>(lost.size());
   facts.restarts_used = restart_count + in_process_recoveries_;
   facts.max_restarts = options_.max_restarts;
   if (!facts.multi_node) {
@@ -1092,7 +1099,10 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
       facts.ready = recovery_store().add(elastic::ready_key(plan.generation), 0);
       // Every rank healed in process in an earlier generation of this run: the survivors still
       // can, whatever this generation's count says (a loss while it heals comes before that).
-      if (facts.ready >= facts.world_size) ready_generation_ = plan.generation;
+      if (facts.ready >= facts.world_size) {
+        ready_generation_ = plan.generation;
+        for (Worker& w : workers) w.unhealed_replacement = false;  // every rank healed
+      }
       if (ready_generation_ >= 0) facts.ready = facts.world_size;
     } catch (const Error& e) {
       log_->warn("cannot read which workers heal in process ({}); restarting instead", e.what());
@@ -1154,6 +1164,7 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
         how = "a new process";
       }
       w.stopped_by_agent = false;
+      w.unhealed_replacement = true;
       log_->warn("in-process recovery: rank {} (pid {}) is replaced by {} (pid {}) in generation {}; the other "
                  "workers keep their processes ({}) and heal it from their memory",
                  w.rank, old_pid, how, w.process->pid(), next, fmt::join(survivors, ", "));

@@ -504,24 +504,7 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
     // takes its state from a peer's memory, not from disk (heal_from_peers).
     notify([&](TrainerCallback& cb) { cb.on_restart(args_, state_, control_); });
     r.holds_state = false;
-    const auto since = Clock::now();
-    for (bool healed = false; !healed;) {
-      try {
-        heal_from_peers(since);
-        healed = true;
-      } catch (const PeerLostError& e) {
-        logger("tenax.trainer")->warn("generation {} lost a peer while this replacement healed ({}); joining the "
-                                      "next one", context_.generation(), e.what());
-      } catch (const TimeoutError& e) {
-        logger("tenax.trainer")->warn("generation {} timed out while this replacement healed ({}); joining the "
-                                      "next one", context_.generation(), e.what());
-      }
-      if (!healed) {
-        context_.rejoin(kRejoinTimeout);
-        r.checkpointer = std::make_unique<Checkpointer>(args_.output_dir, context_, r.checkpointer_options);
-        r.grad_sync.emplace(context_.communicator(), r.params);
-      }
-    }
+    heal_until_healed(Clock::now(), /*rejoin_first=*/false);
     notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
     progress_.report(state_.global_step);
     if (args_.handle_preemption_signals) r.preemption.emplace();
@@ -640,26 +623,34 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
 
 bool Trainer::recover_in_process(const std::string& why) {
   if (!run_ || !run_->heals_in_process) return false;
-  Run& r = *run_;
   const auto noticed = Clock::now();
   logger("tenax.trainer")
       ->warn("generation {} lost a peer during step {} ({}); recovering in process: this process keeps its state "
              "and joins the next generation",
              context_.generation(), state_.global_step + 1, why);
-  // A save in flight belonged to the lost generation and can never commit: it is cancelled, and
-  // its uncommitted directory removed by rank 0 of the new generation (Checkpointer). The
-  // communicator goes first (rejoin), so that peers still blocked on this rank fail now.
-  for (;;) {
-    context_.rejoin(kRejoinTimeout);  // a TimeoutError here (no agent) ends the process
-    try {
+  heal_until_healed(noticed, /*rejoin_first=*/true);
+  return true;
+}
+
+void Trainer::heal_until_healed(Clock::time_point since, bool rejoin_first) {
+  Run& r = *run_;
+  for (bool rejoin = rejoin_first;; rejoin = true) {
+    if (rejoin) {
+      // The communicator goes first, so that peers still blocked on this rank fail now; a
+      // TimeoutError here (no agent declared a generation) ends the process. A save in flight
+      // belonged to the lost generation and can never commit: it is cancelled, and its
+      // uncommitted directory removed by rank 0 of the new generation (Checkpointer).
+      context_.rejoin(kRejoinTimeout);
       r.checkpointer.reset();
       r.checkpointer = std::make_unique<Checkpointer>(args_.output_dir, context_, r.checkpointer_options);
       // The new communicator's GradSync keeps the mirrored RNG states of the last completed step.
       const torch::Tensor mirrors = r.grad_sync->mirrors();
       r.grad_sync.emplace(context_.communicator(), r.params);
       r.grad_sync->set_mirrors(mirrors);
-      heal_from_peers(noticed);
-      return true;
+    }
+    try {
+      heal_from_peers(since);
+      return;
     } catch (const PeerLostError& e) {
       logger("tenax.trainer")->warn("generation {} lost a peer while it healed ({}); joining the next one",
                                     context_.generation(), e.what());

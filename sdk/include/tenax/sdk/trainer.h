@@ -198,6 +198,9 @@ class Trainer {
   /// with `why`: rejoins the next generation with this process's state and heals it. False when
   /// this job does not recover in process (the caller rethrows: the agent restarts the job).
   bool recover_in_process(const std::string& why);
+  /// heal_from_peers() until it succeeds: a peer lost while a generation heals sends every rank
+  /// to the next one. `rejoin_first`: leave the current generation before the first try.
+  void heal_until_healed(std::chrono::steady_clock::time_point since, bool rejoin_first);
   /// Collective over the new generation: the rank with the newest state sends its parameters,
   /// optimizer state, step and every rank's mirrored RNG state; every rank continues from there.
   /// `since`: when the failure was noticed (for the log's recovery time).
