@@ -53,6 +53,8 @@ constexpr Rule kRules[] = {
     {"save_async", kHarmless, "how checkpoints are written"},
     {"on_save_error", kHarmless, "failure policy of later saves"},
     {"handle_preemption_signals", kHarmless, "signal handling only"},
+    {"ddp_bucket_cap_mb", kHarmless, "the summation order of the gradient allreduce only, as a new world size"},
+    {"ddp_overlap_backward", kHarmless, "when the gradient allreduce runs, not what it computes"},
     {"seed", kBreaking, "it changes the data order and the random streams"},
 };
 

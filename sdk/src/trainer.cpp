@@ -30,6 +30,13 @@
 namespace tenax::sdk {
 namespace {
 
+GradSyncOptions grad_sync_options(const TrainingArguments& args) {
+  GradSyncOptions options;
+  options.bucket_cap_bytes = static_cast<std::size_t>(args.ddp_bucket_cap_mb) << 20;
+  options.overlap = args.ddp_overlap_backward;
+  return options;
+}
+
 using Clock = std::chrono::steady_clock;
 
 // How long a survivor waits for the agent to declare the next generation and for its peers
@@ -492,7 +499,7 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   r.optimizer = create_optimizer();
   r.schedule.emplace(create_scheduler(r.plan.max_steps));
   r.params = model_->parameters();
-  r.grad_sync.emplace(context_.communicator(), r.params);
+  r.grad_sync.emplace(context_.communicator(), r.params, grad_sync_options(args_));
   notify([&](TrainerCallback& cb) { cb.on_init_end(args_, state_, control_); });
 
   // In-process recovery needs the loop of train(): a caller that drives step() itself (the C
@@ -573,6 +580,8 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
   r.grad_sync->zero_grad();  // in place: gradients stay views into the buckets
   torch::Tensor loss;
   for (std::size_t micro = 0; micro < micro_batches.size(); ++micro) {
+    // The last micro-batch's backward finishes the gradients: its buckets go out during it.
+    if (micro + 1 == micro_batches.size()) r.grad_sync->prepare_for_backward();
     torch::Tensor micro_loss = training_step(*model_, micro_batches[micro]);
     loss = micro == 0 ? micro_loss : loss + micro_loss;
     if (micro + 1 < micro_batches.size()) notify([&](TrainerCallback& cb) { cb.on_substep_end(args_, state_, control_); });
@@ -645,7 +654,7 @@ void Trainer::heal_until_healed(Clock::time_point since, bool rejoin_first) {
       r.checkpointer = std::make_unique<Checkpointer>(args_.output_dir, context_, r.checkpointer_options);
       // The new communicator's GradSync keeps the mirrored RNG states of the last completed step.
       const torch::Tensor mirrors = r.grad_sync->mirrors();
-      r.grad_sync.emplace(context_.communicator(), r.params);
+      r.grad_sync.emplace(context_.communicator(), r.params, grad_sync_options(args_));
       r.grad_sync->set_mirrors(mirrors);
     }
     try {

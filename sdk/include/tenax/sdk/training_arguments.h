@@ -82,6 +82,11 @@ struct TrainingArguments {
   /// Tenax: SIGTERM / SIGUSR1 make every rank stop at the same step, save a checkpoint and
   /// return from train() with TrainOutput::preempted (the program then exits 3 to be requeued).
   bool handle_preemption_signals = true;
+  /// Gradients are allreduced in buckets of at most this many MiB (transformers' name).
+  std::int64_t ddp_bucket_cap_mb = 25;
+  /// Tenax: allreduce a bucket as soon as backward has finished its gradients, while backward
+  /// goes on (DDP's overlap); false: every bucket after backward. The same bits either way.
+  bool ddp_overlap_backward = true;
   std::uint64_t seed = 42;
 
   /// Throws ConfigError naming the first invalid field and the accepted values.
@@ -136,6 +141,8 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("save_async", args.save_async);
   visit("on_save_error", args.on_save_error);
   visit("handle_preemption_signals", args.handle_preemption_signals);
+  visit("ddp_bucket_cap_mb", args.ddp_bucket_cap_mb);
+  visit("ddp_overlap_backward", args.ddp_overlap_backward);
   visit("seed", args.seed);
 }
 
