@@ -125,7 +125,7 @@ int run(const ImageOptions& o) {
   trainer.set_eval_dataset(test, accuracy_metrics);  // eval_strategy "epoch": held-out accuracy per epoch
   if (o.fail_at_step >= 0) {
     trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(
-        o.fail_at_step, static_cast<int>(o.fail_rank), context.restart_count()));
+        o.fail_at_step, static_cast<int>(o.fail_rank), context.restart_count(), o.fail_signal_number()));
   }
   const tenax::sdk::TrainOutput trained = trainer.train();
   if (trained.preempted) {

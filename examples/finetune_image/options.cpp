@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <vector>
@@ -25,8 +26,9 @@ constexpr const char* kUsage =
     "  --print-config      print the resolved configuration as TOML and exit\n"
     "  --help              this text\n"
     "output_dir is required. data_dir defaults to /usr/share/datasets/fashion-mnist (Debian's\n"
-    "dataset-fashion-mnist; tools/bootstrap.sh installs it). fail_at_step with fail_rank injects a\n"
-    "failure (tests, `make demo-image`). Unknown keys and bad values are errors (exit 2).\n"
+    "dataset-fashion-mnist; tools/bootstrap.sh installs it). fail_at_step with fail_rank (and\n"
+    "fail_signal KILL or STOP) injects a failure (tests, `make demo-image`). Unknown keys and bad\n"
+    "values are errors (exit 2).\n"
     "Keys, types and defaults:\n";
 
 [[noreturn]] void config_error(const std::string& message) {
@@ -57,9 +59,13 @@ void validate(const ImageOptions& o) {
   require(o.fail_at_step == -1 || o.fail_at_step >= 1, "fail_at_step",
           "must be >= 1 (or -1: none), got " + std::to_string(o.fail_at_step));
   require(o.fail_rank >= 0, "fail_rank", "must be >= 0, got " + std::to_string(o.fail_rank));
+  require(o.fail_signal == "KILL" || o.fail_signal == "STOP", "fail_signal",
+          "must be KILL or STOP, got '" + o.fail_signal + "'");
 }
 
 }  // namespace
+
+int ImageOptions::fail_signal_number() const { return fail_signal == "STOP" ? SIGSTOP : SIGKILL; }
 
 sdk::ViTConfig ImageOptions::vit_config(std::int64_t image_size, const sdk::Id2Label& id2label) const {
   sdk::ViTConfig config;

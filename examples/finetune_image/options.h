@@ -33,6 +33,9 @@ struct ImageOptions {
   std::int64_t eval_limit = 0;    ///< first N test images only (0: all 10,000)
   std::int64_t fail_at_step = -1;  ///< -1: no injected failure
   std::int64_t fail_rank = 0;
+  /// KILL: the failing rank SIGKILLs itself; STOP: it SIGSTOPs itself (a hung worker, for
+  /// `tenax run --hang-timeout`, or for a test that then kills it by pid from outside).
+  std::string fail_signal = "KILL";
 
   /// The example's own settings (not `args`), by name: the [image] table and their --flags.
   template <typename Field>
@@ -50,7 +53,10 @@ struct ImageOptions {
     field("eval_limit", eval_limit);
     field("fail_at_step", fail_at_step);
     field("fail_rank", fail_rank);
+    field("fail_signal", fail_signal);
   }
+  /// SIGKILL or SIGSTOP.
+  int fail_signal_number() const;
 
   /// The model's config for images of `image_size` pixels a side and the classes `id2label`.
   /// Throws ConfigError (naming the image.* key) when the shape does not validate.

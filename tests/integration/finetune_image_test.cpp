@@ -1,7 +1,7 @@
 // examples/finetune_image end to end, small: `tenax run` starts 2 workers that train a tiny ViT
 // on the first 768 Fashion-MNIST training images (12 steps of 2 x 32, a checkpoint every 5);
 // once uninterrupted, once with rank 1 SIGKILLing itself after step 8 (a real SIGKILL: the
-// process dies without unwinding). The agent restarts the generation, which resumes from the
+// process dies without unwinding), once with rank 1 SIGKILLed by pid from the test. The agent restarts the generation, which resumes from the
 // sharded step-5 checkpoint, and the final checkpoint's parameters equal, bit for bit, those of
 // the uninterrupted run; both print TENAX_RESULT with the held-out accuracy, and the model that
 // rank 0 saves loads back (with its image processor) and holds the final checkpoint's weights.
@@ -12,14 +12,19 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/agent_process.h"
+#include "support/eventually.h"
 #include "support/model_checkpoints.h"
 #include "tenax/sdk/models/vit.h"
 #include "tenax/sdk/vision/vit_image_processor.h"
@@ -87,18 +92,43 @@ nlohmann::json result_line(const std::string& stdout_text) {
   return result;
 }
 
+// The job's command line: `tenax run` with 2 workers of the example on a small slice.
+std::vector<std::string> job_argv(const std::string& name, const std::string& extra_flags) {
+  const fs::path dir = work_dir() / name;
+  std::vector<std::string> argv = {TENAX_BINARY, "run", "--nproc-per-node", "2", "--max-restarts", "2", "--run-dir",
+                                   (dir / "run").string(), "--", FINETUNE_IMAGE_BINARY, "--output-dir",
+                                   (dir / "train").string(), "--data-dir", kData.string(), "--max-steps",
+                                   std::to_string(kMaxSteps)};
+  std::istringstream flags(
+      "--train-limit 768 --eval-limit 200 --per-device-train-batch-size 32 --per-device-eval-batch-size 100"
+      " --learning-rate 1e-3 --warmup-ratio 0.1 --save-steps 5 --logging-steps 4 --threads 1 --disable-tqdm true"
+      " --patch-size 7 --hidden-size 32 --num-hidden-layers " + std::to_string(kLayers) +
+      " --num-attention-heads 2 --intermediate-size 64 " + extra_flags);
+  for (std::string word; flags >> word;) argv.push_back(word);
+  return argv;
+}
+
 JobRun run_job(const std::string& name, const std::string& extra_flags) {
   const fs::path dir = work_dir() / name;
   fs::remove_all(dir);
-  const std::string cmd =
-      std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts 2 --run-dir " + (dir / "run").string() +
-      " -- " + FINETUNE_IMAGE_BINARY + " --output-dir " + (dir / "train").string() + " --data-dir " + kData.string() +
-      " --max-steps " + std::to_string(kMaxSteps) +
-      " --train-limit 768 --eval-limit 200 --per-device-train-batch-size 32 --per-device-eval-batch-size 100"
-      " --learning-rate 1e-3 --warmup-ratio 0.1 --save-steps 5 --logging-steps 4 --threads 1 --disable-tqdm true"
-      " --patch-size 7 --hidden-size 32 --num-hidden-layers " + std::to_string(kLayers) +
-      " --num-attention-heads 2 --intermediate-size 64" + extra_flags;
+  std::string cmd;
+  for (const auto& word : job_argv(name, extra_flags)) cmd += (cmd.empty() ? "" : " ") + word;
   return run_command(cmd, dir);
+}
+
+// The state letter of /proc/<pid>/stat ('T': stopped), '?' when the process is gone.
+char proc_state(pid_t pid) {
+  const std::string stat = tenax::testing::read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+// Whether /proc/<pid>/environ holds RANK=<rank>.
+bool has_rank(pid_t pid, int rank) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  const std::string env =
+      std::string(1, '\0') + std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return env.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos;
 }
 
 fs::path final_checkpoint(const std::string& name) {
@@ -180,6 +210,41 @@ TEST_F(IntegrationFinetuneImage, KilledRankResumesFromTheShardedCheckpointBitIde
     ++compared;
   }
   EXPECT_EQ(compared, kModelTensors);
+}
+
+// The kill comes from outside, as an operator's `kill -9 PID` or the OOM killer's: rank 1 stops
+// itself after step 8 (its step-5 checkpoint committed), the test finds it stopped among the
+// agent's workers and SIGKILLs it by pid. No timing is involved: until the kill, rank 1 is
+// stopped and rank 0 waits for it in the next step's allreduce.
+TEST_F(IntegrationFinetuneImage, RankKilledByPidFromOutsideResumesBitIdentically) {
+  ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
+  const std::string name = "kill-by-pid";
+  fs::remove_all(work_dir() / name);
+  fs::create_directories(work_dir() / name);
+  tenax::testing::ChildProcess agent(job_argv(name, "--fail-at-step 8 --fail-rank 1 --fail-signal STOP"),
+                                     work_dir() / name / "job.log");
+  ASSERT_GT(agent.pid(), 0);
+  pid_t victim = -1;
+  ASSERT_TRUE(tenax::testing::eventually(
+      [&] {
+        for (pid_t child : agent.children()) {
+          if (has_rank(child, 1) && proc_state(child) == 'T') victim = child;
+        }
+        return victim > 0;
+      },
+      std::chrono::seconds(120)))
+      << "rank 1 never stopped itself\n" << agent.log();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto exit_code = agent.wait(std::chrono::seconds(300));
+  ASSERT_TRUE(exit_code.has_value()) << "the job did not finish\n" << agent.log();
+  const std::string log = agent.log();
+  ASSERT_EQ(*exit_code, 0) << log;
+  EXPECT_NE(log.find("worker rank 1 (pid " + std::to_string(victim)), std::string::npos) << log;
+  EXPECT_NE(log.find("was killed by signal 9 (SIGKILL)"), std::string::npos) << log;
+  EXPECT_NE(log.find("at step 5"), std::string::npos) << "resumed from the step-5 checkpoint\n" << log;
+  std::ifstream agent_file(work_dir() / name / "run" / "agent.json");
+  EXPECT_EQ(nlohmann::json::parse(agent_file, nullptr, false)["restarts"], 1);
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint(name), kModelTensors);
 }
 
 TEST(IntegrationFinetuneImageConfig, MissingDataIsAUsageErrorNamingTheFileAndThePackage) {
