@@ -40,7 +40,7 @@ demo: build
 
 # The image workload (examples/finetune_image): a small ViT learns Fashion-MNIST (Debian's
 # dataset-fashion-mnist) on 2 ranks under `tenax run`, a rank SIGKILLed in the second epoch, the
-# elastic resume, held-out accuracy per epoch and at the end. About 5 minutes.
+# elastic resume, held-out accuracy per epoch and at the end. About 4 minutes.
 demo-image: configure
 	cmake --build $(BUILD) -j $(JOBS) --target tenax finetune_image
 	@bash tools/demo_image.sh $(BUILD)

@@ -7,8 +7,8 @@
 # printed for every epoch and at the end, beside what Hugging Face's Trainer reaches with the
 # same settings (bench/README.md, "Image workload").
 #
-# Budget: about 5 minutes on a quiet 2-core machine (3 epochs of 468 steps at ~850 images/s,
-# 50 steps repeated after the restart, an evaluation of 10,000 images per epoch).
+# Budget: about 4 minutes on the 2-core machine (206 s measured, beside other work: 3 epochs of
+# 468 steps at ~870 images/s, 50 steps repeated after the restart, 10,000 images evaluated per epoch).
 set -euo pipefail
 build=${1:-build}
 tenax="$build/launcher/tenax"
