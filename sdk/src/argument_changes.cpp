@@ -45,6 +45,7 @@ constexpr Rule kRules[] = {
     {"metric_for_best_model", kBreaking, "the recorded best checkpoint was chosen by the old metric"},
     {"greater_is_better", kBreaking, "the recorded best checkpoint was chosen the other way round"},
     {"load_best_model_at_end", kHarmless, "what happens after the last step only"},
+    {"use_cpu", kHarmless, "which device computes: the state moves with the run"},
     {"bf16", kBreaking, "it changes the arithmetic of every step"},
     {"full_determinism", kBreaking, "it changes the arithmetic of every step"},
     {"disable_tqdm", kHarmless, "display only"},

@@ -56,6 +56,18 @@ struct GradSync::Overlap {
 GradSync::GradSync(elastic::Communicator& comm, std::vector<torch::Tensor> params,
                    GradSyncOptions options)
     : comm_(comm), params_(std::move(params)) {
+  const torch::Device device = params_.empty() ? torch::Device(torch::kCPU) : params_.front().device();
+  for (const torch::Tensor& p : params_) {
+    if (p.device() != device) {
+      throw ConfigError("GradSync: the parameters are on " + device.str() + " and " + p.device().str() +
+                        "; a rank trains on one device (move the model with model->to(device))");
+    }
+  }
+  if (!device.is_cpu() && comm_.size() > 1 && !comm_.accepts_device_memory()) {
+    throw ConfigError("GradSync: the parameters are on " + device.str() +
+                      " but this communicator takes host memory only; use the NCCL backend (TENAX_BACKEND=nccl, "
+                      "the CUDA build: make build-cuda) or train on the CPU (use_cpu = true)");
+  }
   Bucket current;
   std::size_t current_bytes = 0;
   for (std::size_t k = params_.size(); k-- > 0;) {
@@ -78,7 +90,7 @@ GradSync::GradSync(elastic::Communicator& comm, std::vector<torch::Tensor> param
   if (!current.params.empty()) buckets_.push_back(std::move(current));
   if (comm_.size() == 1) return;
 
-  for (Bucket& bucket : buckets_) bucket.flat = torch::zeros({bucket.numel}, torch::kFloat32);
+  for (Bucket& bucket : buckets_) bucket.flat = torch::zeros({bucket.numel}, params_.front().options());
   overlap_ = std::make_unique<Overlap>(*this, options.overlap && comm_.callable_from_any_thread());
   Overlap& o = *overlap_;
   o.bucket_of.resize(params_.size());
@@ -188,14 +200,14 @@ void GradSync::pack_mirror(Bucket& last, const torch::Tensor& mirror) {
   const std::int64_t needed = last.numel + slots * world;
   if (last.flat.numel() != needed) {
     // Keep the gradients (they may be views into the old buffer): copy them over once.
-    torch::Tensor grown = torch::empty({needed}, torch::kFloat32);
-    if (last.flat.defined()) grown.narrow(0, 0, last.numel).copy_(last.flat.narrow(0, 0, last.numel));
+    torch::Tensor grown = torch::empty({needed}, last.flat.options());
+    grown.narrow(0, 0, last.numel).copy_(last.flat.narrow(0, 0, last.numel));
     last.flat = grown;
   }
-  torch::Tensor area = last.flat.narrow(0, last.numel, slots * world);
-  area.zero_();
+  // Packed on the host, then one copy into the bucket (which may live on a GPU).
+  torch::Tensor mine = torch::empty({slots}, torch::kFloat32);
   const auto* in = mirror.data_ptr<std::uint8_t>();
-  float* out = area.data_ptr<float>() + static_cast<std::ptrdiff_t>(comm_.rank()) * slots;
+  float* out = mine.data_ptr<float>();
   for (std::int64_t s = 0; s < slots; ++s) {
     std::uint32_t value = 0;
     for (std::int64_t b = 0; b < kBytesPerSlot; ++b) {
@@ -204,13 +216,17 @@ void GradSync::pack_mirror(Bucket& last, const torch::Tensor& mirror) {
     }
     out[s] = static_cast<float>(value);
   }
+  torch::Tensor area = last.flat.narrow(0, last.numel, slots * world);
+  area.zero_();
+  area.narrow(0, static_cast<std::int64_t>(comm_.rank()) * slots, slots).copy_(mine);
 }
 
 void GradSync::unpack_mirrors(const Bucket& last, std::int64_t mirror_bytes) {
   const int world = comm_.size();
   const std::int64_t slots = slots_for(mirror_bytes);
   torch::Tensor table = torch::empty({world, mirror_bytes}, torch::kUInt8);
-  const float* in = last.flat.data_ptr<float>() + last.numel;
+  const torch::Tensor packed = last.flat.narrow(0, last.numel, slots * world).to(torch::kCPU).contiguous();
+  const float* in = packed.data_ptr<float>();
   auto* out = table.data_ptr<std::uint8_t>();
   for (std::int64_t r = 0; r < world; ++r) {
     for (std::int64_t s = 0; s < slots; ++s) {

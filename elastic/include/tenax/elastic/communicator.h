@@ -44,6 +44,8 @@ class Communicator {
   /// Whether the collectives may be called from a thread other than the one that built this
   /// (one thread at a time still). GradSync allreduces on its own thread only when they may.
   virtual bool callable_from_any_thread() const { return true; }
+  /// Whether `data` may point to CUDA device memory (NCCL); else only host memory.
+  virtual bool accepts_device_memory() const { return false; }
 };
 
 /// Gathers one variable-length byte string per rank (two allgathers: lengths, then padded data).

@@ -61,6 +61,8 @@ struct TrainingArguments {
   /// At the end, load the checkpoint with the best metric_for_best_model (needs eval and save
   /// strategies that coincide, as in transformers).
   bool load_best_model_at_end = false;
+  /// Train on the CPU even where CUDA devices are visible (else each rank takes cuda:<local rank>).
+  bool use_cpu = false;
   /// Forward and loss under bf16 autocast (CPU and CUDA); master weights stay float32.
   bool bf16 = false;
   /// Deterministic algorithms everywhere (torch's use_deterministic_algorithms), one interop thread.
@@ -133,6 +135,7 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("metric_for_best_model", args.metric_for_best_model);
   visit("greater_is_better", args.greater_is_better);
   visit("load_best_model_at_end", args.load_best_model_at_end);
+  visit("use_cpu", args.use_cpu);
   visit("bf16", args.bf16);
   visit("full_determinism", args.full_determinism);
   visit("disable_tqdm", args.disable_tqdm);
