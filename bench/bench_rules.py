@@ -30,6 +30,14 @@ def commit() -> str:
         return "?"
 
 
+def cpu_busy_seconds() -> float:
+    """Busy CPU time of the whole machine (all cores) from /proc/stat, in seconds."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def header(name: str) -> str:
     stamp = datetime.datetime.now(datetime.timezone.utc)
     return (f"{name} {stamp:%Y-%m-%d %H:%M:%S} UTC, commit {commit()}, {os.cpu_count()} cores, "
@@ -54,10 +62,11 @@ class RoundOrder:
         return order
 
 
-def run_on_quiet_machine(run, say, label, attempts=3, wait_s=5.0, max_wait_s=600.0):
+def run_on_quiet_machine(run, say, label, attempts=3, wait_s=5.0, max_wait_s=600.0, disturbed=None):
     """Calls run() -> dict until it starts on a machine whose 1-minute load is at most the core
-    count (it waits up to max_wait_s for that first). The dict gets 'load0' (the load at its
-    start) and 'reruns'. After `attempts` loaded starts the last result is kept, marked 'loaded'."""
+    count (it waits up to max_wait_s for that first) and, when `disturbed(result)` is given, until
+    that says no (e.g. other work came during the run). The dict gets 'load0' (the load at its
+    start) and 'reruns'. After `attempts` loaded runs the last result is kept, marked 'loaded'."""
     cores = os.cpu_count()
     result = {}
     for attempt in range(attempts):
@@ -69,9 +78,12 @@ def run_on_quiet_machine(run, say, label, attempts=3, wait_s=5.0, max_wait_s=600
         result = run()
         result["load0"] = load0
         result["reruns"] = attempt
-        if load0 <= cores:
+        if load0 > cores:
+            say(f"  ({label}: load {load0:.2f} above {cores} cores at the start; run again)")
+        elif disturbed is not None and disturbed(result):
+            say(f"  ({label}: other work ran beside it ({disturbed(result)}); run again)")
+        else:
             return result
-        say(f"  ({label}: load {load0:.2f} above {cores} cores at the start; run again)")
     result["loaded"] = True
     return result
 

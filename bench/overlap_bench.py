@@ -46,7 +46,13 @@ def run_job(a, system, work):
            "--disable-tqdm", "--ddp-overlap-backward", SYSTEMS[system]]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     t0 = time.time()
+    busy0 = bench_rules.cpu_busy_seconds()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=a.timeout)
+    # CPU seconds of the whole machine during the run beyond the job's own (children's) time.
+    wall = time.time() - t0
+    job_cpu = sum(os.times()[2:4]) - a.children_cpu
+    a.children_cpu = sum(os.times()[2:4])
+    other_cores = max(0.0, (bench_rules.cpu_busy_seconds() - busy0) - job_cpu) / wall
     with open(os.path.join(work, "log.txt"), "w") as f:
         f.write(p.stdout + p.stderr)
     line = next((l for l in p.stdout.splitlines() if l.startswith("TENAX_RESULT ")), None)
@@ -56,7 +62,8 @@ def run_job(a, system, work):
     r = json.loads(line[len("TENAX_RESULT "):])
     with open(os.path.join(work, "train", "model", "model.safetensors"), "rb") as f:
         r["weights_sha256"] = hashlib.sha256(f.read()).hexdigest()
-    r["wall_s"] = time.time() - t0
+    r["wall_s"] = wall
+    r["other_cores"] = other_cores
     r["load_end"] = os.getloadavg()[0]
     shutil.rmtree(os.path.join(work, "train"), ignore_errors=True)  # ~270 MB of checkpoint
     return r
@@ -75,6 +82,7 @@ def main():
     if a.rounds < 5:
         print("overlap_bench: note: fewer than 5 rounds is a smoke run, not a result", file=sys.stderr)
     a.build = os.path.abspath(a.build)
+    a.children_cpu = sum(os.times()[2:4])
     stamp = datetime.datetime.now(datetime.timezone.utc)
     results = a.results or os.path.join(bench_rules.REPO, "bench", f"results-overlap-{stamp:%Y-%m-%d}.txt")
     lines = []
@@ -92,12 +100,14 @@ def main():
     runs = []
     for rnd in range(1, a.rounds + 1):
         for s in order.next_round():
-            r = bench_rules.run_on_quiet_machine(lambda: run_job(a, s, os.path.join(a.work_dir, s)), say,
-                                                 f"round {rnd} {s}")
+            r = bench_rules.run_on_quiet_machine(
+                lambda: run_job(a, s, os.path.join(a.work_dir, s)), say, f"round {rnd} {s}",
+                disturbed=lambda r: f"{r['other_cores']:.2f} cores busy" if r["other_cores"] > 0.25 else "")
             r.update(round=rnd, system=s)
             runs.append(r)
             say(f"  round {rnd} {s:<15} {r['train_samples_per_second']:7.2f} samples/s  train {r['train_runtime_s']:6.1f} s"
-                f"  load {r['load0']:.2f}->{r['load_end']:.2f}{'  (LOADED)' if r.get('loaded') else ''}")
+                f"  load {r['load0']:.2f}->{r['load_end']:.2f}, other work {r['other_cores']:.2f} cores"
+                f"{'  (LOADED)' if r.get('loaded') else ''}")
 
     by = {(r["round"], r["system"]): r for r in runs}
     rounds = range(1, a.rounds + 1)

@@ -41,4 +41,11 @@ void ProgressFile::report(std::int64_t step) {
   last_write_ = now;
 }
 
+void ProgressFile::finish() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove(path_, ec);  // already gone: nothing to judge either way
+  written_ = false;
+}
+
 }  // namespace tenax::elastic

@@ -62,6 +62,18 @@ class ProgressFile:
                       "this worker for hung" % (self.path, e), flush=True)
         self._last_write = now
 
+    def finish(self):
+        """A phase that reports progress (training, an evaluation) is over: the file goes, and with
+        it the agent's judgement (it judges only a worker whose file exists), so that what
+        follows — the last barrier, the interpreter's teardown — may be silent for longer than
+        --hang-timeout without being taken for a hang. The next report() starts judging again."""
+        self._last_write = None
+        if self.path:
+            try:
+                os.remove(self.path)
+            except OSError:
+                pass
+
 
 class StepGuard:
     """Per-step bookkeeping for a training loop under `tenax run`: reports progress and agrees,

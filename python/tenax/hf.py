@@ -73,6 +73,16 @@ class TenaxCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         self.guard.progress.report(state.global_step)
 
+    # The end of a phase: see ProgressFile.finish (the next step's report judges again).
+    def on_train_end(self, args, state, control, **kwargs):
+        self.guard.progress.finish()
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        self.guard.progress.finish()
+
+    def on_predict(self, args, state, control, **kwargs):
+        self.guard.progress.finish()
+
     def on_substep_end(self, args, state, control, **kwargs):
         self.guard.progress.report(state.global_step)
 

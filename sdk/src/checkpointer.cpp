@@ -4,9 +4,14 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <utility>
 
 #include <torch/torch.h>
+#ifdef TENAX_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 #include "commit_protocol.h"
 #include "writer_thread.h"
@@ -40,12 +45,21 @@ nlohmann::json as_object(const nlohmann::json& value, const char* what) {
 // shape and dtype, is the buffer of the same tensor in the previous save: copying into memory
 // that is already mapped avoids the page faults of a fresh allocation, which cost more than
 // the copy itself (measured: bench/checkpoint_bench.cpp, async stall).
+// A device tensor goes into pinned host memory with an asynchronous copy: the training thread
+// only queues it (the optimizer's update comes after it on the same stream); the writer waits
+// for the job's CUDA event before it reads.
 torch::Tensor snapshot_copy(const torch::Tensor& t, const torch::Tensor* reuse) {
   torch::Tensor d = t.detach();
+  const bool from_device = d.is_cuda();
   if (reuse != nullptr && reuse->sizes().equals(d.sizes()) && reuse->scalar_type() == d.scalar_type() &&
-      reuse->is_contiguous()) {
+      reuse->is_contiguous() && (!from_device || reuse->is_pinned())) {
     torch::Tensor staged = *reuse;
-    staged.copy_(d);
+    staged.copy_(d, /*non_blocking=*/from_device);
+    return staged;
+  }
+  if (from_device) {
+    torch::Tensor staged = torch::empty(d.sizes(), d.options().device(torch::kCPU).pinned_memory(true));
+    staged.copy_(d, /*non_blocking=*/true);
     return staged;
   }
   return d.is_cpu() ? d.clone(at::MemoryFormat::Contiguous) : d.to(torch::kCPU).contiguous();
@@ -74,6 +88,10 @@ struct Checkpointer::Job {
   detail::CommitPlan plan;
   std::atomic<bool> cancelled{false};
   double snapshot_seconds = 0.0;
+#ifdef TENAX_CUDA
+  // Recorded after the device-to-host copies were queued; the writer waits on it.
+  std::optional<at::cuda::CUDAEvent> device_copies;
+#endif
   std::promise<SaveResult> result;
   std::future<SaveResult> future = result.get_future();
 };
@@ -183,8 +201,10 @@ std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snap
     const auto it = staging.find(name);
     return it == staging.end() ? nullptr : &it->second;
   };
+  std::optional<c10::DeviceIndex> copied_from_device;
   auto take = [&](const std::string& name, const torch::Tensor& t, bool late) {
     const torch::Tensor d = t.detach();
+    if (d.is_cuda() && snapshot != Snapshot::kNoCopy) copied_from_device = d.device().index();
     if (snapshot == Snapshot::kNoCopy) {
       job->keep_alive.emplace_back(name, d.is_cpu() && d.is_contiguous() ? d : d.to(torch::kCPU).contiguous());
     } else if (late && d.is_cpu() && d.is_contiguous()) {
@@ -221,6 +241,15 @@ std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snap
   plan.greater_is_better = options_.greater_is_better;
   plan.timeout = options_.commit_timeout;
   plan.fence_dir = options_.fence_dir;
+#ifdef TENAX_CUDA
+  if (copied_from_device) {
+    job->device_copies.emplace();
+    job->device_copies->record(c10::cuda::getCurrentCUDAStream(*copied_from_device));
+  }
+#else
+  // This libtorch has no CUDA: no tensor can be on a GPU.
+  if (copied_from_device) throw ConfigError("Checkpointer: a CUDA tensor in a build without CUDA");
+#endif
   job->snapshot_seconds = seconds_since(start);
   start_writer(std::move(job));
   return previous;
@@ -230,6 +259,9 @@ void Checkpointer::start_writer(std::shared_ptr<Job> job) {
   in_flight_ = job;
   if (!writer_) writer_ = std::make_unique<detail::WriterThread>();
   writer_->post([job = std::move(job), store = store_.get()]() mutable {
+#ifdef TENAX_CUDA
+    if (job->device_copies) job->device_copies->synchronize();
+#endif
     // The late copies first: the training thread may be waiting for them (wait_for_snapshot).
     // Plain memcpy, one thread: it overlaps the training thread's compute instead of
     // competing with it for the intra-op thread pool.

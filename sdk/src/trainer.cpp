@@ -876,6 +876,7 @@ TrainOutput Trainer::end(int preempt_signal) {
     notify([&](TrainerCallback& cb) { cb.on_preempt(args_, state_, control_, preempt_signal); });
   }
   notify([&](TrainerCallback& cb) { cb.on_train_end(args_, state_, control_); });
+  progress_.finish();  // what follows (evaluation, teardown) is not judged as training
 
   TrainOutput out;
   out.global_step = state_.global_step;

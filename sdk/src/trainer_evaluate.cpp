@@ -124,6 +124,7 @@ PredictionOutput Trainer::prediction_loop(const Dataset& dataset, const ComputeM
   out.metrics[key_prefix + "samples_per_second"] = runtime > 0 ? static_cast<double>(size) / runtime : 0.0;
   logger("tenax.trainer", LogPolicy::kRankZeroOnly)
       ->info("{} on {} samples ({} ranks): {}", prefix, size, context_.world_size(), format_metrics(out.metrics));
+  progress_.finish();  // the end of a phase that reports progress; the next training step reports again
   return out;
 }
 

@@ -37,6 +37,20 @@ TEST(elastic_progress_file, WritesTheLatestStepAtMostOncePerInterval) {
   std::filesystem::remove(path);
 }
 
+TEST(elastic_progress_file, FinishRemovesTheFileAndTheNextReportWritesAtOnce) {
+  const auto path = std::filesystem::path(::testing::TempDir()) / ("tenax-progress-fin-" + std::to_string(::getpid()));
+  std::filesystem::remove(path);
+  ProgressFile progress(path, std::chrono::hours(1));  // no report would pass the rate limit again
+  progress.report(30);
+  ASSERT_TRUE(std::filesystem::exists(path));
+  progress.finish();
+  EXPECT_FALSE(std::filesystem::exists(path)) << "a finished phase leaves nothing for the agent to judge";
+  progress.finish();  // idempotent
+  progress.report(31);
+  EXPECT_EQ(read(path), "31") << "a new phase reports at once, despite the rate limit";
+  std::filesystem::remove(path);
+}
+
 TEST(elastic_progress_file, WithoutThePathItDoesNothing) {
   ::unsetenv(kProgressFileVariable);
   ProgressFile progress = ProgressFile::from_env();

@@ -38,6 +38,8 @@ def parse_args():
     p.add_argument("--stop-rank", type=int, default=1)
     p.add_argument("--step-sleep", type=float, default=0.0,
                    help="seconds each step sleeps: a longer run for the Slurm test to preempt mid-run")
+    p.add_argument("--linger-after-train", type=float, default=0.0,
+                   help="seconds rank 1 sleeps after train() (rank 0 waits at the barrier): a slow teardown")
     return p.parse_args()
 
 
@@ -109,6 +111,8 @@ def main():
     # Every rank done before the process group goes, and it goes before the interpreter exits:
     # torch 1.13's Gloo group destroyed at exit while the peer is leaving can abort the process
     # (SIGABRT, "terminate called without an active exception"; seen once in this test).
+    if rank == 1 and args.linger_after_train > 0:
+        time.sleep(args.linger_after_train)
     if torch.distributed.is_initialized():
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()

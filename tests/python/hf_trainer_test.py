@@ -15,7 +15,9 @@ started in torchrun's form (`tenax run --nproc_per_node=2 SCRIPT.py`):
            resumes from checkpoint-14 and finishes;
   hang     rank 1 stops itself before step 14 and nothing is sent: the agent's --hang-timeout
            finds it hung from the progress TenaxCallback reports, restarts, the job resumes from
-           checkpoint-10 and finishes.
+           checkpoint-10 and finishes;
+  linger   no stop; after train() rank 1 takes 6 s to leave, with --hang-timeout 2: training is
+           over (on_train_end took the progress file away), so nobody is judged hung, no restart.
 
 It runs the workers with --python (the venv of tools/setup_python_hf.sh: Debian's torch 1.13 +
 hashed transformers wheels); without transformers there it fails, saying so: never skipped.
@@ -41,7 +43,7 @@ EXIT_PREEMPTED = 3
 ARGS = None
 
 
-def start(case_dir, stop=True, log_name="tenax.log", tenax_flags=()):
+def start(case_dir, stop=True, log_name="tenax.log", tenax_flags=(), script_flags=()):
     os.makedirs(os.path.join(case_dir, "out"), exist_ok=True)
     env = dict(os.environ)
     env["GLOO_SOCKET_IFNAME"] = "lo"
@@ -53,6 +55,7 @@ def start(case_dir, stop=True, log_name="tenax.log", tenax_flags=()):
                "--out", os.path.join(case_dir, "out"), "--steps", str(STEPS), "--save-steps", str(SAVE_STEPS)]
     if stop:
         command += ["--stop-at-step", str(STOP_AT), "--stop-rank", "1"]
+    command += list(script_flags)
     print("$ (cd %s && %s)" % (case_dir, " ".join(command)), flush=True)
     log = open(os.path.join(case_dir, log_name), "w")
     return subprocess.Popen(command, cwd=case_dir, env=env, stdout=log, stderr=subprocess.STDOUT), log
@@ -169,7 +172,7 @@ def run_hang():
     hung); the agent kills it, restarts, and the job resumes from checkpoint-10."""
     name = "hang"
     case_dir = os.path.join(ARGS.out, name)
-    agent, log = start(case_dir, tenax_flags=["--hang-timeout", "5"])
+    agent, log = start(case_dir, tenax_flags=["--hang-timeout", "10"])
     stopped = stopped_worker(name, agent)
     if stopped is None:
         return
@@ -180,6 +183,23 @@ def run_hang():
     for r in range(2):
         check(started_at(case_dir, r, 1) == 10, "%s: rank %d of the restart resumed at step %s, expected 10"
               % (name, r, started_at(case_dir, r, 1)))
+    check_finished(name, case_dir)
+
+
+def run_linger():
+    """Training ends, then rank 1 takes longer than --hang-timeout to leave (rank 0 waits for it at
+    the last barrier): a slow teardown on a loaded machine, not a hang. TenaxCallback's
+    on_train_end takes the progress file away, so the agent judges neither worker and the job
+    ends without a restart. (Before it did, the agent declared the lingering worker hung, and the
+    restarted job resumed from checkpoint-30 and ran one step more: the flake this case pins.)"""
+    name = "linger"
+    case_dir = os.path.join(ARGS.out, name)
+    agent, log = start(case_dir, stop=False, tenax_flags=["--hang-timeout", "2"],
+                       script_flags=["--linger-after-train", "6"])
+    text = wait(name, agent, log, 0)
+    check("treating it as hung" not in text, "%s: the agent declared a worker hung after training ended" % name)
+    s = summary(case_dir)
+    check(s.get("restarts") == 0, "%s: %s restart(s), expected 0" % (name, s.get("restarts")))
     check_finished(name, case_dir)
 
 
@@ -216,6 +236,7 @@ def main():
     run_kill()
     run_preempt()
     run_hang()
+    run_linger()
     if base.failures:
         print("%d check(s) failed" % len(base.failures), flush=True)
         return 1

@@ -29,6 +29,11 @@ class ProgressFile {
 
   /// Records `step` as the latest progress (rate-limited; the first call always writes).
   void report(std::int64_t step);
+  /// A phase that reports progress (training, an evaluation) is over: removes the file, and
+  /// with it the agent's judgement (it judges only a worker whose file exists), so that what
+  /// follows — the last barrier, the teardown — may be silent for longer than the timeout
+  /// without being taken for a hang. The next report() writes at once and judging resumes.
+  void finish();
   bool enabled() const { return !path_.empty(); }
   const std::filesystem::path& path() const { return path_; }
 
