@@ -163,9 +163,12 @@ class NcclCommunicator final : public Communicator {
       if (bytes_per_rank == 0) return;
       if (in == nullptr || out == nullptr) throw std::invalid_argument("allgather: null buffer");
       const std::size_t total = bytes_per_rank * static_cast<std::size_t>(size_);
-      // Output first in the staging buffer, the input after it: both staged or both direct.
+      // Output first in the staging buffer, the input after it. Reserved up front: growing the
+      // buffer while staging the input would move the output's place.
+      void* in_data = const_cast<void*>(in);
+      if (!on_this_device(out) || !on_this_device(in_data)) reserve(total + bytes_per_rank);
       Buffer out_buffer = stage_in(out, total, 0, /*copy=*/false);
-      Buffer in_buffer = stage_in(const_cast<void*>(in), bytes_per_rank, out_buffer.staged ? total : 0);
+      Buffer in_buffer = stage_in(in_data, bytes_per_rank, out_buffer.staged ? total : 0);
       enqueue("ncclAllGather", ncclAllGather(in_buffer.device, out_buffer.device, bytes_per_rank, ncclUint8, comm_,
                                              stream_));
       stage_out(out_buffer, out, total);
@@ -240,16 +243,22 @@ class NcclCommunicator final : public Communicator {
     }
   }
 
+  // Device or managed memory of this communicator's device (NCCL can use it as it is).
+  bool on_this_device(void* data) {
+    cudaPointerAttributes attributes{};
+    const cudaError_t status = cudaPointerGetAttributes(&attributes, data);
+    if (status != cudaSuccess) {
+      cudaGetLastError();  // an unregistered host pointer on old runtimes: clear the error
+      return false;
+    }
+    return (attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged) &&
+           attributes.device == device_;
+  }
+
   // A device pointer of this device goes to NCCL as is; anything else (pageable or pinned
   // host memory, another device's memory) is copied through the staging buffer at `offset`.
   Buffer stage_in(void* data, std::size_t bytes, std::size_t offset, bool copy = true) {
-    cudaPointerAttributes attributes{};
-    const cudaError_t status = cudaPointerGetAttributes(&attributes, data);
-    if (status != cudaSuccess) cudaGetLastError();  // an unregistered host pointer on old runtimes
-    const bool on_device = status == cudaSuccess &&
-                           (attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged) &&
-                           attributes.device == device_;
-    if (on_device) return {attributes.devicePointer != nullptr ? attributes.devicePointer : data, false};
+    if (on_this_device(data)) return {data, false};
     reserve(offset + bytes);
     void* device = static_cast<char*>(staging_) + offset;
     if (copy) {
