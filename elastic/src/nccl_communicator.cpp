@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -283,9 +284,12 @@ class NcclCommunicator final : public Communicator {
     staging_bytes_ = bytes;
   }
 
+  // Non-blocking mode: a collective may return ncclInProgress before its kernel is on the
+  // stream; the staging copy out must come after it, so wait for NCCL here.
   void enqueue(const char* what, ncclResult_t result) {
-    if (result == ncclSuccess || result == ncclInProgress) {
-      pending_enqueue_ = pending_enqueue_ || result == ncclInProgress;
+    if (result == ncclSuccess) return;
+    if (result == ncclInProgress) {
+      wait_comm_locked(what, call_deadline_, call_timeout_);
       return;
     }
     fail_locked(what, result);
@@ -307,14 +311,12 @@ class NcclCommunicator final : public Communicator {
     }
     check_timeout(timeout, what);
     const auto deadline = Clock::now() + timeout;
+    call_deadline_ = deadline;
+    call_timeout_ = timeout;
     check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ") for " + who());
     check_cuda(cudaEventRecord(ready_, cudaStreamLegacy), "cudaEventRecord on " + who());
     check_cuda(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent on " + who());
-    pending_enqueue_ = false;
     body();
-    // Non-blocking mode: an enqueue may still be in progress; the stream only has the work
-    // once NCCL says so.
-    if (pending_enqueue_) wait_comm_locked(what, deadline, timeout);
     for (int polls = 0;; back_off(polls)) {
       const cudaError_t status = cudaStreamQuery(stream_);
       if (status == cudaSuccess) return;
@@ -346,7 +348,8 @@ class NcclCommunicator final : public Communicator {
   void* scratch_ = nullptr;
   void* staging_ = nullptr;
   std::size_t staging_bytes_ = 0;
-  bool pending_enqueue_ = false;
+  Clock::time_point call_deadline_;  // of the call in progress (enqueue waits until it)
+  std::chrono::milliseconds call_timeout_{0};
   std::string failure_;  // non-empty once a collective has failed
   std::atomic<bool> aborted_{false};
 };
@@ -401,6 +404,9 @@ std::unique_ptr<Communicator> make_nccl_communicator(Store& store, int rank, int
   } else {
     std::vector<char> raw;
     try {
+      // wait() first: a store that watches its generation (in-process recovery) turns a
+      // generation superseded while this rank waits into PeerLostError there.
+      store.wait({kUniqueIdKey}, options.timeout);
       raw = store.get(kUniqueIdKey, options.timeout);
     } catch (const TimeoutError& e) {
       throw TimeoutError("NCCL rendezvous for " + who + ": rank 0 published no unique id within " +
