@@ -7,6 +7,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
 #include <string>
 
 #include "tenax/core/error.h"
@@ -149,6 +153,23 @@ TEST_F(cuda_backend, WorkerContextUnderTenaxRunReportsNoDevice) {
   const std::string mpi = config_error_of([] { WorkerContext::from_env(seconds(20)); });
   EXPECT_NE(mpi.find("under `tenax run` use TENAX_BACKEND=gloo or nccl"), std::string::npos) << mpi;
 }
+
+#if defined(TENAX_TEST_LIBTORCH_CUDA)
+// One NCCL per process, the torch wheel's: libtorch_cuda.so and Tenax's communicator must not
+// load two (a toolkit or system libnccl.so.2 found first on the RUNPATH would be shared by both
+// under the same soname, whatever its version).
+TEST_F(cuda_backend, TheProcessMapsOnlyTheWheelsNccl) {
+  std::ifstream maps("/proc/self/maps");
+  std::set<std::string> nccl;
+  for (std::string line; std::getline(maps, line);) {
+    const auto slash = line.find('/');
+    if (slash != std::string::npos && line.find("libnccl.so") != std::string::npos) nccl.insert(line.substr(slash));
+  }
+  ASSERT_EQ(nccl.size(), 1u) << "libnccl mapped from " << nccl.size() << " files";
+  const std::string wheel = std::filesystem::canonical(TENAX_TEST_LIBTORCH_CUDA "/nvidia/nccl/lib/libnccl.so.2");
+  EXPECT_EQ(std::filesystem::canonical(*nccl.begin()).string(), wheel);
+}
+#endif
 
 }  // namespace
 }  // namespace tenax::elastic
