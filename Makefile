@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build build-cuda test-cuda test test-netns demo demo-sim bench bench-finetune bench-recovery soak-recovery chaos soak-slurm asan tsan fuzz clean
+.PHONY: all deps assets configure build build-cuda test-cuda test test-netns demo demo-image demo-sim bench bench-finetune bench-recovery soak-recovery chaos soak-slurm asan tsan fuzz clean
 
 all: build
 
@@ -55,6 +55,13 @@ test-netns: build
 
 demo: build
 	@bash tools/demo.sh $(BUILD)
+
+# The image workload (examples/finetune_image): a small ViT learns Fashion-MNIST (Debian's
+# dataset-fashion-mnist) on 2 ranks under `tenax run`, a rank SIGKILLed in the second epoch, the
+# elastic resume, held-out accuracy per epoch and at the end. About 4 minutes.
+demo-image: configure
+	cmake --build $(BUILD) -j $(JOBS) --target tenax finetune_image
+	@bash tools/demo_image.sh $(BUILD)
 
 # A heat-equation solver embedding Tenax through the C API (examples/sim_surrogate), run under
 # `tenax run` uninterrupted and with a rank killed by kill -9; the final field and surrogate

@@ -139,6 +139,14 @@ class MpiCommunicator final : public Communicator {
 
   void abort() override { aborted_.store(true); }
 
+  // Below MPI_THREAD_SERIALIZED only the thread that initialised MPI may call it (a solver's
+  // plain MPI_Init gets MPI_THREAD_SINGLE from Open MPI).
+  bool callable_from_any_thread() const override {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    return provided >= MPI_THREAD_SERIALIZED;
+  }
+
  private:
   std::string who() const { return "rank " + std::to_string(rank_) + " of " + std::to_string(size_); }
 

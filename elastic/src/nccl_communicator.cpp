@@ -130,6 +130,9 @@ class NcclCommunicator final : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  // Device buffers go to NCCL as they are (GradSync's buckets on cuda:LOCAL_RANK); each call
+  // sets its device, so any thread may make it (one at a time).
+  bool accepts_device_memory() const override { return true; }
 
   void allreduce(void* data, std::size_t count, ElementType type, ReduceOp op,
                  std::chrono::milliseconds timeout) override {

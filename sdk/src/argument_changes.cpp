@@ -45,6 +45,7 @@ constexpr Rule kRules[] = {
     {"metric_for_best_model", kBreaking, "the recorded best checkpoint was chosen by the old metric"},
     {"greater_is_better", kBreaking, "the recorded best checkpoint was chosen the other way round"},
     {"load_best_model_at_end", kHarmless, "what happens after the last step only"},
+    {"use_cpu", kHarmless, "which device computes: the state moves with the run"},
     {"bf16", kBreaking, "it changes the arithmetic of every step"},
     {"full_determinism", kBreaking, "it changes the arithmetic of every step"},
     {"disable_tqdm", kHarmless, "display only"},
@@ -53,6 +54,8 @@ constexpr Rule kRules[] = {
     {"save_async", kHarmless, "how checkpoints are written"},
     {"on_save_error", kHarmless, "failure policy of later saves"},
     {"handle_preemption_signals", kHarmless, "signal handling only"},
+    {"ddp_bucket_cap_mb", kHarmless, "the summation order of the gradient allreduce only, as a new world size"},
+    {"ddp_overlap_backward", kHarmless, "when the gradient allreduce runs, not what it computes"},
     {"seed", kBreaking, "it changes the data order and the random streams"},
 };
 

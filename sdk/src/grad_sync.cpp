@@ -1,14 +1,73 @@
 #include "tenax/sdk/grad_sync.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <utility>
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
 
+#include "ordered_pipeline.h"
 #include "tenax/core/error.h"
 
 namespace tenax::sdk {
+namespace {
+
+// Called by autograd after it accumulated a parameter's gradient of this backward pass: the
+// gradient is final (DDP's Reducer hooks the same node).
+class GradientFinalHook final : public torch::autograd::FunctionPostHook {
+ public:
+  explicit GradientFinalHook(std::function<void()> on_final) : on_final_(std::move(on_final)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    on_final_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> on_final_;
+};
+
+}  // namespace
+
+struct GradSync::Overlap {
+  Overlap(GradSync& owner, bool threaded)
+      : threaded(threaded), pipeline([&owner](std::size_t index) { owner.reduce_bucket(index); }, threaded) {}
+
+  const bool threaded;
+  std::atomic<bool> armed{false};  // the hooks act only during the backward prepared for
+  bool round_open = false;         // training thread only
+  std::mutex mutex;                // guards the per-round bookkeeping below against the hooks
+  std::vector<std::size_t> bucket_of;          // per parameter
+  std::vector<std::int64_t> offset_in_bucket;  // per parameter, in elements
+  std::vector<std::size_t> pending;            // per bucket: gradients not yet in their slots
+  std::vector<char> in_slot;                   // per parameter: this round's gradient is in its slot
+  // The accumulators are kept alive with the hooks on them: autograd holds them only weakly
+  // between backward passes, and a recreated one would have lost its hook.
+  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, std::uintptr_t>> hooks;
+  OrderedPipeline pipeline;  // last: destroyed first, so its thread stops before the rest goes
+};
 
 GradSync::GradSync(elastic::Communicator& comm, std::vector<torch::Tensor> params,
                    GradSyncOptions options)
     : comm_(comm), params_(std::move(params)) {
+  const torch::Device device = params_.empty() ? torch::Device(torch::kCPU) : params_.front().device();
+  for (const torch::Tensor& p : params_) {
+    if (p.device() != device) {
+      throw ConfigError("GradSync: the parameters are on " + device.str() + " and " + p.device().str() +
+                        "; a rank trains on one device (move the model with model->to(device))");
+    }
+  }
+  if (!device.is_cpu() && comm_.size() > 1 && !comm_.accepts_device_memory()) {
+    throw ConfigError("GradSync: the parameters are on " + device.str() +
+                      " but this communicator takes host memory only; use the NCCL backend (TENAX_BACKEND=nccl, "
+                      "the CUDA build: make build-cuda) or train on the CPU (use_cpu = true)");
+  }
   Bucket current;
   std::size_t current_bytes = 0;
   for (std::size_t k = params_.size(); k-- > 0;) {
@@ -29,6 +88,102 @@ GradSync::GradSync(elastic::Communicator& comm, std::vector<torch::Tensor> param
     current_bytes += bytes;
   }
   if (!current.params.empty()) buckets_.push_back(std::move(current));
+  if (comm_.size() == 1) return;
+
+  for (Bucket& bucket : buckets_) bucket.flat = torch::zeros({bucket.numel}, params_.front().options());
+  overlap_ = std::make_unique<Overlap>(*this, options.overlap && comm_.callable_from_any_thread());
+  Overlap& o = *overlap_;
+  o.bucket_of.resize(params_.size());
+  o.offset_in_bucket.resize(params_.size());
+  o.in_slot.assign(params_.size(), 0);
+  o.pending.assign(buckets_.size(), 0);
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    std::int64_t offset = 0;
+    for (std::size_t k : buckets_[b].params) {
+      o.bucket_of[k] = b;
+      o.offset_in_bucket[k] = offset;
+      offset += params_[k].numel();
+    }
+  }
+  if (!o.threaded) return;
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    if (!params_[k].requires_grad()) continue;  // never final: synchronize() fills its slot
+    std::shared_ptr<torch::autograd::Node> accumulator = torch::autograd::impl::grad_accumulator(params_[k]);
+    if (!accumulator) continue;
+    const std::uintptr_t key =
+        accumulator->add_post_hook(std::make_unique<GradientFinalHook>([this, k] { on_gradient_final(k); }));
+    o.hooks.emplace_back(std::move(accumulator), key);
+  }
+}
+
+GradSync::~GradSync() {
+  if (!overlap_) return;
+  for (auto& [accumulator, key] : overlap_->hooks) accumulator->del_post_hook(key);
+}
+
+bool GradSync::overlaps_backward() const { return overlap_ && overlap_->threaded; }
+
+void GradSync::prepare_for_backward() {
+  if (!overlap_) return;
+  Overlap& o = *overlap_;
+  o.pipeline.begin_round(buckets_.size());
+  {
+    std::lock_guard<std::mutex> lock(o.mutex);
+    for (std::size_t b = 0; b < buckets_.size(); ++b) o.pending[b] = buckets_[b].params.size();
+    std::fill(o.in_slot.begin(), o.in_slot.end(), 0);
+  }
+  o.round_open = true;
+  o.armed.store(o.threaded, std::memory_order_release);
+}
+
+void GradSync::on_gradient_final(std::size_t param) {
+  Overlap& o = *overlap_;
+  if (!o.armed.load(std::memory_order_acquire)) return;
+  std::size_t launch = buckets_.size();
+  {
+    std::lock_guard<std::mutex> lock(o.mutex);
+    if (o.in_slot[param]) return;
+    torch::NoGradGuard no_grad;
+    const std::size_t b = o.bucket_of[param];
+    const torch::Tensor& p = params_[param];
+    torch::Tensor slot = buckets_[b].flat.narrow(0, o.offset_in_bucket[param], p.numel());
+    const torch::Tensor& grad = p.grad();
+    if (!grad.defined()) {
+      slot.zero_();
+    } else if (grad.data_ptr() != slot.data_ptr()) {
+      slot.copy_(grad.reshape({-1}));  // the first step, before the gradients are bucket views
+    }
+    o.in_slot[param] = 1;
+    // The last bucket waits for synchronize(): it may carry the mirror, which is known only then,
+    // and it is the last to be final anyway.
+    if (--o.pending[b] == 0 && b + 1 < buckets_.size()) launch = b;
+  }
+  if (launch < buckets_.size()) o.pipeline.mark_ready(launch);
+}
+
+void GradSync::fill_slots(Bucket& bucket) {
+  Overlap& o = *overlap_;
+  std::lock_guard<std::mutex> lock(o.mutex);
+  for (std::size_t k : bucket.params) {
+    if (o.in_slot[k]) continue;
+    torch::Tensor& p = params_[k];
+    torch::Tensor slot = bucket.flat.narrow(0, o.offset_in_bucket[k], p.numel());
+    const torch::Tensor& grad = p.grad();
+    if (!grad.defined()) {
+      slot.zero_();
+    } else if (grad.data_ptr() != slot.data_ptr()) {
+      slot.copy_(grad.reshape({-1}));
+    }
+    o.in_slot[k] = 1;
+  }
+}
+
+void GradSync::reduce_bucket(std::size_t index) {
+  torch::NoGradGuard no_grad;  // grad mode is per thread: this may be GradSync's own
+  Bucket& bucket = buckets_[index];
+  comm_.allreduce(bucket.flat.data_ptr<float>(), static_cast<std::size_t>(bucket.flat.numel()),
+                  elastic::ElementType::kFloat32, elastic::ReduceOp::kSum);
+  bucket.flat.narrow(0, 0, bucket.numel).div_(static_cast<double>(comm_.size()));
 }
 
 namespace {
@@ -45,14 +200,14 @@ void GradSync::pack_mirror(Bucket& last, const torch::Tensor& mirror) {
   const std::int64_t needed = last.numel + slots * world;
   if (last.flat.numel() != needed) {
     // Keep the gradients (they may be views into the old buffer): copy them over once.
-    torch::Tensor grown = torch::empty({needed}, torch::kFloat32);
-    if (last.flat.defined()) grown.narrow(0, 0, last.numel).copy_(last.flat.narrow(0, 0, last.numel));
+    torch::Tensor grown = torch::empty({needed}, last.flat.options());
+    grown.narrow(0, 0, last.numel).copy_(last.flat.narrow(0, 0, last.numel));
     last.flat = grown;
   }
-  torch::Tensor area = last.flat.narrow(0, last.numel, slots * world);
-  area.zero_();
+  // Packed on the host, then one copy into the bucket (which may live on a GPU).
+  torch::Tensor mine = torch::empty({slots}, torch::kFloat32);
   const auto* in = mirror.data_ptr<std::uint8_t>();
-  float* out = area.data_ptr<float>() + static_cast<std::ptrdiff_t>(comm_.rank()) * slots;
+  float* out = mine.data_ptr<float>();
   for (std::int64_t s = 0; s < slots; ++s) {
     std::uint32_t value = 0;
     for (std::int64_t b = 0; b < kBytesPerSlot; ++b) {
@@ -61,13 +216,17 @@ void GradSync::pack_mirror(Bucket& last, const torch::Tensor& mirror) {
     }
     out[s] = static_cast<float>(value);
   }
+  torch::Tensor area = last.flat.narrow(0, last.numel, slots * world);
+  area.zero_();
+  area.narrow(0, static_cast<std::int64_t>(comm_.rank()) * slots, slots).copy_(mine);
 }
 
 void GradSync::unpack_mirrors(const Bucket& last, std::int64_t mirror_bytes) {
   const int world = comm_.size();
   const std::int64_t slots = slots_for(mirror_bytes);
   torch::Tensor table = torch::empty({world, mirror_bytes}, torch::kUInt8);
-  const float* in = last.flat.data_ptr<float>() + last.numel;
+  const torch::Tensor packed = last.flat.narrow(0, last.numel, slots * world).to(torch::kCPU).contiguous();
+  const float* in = packed.data_ptr<float>();
   auto* out = table.data_ptr<std::uint8_t>();
   for (std::int64_t r = 0; r < world; ++r) {
     for (std::int64_t s = 0; s < slots; ++s) {
@@ -98,31 +257,24 @@ void GradSync::synchronize(const torch::Tensor& mirror) {
     if (mirror.defined()) mirrors_ = mirror.reshape({1, -1}).clone();
     return;
   }
+  Overlap& o = *overlap_;
+  if (!o.round_open) prepare_for_backward();
+  o.armed.store(false, std::memory_order_release);
+  o.round_open = false;
+  // Gradients are views into the buckets (DDP's gradient_as_bucket_view): autograd accumulates
+  // straight into them, so no copy in or out. A gradient that is not the view — the first step,
+  // or after a zero_grad(set_to_none) — is copied in once and replaced by the view below.
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (o.pipeline.is_ready(b)) continue;  // launched during backward
     Bucket& bucket = buckets_[b];
-    const bool carries_mirror = mirror.defined() && b + 1 == buckets_.size();
-    if (!bucket.flat.defined()) bucket.flat = torch::empty({bucket.numel}, torch::kFloat32);
-    if (carries_mirror) pack_mirror(bucket, mirror);
-    // Gradients are views into the bucket (DDP's gradient_as_bucket_view): autograd accumulates
-    // straight into it, so no copy in or out. A gradient that is not the view — the first step,
-    // or after a zero_grad(set_to_none) — is copied in once and replaced by the view.
+    fill_slots(bucket);
+    if (mirror.defined() && b + 1 == buckets_.size()) pack_mirror(bucket, mirror);
+    o.pipeline.mark_ready(b);
+  }
+  o.pipeline.wait();
+  if (mirror.defined()) unpack_mirrors(buckets_.back(), mirror.numel());
+  for (Bucket& bucket : buckets_) {
     std::int64_t offset = 0;
-    for (std::size_t k : bucket.params) {
-      torch::Tensor& p = params_[k];
-      auto slot = bucket.flat.narrow(0, offset, p.numel());
-      const torch::Tensor& grad = p.grad();
-      if (!grad.defined()) {
-        slot.zero_();
-      } else if (grad.data_ptr() != slot.data_ptr()) {
-        slot.copy_(grad.reshape({-1}));
-      }
-      offset += p.numel();
-    }
-    comm_.allreduce(bucket.flat.data_ptr<float>(), static_cast<std::size_t>(bucket.flat.numel()),
-                    elastic::ElementType::kFloat32, elastic::ReduceOp::kSum);
-    bucket.flat.narrow(0, 0, bucket.numel).div_(static_cast<double>(world));
-    if (carries_mirror) unpack_mirrors(bucket, mirror.numel());
-    offset = 0;
     for (std::size_t k : bucket.params) {
       torch::Tensor& p = params_[k];
       auto view = bucket.flat.narrow(0, offset, p.numel()).view(p.sizes());

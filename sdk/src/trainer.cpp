@@ -1,11 +1,13 @@
 #include "tenax/sdk/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <limits>
 #include <optional>
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "tenax/core/error.h"
@@ -19,6 +21,7 @@
 #include "tenax/sdk/checkpointer.h"
 #include "tenax/sdk/determinism.h"
 #include "tenax/sdk/grad_sync.h"
+#include "training_device.h"
 #include "tenax/sdk/optimizer_groups.h"
 #include "tenax/sdk/preemption.h"
 #include "tenax/sdk/sampler.h"
@@ -29,6 +32,13 @@
 
 namespace tenax::sdk {
 namespace {
+
+GradSyncOptions grad_sync_options(const TrainingArguments& args) {
+  GradSyncOptions options;
+  options.bucket_cap_bytes = static_cast<std::size_t>(args.ddp_bucket_cap_mb) << 20;
+  options.overlap = args.ddp_overlap_backward;
+  return options;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -152,6 +162,13 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
   state_.rank = context_.rank();
   state_.world_size = context_.world_size();
   state_.generation = context_.generation();
+  const elastic::WorkerIdentity& id = context_.identity();
+  device_ = training_device(args_.use_cpu, id.local_rank, id.local_world_size, torch::cuda::device_count());
+  // Before the optimizer and GradSync exist: they hold the parameters where they will live.
+  const auto params = model_->parameters();
+  if (std::any_of(params.begin(), params.end(), [&](const torch::Tensor& p) { return p.device() != device_; })) {
+    model_->to(device_);
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -365,12 +382,14 @@ void Trainer::load_parameters_from(const std::filesystem::path& dir) {
     const std::string key = "model/" + name;
     const auto entry = manifest.tensors.find(key);
     if (entry == manifest.tensors.end() || !param.sizes().equals(entry->second.shape) ||
-        param.scalar_type() != torch::kFloat32 || !param.is_contiguous() || !param.device().is_cpu()) {
+        param.scalar_type() != torch::kFloat32 || !param.is_contiguous()) {
       throw StorageError(dir.string() + ": parameter '" + name + "' is missing or does not match the model");
     }
-    torch::Tensor destination = param.detach();
+    // Straight into a host parameter; through a host buffer into a device one.
+    torch::Tensor destination = param.device().is_cpu() ? param.detach() : torch::empty_like(param, torch::kCPU);
     const Status read = reader.value().read_into(key, destination.data_ptr(), destination.nbytes());
     if (!read.is_ok()) throw StorageError(read.to_string());
+    if (!param.device().is_cpu()) param.copy_(destination);
   }
 }
 
@@ -492,7 +511,7 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   r.optimizer = create_optimizer();
   r.schedule.emplace(create_scheduler(r.plan.max_steps));
   r.params = model_->parameters();
-  r.grad_sync.emplace(context_.communicator(), r.params);
+  r.grad_sync.emplace(context_.communicator(), r.params, grad_sync_options(args_));
   notify([&](TrainerCallback& cb) { cb.on_init_end(args_, state_, control_); });
 
   // In-process recovery needs the loop of train(): a caller that drives step() itself (the C
@@ -573,7 +592,9 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
   r.grad_sync->zero_grad();  // in place: gradients stay views into the buckets
   torch::Tensor loss;
   for (std::size_t micro = 0; micro < micro_batches.size(); ++micro) {
-    torch::Tensor micro_loss = training_step(*model_, micro_batches[micro]);
+    // The last micro-batch's backward finishes the gradients: its buckets go out during it.
+    if (micro + 1 == micro_batches.size()) r.grad_sync->prepare_for_backward();
+    torch::Tensor micro_loss = training_step(*model_, batch_on(micro_batches[micro], device_));
     loss = micro == 0 ? micro_loss : loss + micro_loss;
     if (micro + 1 < micro_batches.size()) notify([&](TrainerCallback& cb) { cb.on_substep_end(args_, state_, control_); });
   }
@@ -645,7 +666,7 @@ void Trainer::heal_until_healed(Clock::time_point since, bool rejoin_first) {
       r.checkpointer = std::make_unique<Checkpointer>(args_.output_dir, context_, r.checkpointer_options);
       // The new communicator's GradSync keeps the mirrored RNG states of the last completed step.
       const torch::Tensor mirrors = r.grad_sync->mirrors();
-      r.grad_sync.emplace(context_.communicator(), r.params);
+      r.grad_sync.emplace(context_.communicator(), r.params, grad_sync_options(args_));
       r.grad_sync->set_mirrors(mirrors);
     }
     try {
@@ -811,7 +832,7 @@ ModelOutput Trainer::predict_batch(const Batch& batch) {
   ModelOutput out;
   {
     torch::NoGradGuard no_grad;
-    out = model_->forward(batch);
+    out = model_->forward(batch_on(batch, device_));
   }
   model_->train(was_training);
   return out;

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "row_gather.h"
+#include "training_device.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 #include "tenax/sdk/trainer.h"
@@ -55,10 +56,11 @@ std::string format_metrics(const Logs& metrics) {
 PredictionStepOutput Trainer::prediction_step(Model& model, const Batch& batch) {
   torch::NoGradGuard no_grad;
   ModelOutput out = model.forward(batch);
+  // Rows are gathered and metrics computed on the host.
   PredictionStepOutput step;
-  if (out.loss.defined()) step.loss = out.loss.detach();
-  step.logits = out.logits.detach();
-  step.labels = batch.labels;
+  if (out.loss.defined()) step.loss = out.loss.detach().to(torch::kCPU);
+  step.logits = out.logits.detach().to(torch::kCPU);
+  step.labels = batch.labels.defined() ? batch.labels.to(torch::kCPU) : batch.labels;
   return step;
 }
 
@@ -80,7 +82,7 @@ PredictionOutput Trainer::prediction_loop(const Dataset& dataset, const ComputeM
       std::vector<Example> examples;
       for (std::int64_t i = first; i < std::min(shard.end, first + batch_size); ++i) examples.push_back(dataset.get(i));
       const auto rows = static_cast<std::int64_t>(examples.size());
-      PredictionStepOutput step = prediction_step(*model_, collator_(examples));
+      PredictionStepOutput step = prediction_step(*model_, batch_on(collator_(examples), device_));
       progress_.report(state_.global_step);  // a long evaluation is not a hang
       if (!step.logits.defined() || step.logits.dim() < 1 || step.logits.size(0) != rows) {
         throw Error("prediction_step must return logits with one row per sample (" + std::to_string(rows) + ")");

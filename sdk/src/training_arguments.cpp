@@ -63,6 +63,8 @@ void TrainingArguments::validate() const {
     }
   }
   require(save_steps >= 0, "save_steps", "must be >= 0 (0 disables periodic saves)");
+  require(ddp_bucket_cap_mb >= 1 && ddp_bucket_cap_mb <= 4096, "ddp_bucket_cap_mb",
+          "must be between 1 and 4096 (MiB; 25 is DDP's default)");
   require(save_total_limit >= 0, "save_total_limit", "must be >= 0 (0 keeps every checkpoint)");
   require(on_save_error == "continue" || on_save_error == "stop", "on_save_error",
           "'" + on_save_error + "' is not one of: continue, stop");

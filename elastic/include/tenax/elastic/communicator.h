@@ -41,6 +41,11 @@ class Communicator {
   virtual void barrier(std::chrono::milliseconds timeout = kDefaultCollectiveTimeout) = 0;
   /// Non-collective, non-blocking: makes pending and future calls fail fast. Idempotent.
   virtual void abort() = 0;
+  /// Whether the collectives may be called from a thread other than the one that built this
+  /// (one thread at a time still). GradSync allreduces on its own thread only when they may.
+  virtual bool callable_from_any_thread() const { return true; }
+  /// Whether `data` may point to CUDA device memory (NCCL); else only host memory.
+  virtual bool accepts_device_memory() const { return false; }
 };
 
 /// Gathers one variable-length byte string per rank (two allgathers: lengths, then padded data).

@@ -13,7 +13,8 @@
 //             The caller refuses to resume: breaking_changes_message says what to do.
 //   harmless  where things go and how often (output_dir, logging_dir, report_to, logging /
 //             eval / save strategies and cadences, save_total_limit, save_async,
-//             on_save_error, disable_tqdm, handle_preemption_signals, load_best_model_at_end),
+//             on_save_error, disable_tqdm, handle_preemption_signals, load_best_model_at_end,
+//             ddp_bucket_cap_mb, ddp_overlap_backward, use_cpu),
 //             the evaluation batch, and the split of the global batch
 //             (per_device_train_batch_size, gradient_accumulation_steps): the Trainer keeps the
 //             checkpoint's global batch and refuses one it cannot divide. Logged, not refused.

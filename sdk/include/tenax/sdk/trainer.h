@@ -212,6 +212,7 @@ class Trainer {
   }
 
   std::shared_ptr<Model> model_;
+  torch::Device device_{torch::kCPU};  // cuda:<local rank> where CUDA is visible, unless use_cpu
   TrainingArguments args_;
   std::shared_ptr<const Dataset> train_dataset_;
   elastic::WorkerContext& context_;

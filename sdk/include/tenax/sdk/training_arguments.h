@@ -61,6 +61,8 @@ struct TrainingArguments {
   /// At the end, load the checkpoint with the best metric_for_best_model (needs eval and save
   /// strategies that coincide, as in transformers).
   bool load_best_model_at_end = false;
+  /// Train on the CPU even where CUDA devices are visible (else each rank takes cuda:<local rank>).
+  bool use_cpu = false;
   /// Forward and loss under bf16 autocast (CPU and CUDA); master weights stay float32.
   bool bf16 = false;
   /// Deterministic algorithms everywhere (torch's use_deterministic_algorithms), one interop thread.
@@ -82,6 +84,11 @@ struct TrainingArguments {
   /// Tenax: SIGTERM / SIGUSR1 make every rank stop at the same step, save a checkpoint and
   /// return from train() with TrainOutput::preempted (the program then exits 3 to be requeued).
   bool handle_preemption_signals = true;
+  /// Gradients are allreduced in buckets of at most this many MiB (transformers' name).
+  std::int64_t ddp_bucket_cap_mb = 25;
+  /// Tenax: allreduce a bucket as soon as backward has finished its gradients, while backward
+  /// goes on (DDP's overlap); false: every bucket after backward. The same bits either way.
+  bool ddp_overlap_backward = true;
   std::uint64_t seed = 42;
 
   /// Throws ConfigError naming the first invalid field and the accepted values.
@@ -128,6 +135,7 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("metric_for_best_model", args.metric_for_best_model);
   visit("greater_is_better", args.greater_is_better);
   visit("load_best_model_at_end", args.load_best_model_at_end);
+  visit("use_cpu", args.use_cpu);
   visit("bf16", args.bf16);
   visit("full_determinism", args.full_determinism);
   visit("disable_tqdm", args.disable_tqdm);
@@ -136,6 +144,8 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("save_async", args.save_async);
   visit("on_save_error", args.on_save_error);
   visit("handle_preemption_signals", args.handle_preemption_signals);
+  visit("ddp_bucket_cap_mb", args.ddp_bucket_cap_mb);
+  visit("ddp_overlap_backward", args.ddp_overlap_backward);
   visit("seed", args.seed);
 }
 

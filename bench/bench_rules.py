@@ -1,0 +1,83 @@
+"""The benchmark rules of bench/README.md, in one place for every Python bench script.
+
+- the systems run in an order shuffled per round from a seed that is printed (--seed repeats it);
+- a run that starts while the machine's load is above its core count is run again, not kept;
+- figures are ratios taken within a round, reported as the median with the range over rounds;
+- the header names the commit (and says whether the tree had uncommitted changes), the machine's
+  cores and load, and the command line, so a result file says what produced it.
+"""
+import datetime
+import os
+import random
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def commit() -> str:
+    """Short commit of the repository, with '+ uncommitted changes' when tracked files differ."""
+    try:
+        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + (" + uncommitted changes" if dirty else "")
+    except OSError:
+        return "?"
+
+
+def header(name: str) -> str:
+    stamp = datetime.datetime.now(datetime.timezone.utc)
+    return (f"{name} {stamp:%Y-%m-%d %H:%M:%S} UTC, commit {commit()}, {os.cpu_count()} cores, "
+            f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
+            f"  command: {' '.join(shlex.quote(x) for x in sys.argv)}")
+
+
+class RoundOrder:
+    """Per-round shuffles of the systems from one printed seed."""
+
+    def __init__(self, systems, seed=None):
+        self.systems = list(systems)
+        self.seed = seed if seed is not None else int.from_bytes(os.urandom(4), "little")
+        self._rng = random.Random(self.seed)
+
+    def describe(self) -> str:
+        return f"system order: shuffled per round with seed {self.seed} (--seed {self.seed} repeats it)"
+
+    def next_round(self):
+        order = list(self.systems)
+        self._rng.shuffle(order)
+        return order
+
+
+def run_on_quiet_machine(run, say, label, attempts=3, wait_s=5.0, max_wait_s=600.0):
+    """Calls run() -> dict until it starts on a machine whose 1-minute load is at most the core
+    count (it waits up to max_wait_s for that first). The dict gets 'load0' (the load at its
+    start) and 'reruns'. After `attempts` loaded starts the last result is kept, marked 'loaded'."""
+    cores = os.cpu_count()
+    result = {}
+    for attempt in range(attempts):
+        waited = 0.0
+        while os.getloadavg()[0] > cores and waited < max_wait_s:
+            time.sleep(wait_s)
+            waited += wait_s
+        load0 = os.getloadavg()[0]
+        result = run()
+        result["load0"] = load0
+        result["reruns"] = attempt
+        if load0 <= cores:
+            return result
+        say(f"  ({label}: load {load0:.2f} above {cores} cores at the start; run again)")
+    result["loaded"] = True
+    return result
+
+
+def median_range(xs, digits=3) -> str:
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "-"
+    return f"{statistics.median(xs):.{digits}f} ({min(xs):.{digits}f}-{max(xs):.{digits}f})"

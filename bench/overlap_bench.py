@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""DDP overlap: allreducing gradient buckets during backward vs after it (2 Gloo ranks, MiniLM).
+
+The same fine-tuning job (examples/finetune_text: all-MiniLM-L6-v2 -> BertForSequenceClassification
+on Rotten Tomatoes, 2 ranks x 1 thread under `tenax run`, global batch 16, max_length 64) with
+  overlap          --ddp_overlap_backward true (the default): a bucket (25 MiB) is allreduced on
+                   GradSync's thread as soon as backward has finished its gradients
+  after-backward   --ddp_overlap_backward false: every bucket after backward, as before
+in a per-round order shuffled from a printed seed (bench/bench_rules.py). Reported: samples/s of
+the training loop (TENAX_RESULT's train_samples_per_second), the ratio overlap / after-backward
+within each round (median and range), and whether the two runs of a round ended with the same
+fine-tuned weights (sha256 of model.safetensors): the overlap changes when the sums run, not
+what they compute.
+
+Usage: bench/overlap_bench.py [--build build] [--rounds 5] [--max-steps 80] [--seed S]
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_rules  # noqa: E402
+
+SYSTEMS = {"overlap": "true", "after-backward": "false"}
+
+
+def run_job(a, system, work):
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    assets = os.environ.get("TENAX_ASSETS", os.path.join(bench_rules.REPO, ".assets"))
+    cmd = [os.path.join(a.build, "launcher", "tenax"), "run", "--nproc-per-node", "2", "--max-restarts", "0",
+           "--run-dir", os.path.join(work, "run"), "--",
+           os.path.join(a.build, "examples", "finetune_text", "finetune_text"),
+           "--output-dir", os.path.join(work, "train"),
+           "--model-dir", os.path.join(assets, "all-minilm-l6-v2"),
+           "--data-dir", os.path.join(assets, "data", "rotten_tomatoes"),
+           "--max-steps", str(a.max_steps), "--per-device-train-batch-size", "8", "--max-length", "64",
+           "--learning-rate", "5e-5", "--seed", "42", "--save-steps", "0", "--logging-steps", "20",
+           "--eval-limit", "64", "--per-device-eval-batch-size", "64", "--threads", "1",
+           "--disable-tqdm", "--ddp-overlap-backward", SYSTEMS[system]]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=a.timeout)
+    with open(os.path.join(work, "log.txt"), "w") as f:
+        f.write(p.stdout + p.stderr)
+    line = next((l for l in p.stdout.splitlines() if l.startswith("TENAX_RESULT ")), None)
+    if p.returncode != 0 or line is None:
+        raise SystemExit(f"overlap_bench: {system} failed (exit {p.returncode}); log {work}/log.txt:\n"
+                         + (p.stdout + p.stderr)[-3000:])
+    r = json.loads(line[len("TENAX_RESULT "):])
+    with open(os.path.join(work, "train", "model", "model.safetensors"), "rb") as f:
+        r["weights_sha256"] = hashlib.sha256(f.read()).hexdigest()
+    r["wall_s"] = time.time() - t0
+    r["load_end"] = os.getloadavg()[0]
+    shutil.rmtree(os.path.join(work, "train"), ignore_errors=True)  # ~270 MB of checkpoint
+    return r
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", default=os.path.join(bench_rules.REPO, "build"))
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--max-steps", type=int, default=80)
+    p.add_argument("--seed", type=int, default=None, help="seed of the per-round order (default: random)")
+    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-overlap-bench"))
+    p.add_argument("--results", default=None, help="results file (default bench/results-overlap-<UTC date>.txt)")
+    a = p.parse_args()
+    if a.rounds < 5:
+        print("overlap_bench: note: fewer than 5 rounds is a smoke run, not a result", file=sys.stderr)
+    a.build = os.path.abspath(a.build)
+    stamp = datetime.datetime.now(datetime.timezone.utc)
+    results = a.results or os.path.join(bench_rules.REPO, "bench", f"results-overlap-{stamp:%Y-%m-%d}.txt")
+    lines = []
+
+    def say(s=""):
+        print(s, flush=True)
+        lines.append(s)
+
+    order = bench_rules.RoundOrder(SYSTEMS, a.seed)
+    say(bench_rules.header("overlap bench"))
+    say(f"  job: finetune_text, all-MiniLM-L6-v2, 2 ranks x 1 thread (Gloo), global batch 16, max_length 64, "
+        f"{a.max_steps} steps, {a.rounds} round(s)")
+    say(f"  {order.describe()}")
+    say()
+    runs = []
+    for rnd in range(1, a.rounds + 1):
+        for s in order.next_round():
+            r = bench_rules.run_on_quiet_machine(lambda: run_job(a, s, os.path.join(a.work_dir, s)), say,
+                                                 f"round {rnd} {s}")
+            r.update(round=rnd, system=s)
+            runs.append(r)
+            say(f"  round {rnd} {s:<15} {r['train_samples_per_second']:7.2f} samples/s  train {r['train_runtime_s']:6.1f} s"
+                f"  load {r['load0']:.2f}->{r['load_end']:.2f}{'  (LOADED)' if r.get('loaded') else ''}")
+
+    by = {(r["round"], r["system"]): r for r in runs}
+    rounds = range(1, a.rounds + 1)
+    ratios = [by[(i, "overlap")]["train_samples_per_second"] / by[(i, "after-backward")]["train_samples_per_second"]
+              for i in rounds]
+    same = [by[(i, "overlap")]["weights_sha256"] == by[(i, "after-backward")]["weights_sha256"] for i in rounds]
+    say()
+    say(f"over {a.rounds} rounds: median (range)")
+    for s in SYSTEMS:
+        say(f"  {s:<15} samples/s {bench_rules.median_range([by[(i, s)]['train_samples_per_second'] for i in rounds], 2)}")
+    say(f"  overlap / after-backward samples/s: {bench_rules.median_range(ratios)}  "
+        f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)})")
+    say(f"  same fine-tuned weights (sha256) in {sum(same)} of {len(same)} rounds")
+    with open(results, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"results: {results}")
+    return 0 if all(same) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

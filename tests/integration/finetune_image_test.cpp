@@ -1,0 +1,270 @@
+// examples/finetune_image end to end, small: `tenax run` starts 2 workers that train a tiny ViT
+// on the first 768 Fashion-MNIST training images (12 steps of 2 x 32, a checkpoint every 5);
+// once uninterrupted, once with rank 1 SIGKILLing itself after step 8 (a real SIGKILL: the
+// process dies without unwinding), once with rank 1 SIGKILLed by pid from the test. The agent restarts the generation, which resumes from the
+// sharded step-5 checkpoint, and the final checkpoint's parameters equal, bit for bit, those of
+// the uninterrupted run; both print TENAX_RESULT with the held-out accuracy, and the model that
+// rank 0 saves loads back (with its image processor) and holds the final checkpoint's weights.
+// Needs Debian's dataset-fashion-mnist (tools/bootstrap.sh installs it; fails, never skips,
+// without it).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/agent_process.h"
+#include "support/eventually.h"
+#include "support/model_checkpoints.h"
+#include "tenax/sdk/models/vit.h"
+#include "tenax/sdk/vision/vit_image_processor.h"
+#include "tenax/storage/checkpoint_reader.h"
+#include "tenax/storage/layout.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kMaxSteps = 12;
+// The tiny ViT's parameters: embeddings (cls_token, position_embeddings, projection weight and
+// bias) 4, 16 per layer, the final LayerNorm 2, the classifier 2.
+constexpr int kLayers = 2;
+constexpr int kModelTensors = 4 + 16 * kLayers + 2 + 2;
+const fs::path kData = "/usr/share/datasets/fashion-mnist";
+
+fs::path work_dir() {
+  static const fs::path dir = [] {
+    auto d = fs::path(::testing::TempDir()) / ("tenax-finetune-image-" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+struct JobRun {
+  int exit_code = -1;
+  std::string log;  // stdout and stderr together
+  std::string stdout_text;
+  nlohmann::json agent;
+};
+
+JobRun run_command(const std::string& command, const fs::path& dir) {
+  fs::create_directories(dir);
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const int status = std::system((command + " > " + out.string() + " 2> " + err.string()).c_str());
+  JobRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  r.stdout_text = slurp(out);
+  r.log = r.stdout_text + slurp(err);
+  std::ifstream agent(dir / "run" / "agent.json");
+  if (agent) r.agent = nlohmann::json::parse(agent, nullptr, false);
+  return r;
+}
+
+nlohmann::json result_line(const std::string& stdout_text) {
+  std::istringstream lines(stdout_text);
+  std::string line;
+  int found = 0;
+  nlohmann::json result;
+  while (std::getline(lines, line)) {
+    if (line.rfind("TENAX_RESULT ", 0) != 0) continue;
+    ++found;
+    result = nlohmann::json::parse(line.substr(13), nullptr, false);
+  }
+  EXPECT_EQ(found, 1) << "exactly one TENAX_RESULT line (from rank 0)\n" << stdout_text;
+  return result;
+}
+
+// The job's command line: `tenax run` with 2 workers of the example on a small slice.
+std::vector<std::string> job_argv(const std::string& name, const std::string& extra_flags) {
+  const fs::path dir = work_dir() / name;
+  std::vector<std::string> argv = {TENAX_BINARY, "run", "--nproc-per-node", "2", "--max-restarts", "2", "--run-dir",
+                                   (dir / "run").string(), "--", FINETUNE_IMAGE_BINARY, "--output-dir",
+                                   (dir / "train").string(), "--data-dir", kData.string(), "--max-steps",
+                                   std::to_string(kMaxSteps)};
+  std::istringstream flags(
+      "--train-limit 768 --eval-limit 200 --per-device-train-batch-size 32 --per-device-eval-batch-size 100"
+      " --learning-rate 1e-3 --warmup-ratio 0.1 --save-steps 5 --logging-steps 4 --threads 1 --disable-tqdm true"
+      " --patch-size 7 --hidden-size 32 --num-hidden-layers " + std::to_string(kLayers) +
+      " --num-attention-heads 2 --intermediate-size 64 " + extra_flags);
+  for (std::string word; flags >> word;) argv.push_back(word);
+  return argv;
+}
+
+JobRun run_job(const std::string& name, const std::string& extra_flags) {
+  const fs::path dir = work_dir() / name;
+  fs::remove_all(dir);
+  std::string cmd;
+  for (const auto& word : job_argv(name, extra_flags)) cmd += (cmd.empty() ? "" : " ") + word;
+  return run_command(cmd, dir);
+}
+
+// The state letter of /proc/<pid>/stat ('T': stopped), '?' when the process is gone.
+char proc_state(pid_t pid) {
+  const std::string stat = tenax::testing::read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+// Whether /proc/<pid>/environ holds RANK=<rank>.
+bool has_rank(pid_t pid, int rank) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  const std::string env =
+      std::string(1, '\0') + std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return env.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos;
+}
+
+fs::path final_checkpoint(const std::string& name) {
+  return work_dir() / name / "train" / "checkpoints" / tenax::storage::step_dir_name(kMaxSteps);
+}
+
+void expect_result(const JobRun& r, int resumed_from_step) {
+  const nlohmann::json result = result_line(r.stdout_text);
+  ASSERT_TRUE(result.is_object()) << r.stdout_text;
+  EXPECT_EQ(result["global_step"], kMaxSteps);
+  EXPECT_EQ(result["world_size"], 2);
+  EXPECT_EQ(result["resumed_from_step"], resumed_from_step);
+  ASSERT_TRUE(result["test_accuracy"].is_number());
+  EXPECT_GE(result["test_accuracy"].get<double>(), 0.0);
+  EXPECT_LE(result["test_accuracy"].get<double>(), 1.0);
+  EXPECT_NE(r.log.find("held-out test: accuracy"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("eval_accuracy"), std::string::npos) << "the per-epoch evaluation\n" << r.log;
+}
+
+class IntegrationFinetuneImage : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (fs::exists(kData / "train-images-idx3-ubyte.gz")) reference_ = new JobRun(run_job("reference", ""));
+  }
+  static void TearDownTestSuite() {
+    delete reference_;
+    reference_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(kData / "train-images-idx3-ubyte.gz"))
+        << "install Debian's dataset-fashion-mnist (bash tools/bootstrap.sh does)";
+  }
+  static JobRun* reference_;
+};
+JobRun* IntegrationFinetuneImage::reference_ = nullptr;
+
+TEST_F(IntegrationFinetuneImage, UninterruptedRunFinishesAndReportsHeldOutAccuracy) {
+  ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
+  EXPECT_EQ(reference_->agent["restarts"], 0) << reference_->agent.dump();
+  expect_result(*reference_, -1);
+  EXPECT_TRUE(fs::exists(final_checkpoint("reference") / "manifest.json"));
+}
+
+TEST_F(IntegrationFinetuneImage, KilledRankResumesFromTheShardedCheckpointBitIdentically) {
+  ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
+  const JobRun r = run_job("kill", " --fail-at-step 8 --fail-rank 1");
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();
+  EXPECT_NE(r.log.find("was killed by signal 9 (SIGKILL)"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("at step 5"), std::string::npos) << "resumed from the step-5 checkpoint\n" << r.log;
+  expect_result(r, 5);
+  // The step-5 checkpoint the resume read was written by both ranks (a shard each).
+  const fs::path step5 = work_dir() / "kill" / "train" / "checkpoints" / tenax::storage::step_dir_name(5);
+  if (fs::exists(step5)) {  // save_total_limit may have pruned it by the end; the final one is sharded too
+    EXPECT_TRUE(fs::exists(step5 / "shard-00001-of-00002.h5"));
+  }
+  EXPECT_TRUE(fs::exists(final_checkpoint("kill") / "shard-00000-of-00002.h5"));
+  EXPECT_TRUE(fs::exists(final_checkpoint("kill") / "shard-00001-of-00002.h5"));
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill"), kModelTensors);
+
+  // The model rank 0 saved is the final checkpoint's, and loads back with its processor.
+  const fs::path model_dir = work_dir() / "kill" / "train" / "model";
+  auto model = tenax::sdk::ViTForImageClassification::from_pretrained(model_dir);
+  EXPECT_TRUE(model->loading_info().missing_keys.empty());
+  EXPECT_TRUE(model->loading_info().unexpected_keys.empty());
+  EXPECT_EQ(model->config().id2label.at(9), "Ankle boot");
+  const auto processor = tenax::sdk::ViTImageProcessor::from_pretrained(model_dir);
+  EXPECT_FALSE(processor.do_resize);
+  EXPECT_EQ(processor.height, 28);
+  auto reader = tenax::storage::CheckpointReader::open(final_checkpoint("kill"));
+  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+  int compared = 0;
+  for (const auto& item : model->named_parameters()) {
+    auto saved = reader.value().read("model/" + item.key());
+    ASSERT_TRUE(saved.is_ok()) << item.key() << ": " << saved.status().to_string();
+    const torch::Tensor p = item.value().contiguous();
+    ASSERT_EQ(saved.value().bytes.size(), static_cast<std::size_t>(p.nbytes())) << item.key();
+    EXPECT_EQ(std::memcmp(saved.value().bytes.data(), p.data_ptr(), p.nbytes()), 0) << item.key() << " differs";
+    ++compared;
+  }
+  EXPECT_EQ(compared, kModelTensors);
+}
+
+// The kill comes from outside, as an operator's `kill -9 PID` or the OOM killer's: rank 1 stops
+// itself after step 8 (its step-5 checkpoint committed), the test finds it stopped among the
+// agent's workers and SIGKILLs it by pid. No timing is involved: until the kill, rank 1 is
+// stopped and rank 0 waits for it in the next step's allreduce.
+TEST_F(IntegrationFinetuneImage, RankKilledByPidFromOutsideResumesBitIdentically) {
+  ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
+  const std::string name = "kill-by-pid";
+  fs::remove_all(work_dir() / name);
+  fs::create_directories(work_dir() / name);
+  tenax::testing::ChildProcess agent(job_argv(name, "--fail-at-step 8 --fail-rank 1 --fail-signal STOP"),
+                                     work_dir() / name / "job.log");
+  ASSERT_GT(agent.pid(), 0);
+  pid_t victim = -1;
+  ASSERT_TRUE(tenax::testing::eventually(
+      [&] {
+        for (pid_t child : agent.children()) {
+          if (has_rank(child, 1) && proc_state(child) == 'T') victim = child;
+        }
+        return victim > 0;
+      },
+      std::chrono::seconds(120)))
+      << "rank 1 never stopped itself\n" << agent.log();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto exit_code = agent.wait(std::chrono::seconds(300));
+  ASSERT_TRUE(exit_code.has_value()) << "the job did not finish\n" << agent.log();
+  const std::string log = agent.log();
+  ASSERT_EQ(*exit_code, 0) << log;
+  EXPECT_NE(log.find("worker rank 1 (pid " + std::to_string(victim)), std::string::npos) << log;
+  EXPECT_NE(log.find("was killed by signal 9 (SIGKILL)"), std::string::npos) << log;
+  EXPECT_NE(log.find("at step 5"), std::string::npos) << "resumed from the step-5 checkpoint\n" << log;
+  std::ifstream agent_file(work_dir() / name / "run" / "agent.json");
+  EXPECT_EQ(nlohmann::json::parse(agent_file, nullptr, false)["restarts"], 1);
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint(name), kModelTensors);
+}
+
+TEST(IntegrationFinetuneImageConfig, MissingDataIsAUsageErrorNamingTheFileAndThePackage) {
+  const fs::path dir = work_dir() / "no-data";
+  const JobRun r = run_command(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " + (dir / "train").string() +
+                                   " --data-dir " + (dir / "nowhere").string(),
+                               dir);
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_NE(r.log.find((dir / "nowhere" / "train-images-idx3-ubyte.gz").string() + " is missing"), std::string::npos)
+      << r.log;
+  EXPECT_NE(r.log.find("dataset-fashion-mnist"), std::string::npos) << r.log;
+}
+
+TEST(IntegrationFinetuneImageConfig, APatchSizeThatDoesNotDivideTheImageIsAUsageError) {
+  const fs::path dir = work_dir() / "bad-patch";
+  const JobRun r = run_command(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " + (dir / "train").string() +
+                                   " --patch-size 5 --train-limit 64 --eval-limit 64",
+                               dir);
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_NE(r.log.find("image.patch_size: 5 does not divide the images' size 28"), std::string::npos) << r.log;
+}
+
+}  // namespace
