@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build test test-netns demo demo-image demo-sim bench bench-finetune bench-recovery soak-recovery chaos soak-slurm asan tsan fuzz clean
+.PHONY: all deps assets configure build build-cuda test-cuda test test-netns demo demo-image demo-sim bench bench-finetune bench-recovery soak-recovery chaos soak-slurm asan tsan fuzz clean
 
 all: build
 
@@ -29,6 +29,24 @@ build: configure assets
 
 test: build
 	ctest --test-dir $(BUILD) -j $(CTEST_JOBS) --output-on-failure --timeout 900
+
+# The CUDA flavour (README "GPU clusters"): the same sources against PyPI's torch CUDA 13.0
+# wheel and the NCCL wheel it pins (tools/setup_cuda_libtorch.sh: pinned, hashed, ~1 GB once,
+# silent afterwards), with the NCCL communicator; needs a CUDA 13.0 toolkit (nvcc, nccl.h) but no
+# GPU. Gloo is off in it (CMakeLists.txt says why). CUDA_TARGETS are what CI builds and tests
+# there (the libraries, the tenax CLI, the flavour's own tests); CUDA_TARGETS=all for everything.
+BUILD_CUDA   ?= build-cuda
+CUDA_TARGETS ?= tenax tenax_c cuda_backend_test nccl_gpu_test
+build-cuda: deps
+	@prefix=$$(bash tools/setup_cuda_libtorch.sh) && mkdir -p $(BUILD_CUDA) && \
+	  cmake -S . -B $(BUILD_CUDA) $(CMAKE_FLAGS) -DTENAX_CUDA=ON -DTENAX_LIBTORCH_CUDA=$$prefix \
+	    > $(BUILD_CUDA)/configure.log 2>&1 || { cat $(BUILD_CUDA)/configure.log; exit 1; }
+	cmake --build $(BUILD_CUDA) -j $(JOBS) --target $(CUDA_TARGETS)
+
+# Every test of the CUDA flavour that needs no GPU (label cuda); those that need one (label gpu)
+# exist only when configure saw a GPU, and then run too.
+test-cuda: build-cuda
+	ctest --test-dir $(BUILD_CUDA) -L 'cuda|gpu' -j $(CTEST_JOBS) --output-on-failure --timeout 900
 
 # Only the network-fault tests (root: they build network namespaces; tests/netns/README.md).
 # `make test` runs them too. One scenario: ctest --test-dir build -R netns.cut_link -V
@@ -125,4 +143,4 @@ fuzz:
 	  exit $$(cat fuzz.rc)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz runs
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-cuda runs

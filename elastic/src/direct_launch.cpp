@@ -14,8 +14,10 @@
 #include "tenax/core/env.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
+#include "tenax/elastic/backend.h"
 #include "tenax/elastic/gloo_communicator.h"
 #include "tenax/elastic/kv_service.h"
+#include "tenax/elastic/nccl_communicator.h"
 #if defined(TENAX_WITH_MPI)
 #include "tenax/elastic/mpi_communicator.h"
 #endif
@@ -247,13 +249,15 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
     communicator = make_local_communicator();
     backend = "none (one rank)";
   } else {
-    backend = "Gloo";
+    const Backend chosen =
+        resolve_backend(backend_from_env(), nccl_built(), nccl_built() ? visible_cuda_devices() : 0);
+    backend = chosen == Backend::kNccl ? "NCCL" : "Gloo";
     if (!store) throw ConfigError(me + ": no store to connect the ranks (set TENAX_RDZV_ENDPOINT)");
     check_in(*store, id, me, endpoint, discovery_dir, timeout);
-    GlooOptions gloo;
-    gloo.hostname = env::get("TENAX_GLOO_HOSTNAME").value_or(one_node ? "127.0.0.1" : node_name(launch));
-    gloo.timeout = timeout;
-    communicator = make_gloo_communicator(*store, id.rank, id.world_size, gloo);
+    CommunicatorOptions options;
+    options.hostname = env::get("TENAX_GLOO_HOSTNAME").value_or(one_node ? "127.0.0.1" : node_name(launch));
+    options.timeout = timeout;
+    communicator = make_communicator(chosen, *store, id.rank, id.world_size, options);
   }
 
   StoreFactory open_store;

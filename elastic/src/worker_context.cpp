@@ -13,6 +13,7 @@
 #include "tenax/core/env.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
+#include "tenax/elastic/backend.h"
 #include "tenax/elastic/gloo_communicator.h"
 #include "tenax/elastic/in_memory_store.h"
 #include "tenax/elastic/in_process_recovery.h"
@@ -146,11 +147,11 @@ JoinedGeneration join_declared_generation(Store& base, std::int64_t first, int r
     target = std::max(target, stored_int(base, kLatestKey, left()));
     PrefixStore view(generation_prefix(target), base);
     SupersededWatch watch(view, base, target);
-    GlooOptions options;
+    CommunicatorOptions options;
     options.hostname = hostname;
     options.timeout = std::max(std::min(connect_timeout, left()), std::chrono::milliseconds(1));
     try {
-      return {target, make_gloo_communicator(watch, rank, world, options)};
+      return {target, make_communicator(backend_from_env(), watch, rank, world, options)};
     } catch (const PeerLostError& e) {
       log->warn("{}: generation {} did not form ({}); joining the next one", who, target, e.what());
       ++target;
@@ -258,7 +259,7 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
     store = std::make_unique<PrefixStore>(generation_prefix(id.generation), *base);
     set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
   } else {
-    communicator = make_gloo_communicator(*store, id.rank, id.world_size, options);
+    communicator = make_communicator(backend_from_env(), *store, id.rank, id.world_size, {options.hostname, timeout});
   }
 
   std::function<StoreFactory(std::int64_t)> store_factory_for;
