@@ -16,6 +16,7 @@ position as `resume_from_checkpoint` restores them), not the C++ Trainer's bit-e
 transformers is imported only by this module, never by `import tenax`, so the plain-PyTorch
 helper works without it.
 """
+import os
 import sys
 
 from transformers import TrainerCallback
@@ -124,4 +125,12 @@ class TenaxCallback(TrainerCallback):
             pass
         print("tenax: rank %s: checkpoint-%d saved; exiting %d (preempted)"
               % (args.process_index, state.global_step, EXIT_PREEMPTED), flush=True)
-        sys.exit(EXIT_PREEMPTED)
+        # os._exit, not sys.exit: the checkpoint is complete on every rank (the barrier above), and
+        # the interpreter's teardown after a SystemExit from inside Trainer.train() can take
+        # longer than the job has left: once in a fresh-clone CI run a rank that had printed this
+        # line was still alive 50 s later, so its agent never saw exit 3 and the requeue waited.
+        # The agent must see the exit now; a script that needs its own cleanup passes
+        # exit_on_preemption=False and exits itself.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_PREEMPTED)
