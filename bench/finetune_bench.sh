@@ -14,18 +14,22 @@
 #   Tenax / HF-Debian   (target >= 1.0 on 1 rank)        Tenax / HF-PyPI   (shown)
 #   held-out test accuracy of each, and Tenax - HF-Debian in points (target |delta| <= 1)
 #
-# Usage: bench/finetune_bench.sh [BUILD_DIR] [--ranks N]
+# Usage: bench/finetune_bench.sh [BUILD_DIR] [--ranks N] [--also BUILD_DIR2]
+#   --also: a second Tenax build (e.g. build-cuda, the CUDA flavour on PyPI's libtorch, on CPU)
+#           run as system "tenax-also" in the same rounds, with Tenax-also / Tenax among the ratios
 #   env: ROUNDS (3), ORDER_SEED (random; printed), MAX_LOAD (2.5), MAX_RERUNS (3), THREADS (2: all cores of the reference machine), STEPS (300; 0 = EPOCHS),
 #        EPOCHS (1, when STEPS=0), BATCH (16, the global batch), MAX_LENGTH (64), LR (5e-5),
 #        SEED (42), EVAL_LIMIT (0 = the whole test split; a prefix for smoke runs), PEERS ("debian pypi"), TENAX_ASSETS (.assets), WORK (BUILD_DIR/bench-finetune)
 # Needs: the build (make build), the assets (tools/fetch_assets.sh), and the venvs
 # (bash bench/setup_hf_peers.sh); `make bench-finetune` does all three.
 set -euo pipefail
-build=build ranks=1
+build=build ranks=1 also=
 while [ $# -gt 0 ]; do
   case $1 in
     --ranks) ranks=$2; shift 2 ;;
     --ranks=*) ranks=${1#--ranks=}; shift ;;
+    --also) also=$2; shift 2 ;;
+    --also=*) also=${1#--also=}; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "finetune_bench: unknown option $1" >&2; exit 2 ;;
     *) build=$1; shift ;;
@@ -38,11 +42,13 @@ eval_limit=${EVAL_LIMIT:-0}
 peers=${PEERS:-debian pypi}
 assets=${TENAX_ASSETS:-$repo/.assets}
 work=${WORK:-$build/bench-finetune}
-tenax="$build/launcher/tenax"
-finetune="$build/examples/finetune_text/finetune_text"
 
 die() { echo "finetune_bench: $*" >&2; exit 2; }
-for f in "$tenax" "$finetune"; do [ -x "$f" ] || die "$f is missing; run 'make build' first"; done
+for b in "$build" $also; do
+  for f in "$b/launcher/tenax" "$b/examples/finetune_text/finetune_text"; do
+    [ -x "$f" ] || die "$f is missing; run 'make build' first (build-cuda: make build-cuda CUDA_TARGETS=\"tenax finetune_text\")"
+  done
+done
 for f in all-minilm-l6-v2/model.safetensors data/rotten_tomatoes/train.csv data/rotten_tomatoes/test.csv; do
   [ -s "$assets/$f" ] || die "$assets/$f is missing; run 'bash tools/fetch_assets.sh'"
 done
@@ -74,9 +80,11 @@ run_system() {
   rm -rf "$out"
   load0=$(cut -d' ' -f1 /proc/loadavg)
   case $name in
-    tenax)
-      OMP_NUM_THREADS=$rank_threads "$tenax" run --nproc-per-node "$ranks" --max-restarts 0 --run-dir "$out/run" -- \
-        "$finetune" --output-dir "$out/train" "${common[@]}" --per-device-train-batch-size "$per_device" \
+    tenax|tenax-also)
+      local b=$build
+      [ "$name" = tenax-also ] && b=$also
+      OMP_NUM_THREADS=$rank_threads "$b/launcher/tenax" run --nproc-per-node "$ranks" --max-restarts 0 --run-dir "$out/run" -- \
+        "$b/examples/finetune_text/finetune_text" --output-dir "$out/train" "${common[@]}" --per-device-train-batch-size "$per_device" \
         --threads "$rank_threads" --save-total-limit 1 >"$log" 2>&1 || rc=$? ;;
     hf-*)
       OMP_NUM_THREADS=$threads "$repo/.venv-$name/bin/python" "$repo/bench/hf_trainer_finetune.py" \
@@ -104,7 +112,7 @@ results="$work/results.jsonl"
 order_seed=${ORDER_SEED:-$RANDOM} max_load=${MAX_LOAD:-2.5} max_reruns=${MAX_RERUNS:-3}
 echo "order seed $order_seed (ORDER_SEED=$order_seed replays it); rounds with a load above $max_load run again" \
      "(at most $max_reruns times)"
-systems=(tenax $(for p in $peers; do echo "hf-$p"; done))
+systems=(tenax ${also:+tenax-also} $(for p in $peers; do echo "hf-$p"; done))
 for round in $(seq 1 "$rounds"); do
   for attempt in $(seq 0 "$max_reruns"); do
     order=$(python3 -c 'import random, sys; s = sys.argv[2:]; random.Random(int(sys.argv[1])).shuffle(s); print(" ".join(s))' \
@@ -126,50 +134,60 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 
-# Which libtorch the Tenax build links: Debian's, or the CUDA flavour's PyPI wheel (make build-cuda).
-tenax_torch="libtorch 1.13 (Debian)"
-wheel=$(sed -n 's/^TENAX_LIBTORCH_CUDA:PATH=//p' "$build/CMakeCache.txt" 2>/dev/null)
-if grep -q '^TENAX_CUDA:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && [ -n "$wheel" ]; then
-  v=$(sed -n 's/^#define TORCH_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' \
-        "$wheel/torch/include/torch/headeronly/version.h" 2>/dev/null | paste -sd.)
-  tenax_torch="libtorch ${v:-2.x} (PyPI CUDA wheel)"
-fi
+# Which libtorch a Tenax build links: Debian's, or the CUDA flavour's PyPI wheel (make build-cuda).
+torch_of() {
+  local wheel v
+  wheel=$(sed -n 's/^TENAX_LIBTORCH_CUDA:PATH=//p' "$1/CMakeCache.txt" 2>/dev/null)
+  if grep -q '^TENAX_CUDA:BOOL=ON' "$1/CMakeCache.txt" 2>/dev/null && [ -n "$wheel" ]; then
+    v=$(sed -n 's/^#define TORCH_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' \
+          "$wheel/torch/include/torch/headeronly/version.h" 2>/dev/null | paste -sd.)
+    echo "libtorch ${v:-2.x} (PyPI CUDA wheel)"
+  else
+    echo "libtorch 1.13 (Debian)"
+  fi
+}
+tenax_torch=$(torch_of "$build")
+also_torch=$([ -n "$also" ] && torch_of "$also" || true)
 
-python3 - "$results" "$ranks" "$rank_threads" "$threads" "$(nproc)" "$tenax_torch" <<'PY'
+python3 - "$results" "$ranks" "$rank_threads" "$threads" "$(nproc)" "$tenax_torch" "$also_torch" <<'PY'
 import json, statistics, sys
 path, ranks, rank_threads, threads, cores = sys.argv[1], *map(int, sys.argv[2:6])
-tenax_torch = sys.argv[6]
+torch_of = {"tenax": sys.argv[6], "tenax-also": sys.argv[7]}
 rows = [json.loads(l) for l in open(path)]
 by = {}
 for r in rows:
     by.setdefault(r["system"], {})[r["round"]] = r["result"]
-systems = [s for s in ("tenax", "hf-debian", "hf-pypi") if s in by]
+systems = [s for s in ("tenax", "tenax-also", "hf-debian", "hf-pypi") if s in by]
 rounds = sorted(by["tenax"])
 med = lambda xs: statistics.median(xs)
 def col(s, k): return [by[s][i][k] for i in rounds]
 label = {"tenax": f"Tenax ({ranks} rank{'s' if ranks > 1 else ''} x {rank_threads} thr)",
+         "tenax-also": f"Tenax-also ({ranks} rank{'s' if ranks > 1 else ''} x {rank_threads} thr)",
          "hf-debian": f"HF-Debian ({threads} thr)", "hf-pypi": f"HF-PyPI ({threads} thr)"}
 def versions(s):
     r = by[s][rounds[0]]
-    return tenax_torch if s == "tenax" else f"torch {r['torch']}, transformers {r['transformers']}"
+    return torch_of[s] if s in torch_of else f"torch {r['torch']}, transformers {r['transformers']}"
 print(f"\nmedians of {len(rounds)} round(s)")
 print(f"{'system':28} {'versions':40} {'samples/s':>9} {'train s':>8} {'test acc':>8} {'test F1':>8}")
 for s in systems:
     print(f"{label[s]:28} {versions(s):40} {med(col(s, 'train_samples_per_second')):9.2f} "
           f"{med(col(s, 'train_runtime_s')):8.1f} {med(col(s, 'test_accuracy')):8.4f} {med(col(s, 'test_f1')):8.4f}")
 print(f"\n{'measure':40} {'ratio':>8}  target")
-for s, target in (("hf-debian", ">= 1.0" if ranks == 1 else "(shown)"), ("hf-pypi", "(shown)")):
-    if s not in by:
+pairs = [("tenax", "hf-debian", ">= 1.0" if ranks == 1 else "(shown)"), ("tenax", "hf-pypi", "(shown)"),
+         ("tenax-also", "tenax", "(shown)"), ("tenax-also", "hf-debian", "(shown)"), ("tenax-also", "hf-pypi", "(shown)")]
+for a, s, target in pairs:
+    if a not in by or s not in by:
         continue
-    ratios = [by["tenax"][i]["train_samples_per_second"] / by[s][i]["train_samples_per_second"] for i in rounds]
-    print(f"{'samples/s Tenax / ' + label[s].split(' ')[0]:40} {med(ratios):8.3f}  {target}   "
-          f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)})")
-for s in ("hf-debian", "hf-pypi"):
-    if s not in by:
+    ratios = [by[a][i]["train_samples_per_second"] / by[s][i]["train_samples_per_second"] for i in rounds]
+    name = f"samples/s {label[a].split(' ')[0]} / {label[s].split(' ')[0]}"
+    print(f"{name:40} {med(ratios):8.3f}  {target}   (rounds: {', '.join(f'{x:.3f}' for x in ratios)}; "
+          f"spread {min(ratios):.3f}-{max(ratios):.3f})")
+for a, s, _ in pairs:
+    if a not in by or s not in by:
         continue
-    d = [100 * (by["tenax"][i]["test_accuracy"] - by[s][i]["test_accuracy"]) for i in rounds]
-    print(f"{'test accuracy Tenax - ' + label[s].split(' ')[0] + ' (points)':40} {med(d):+8.2f}  "
-          f"{'|d| <= 1' if s == 'hf-debian' else '(shown)'}")
+    d = [100 * (by[a][i]["test_accuracy"] - by[s][i]["test_accuracy"]) for i in rounds]
+    name = f"test accuracy {label[a].split(' ')[0]} - {label[s].split(' ')[0]} (points)"
+    print(f"{name:40} {med(d):+8.2f}  {'|d| <= 1' if (a, s) == ('tenax', 'hf-debian') else '(shown)'}")
 n_test = None
 loads = [by[s][i][k] for s in systems for i in rounds for k in ("load", "load_end")]
 print(f"\nmachine load (1-min average) at the starts and ends of the runs: {min(loads):.1f} .. {max(loads):.1f} "

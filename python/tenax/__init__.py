@@ -11,18 +11,21 @@ and resumes. A script takes part with a StepGuard called once per step:
         train_one_step(...)
         if guard.step_end(step + 1):               # collective when torch.distributed is up
             save_checkpoint(step + 1)              # every rank stopped after the same step
-            sys.exit(tenax.EXIT_PREEMPTED)
+            tenax.exit_worker(tenax.EXIT_PREEMPTED)
+    tenax.exit_worker(0)                           # the end of the script, on every rank
 
 A transformers.Trainer script uses tenax.hf.TenaxCallback instead (tenax/hf.py; it imports
 transformers, which `import tenax` never does).
 
 Pure Python; torch is imported only when a process group is initialised (the agreement).
 """
+import logging
 import os
 import signal
+import sys
 import time
 
-__all__ = ["EXIT_PREEMPTED", "ProgressFile", "StepGuard", "newest_complete_checkpoint"]
+__all__ = ["EXIT_PREEMPTED", "ProgressFile", "StepGuard", "exit_worker", "newest_complete_checkpoint"]
 
 # The exit status that tells `tenax run` (and slurm/tenax-requeue) "preempted, checkpoint saved:
 # requeue me" rather than "failed".
@@ -121,6 +124,36 @@ class StepGuard:
         flag = torch.tensor([requested], dtype=torch.int64)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.group)
         return int(flag.item())
+
+
+def exit_worker(code=0, group=None):
+    """Ends this worker with exit status `code` once every rank has called it: a barrier when
+    torch.distributed is initialised (what this rank saved is complete everywhere, and no rank
+    takes the store it hosts away from a peer still using it), then stdout, stderr and logging
+    are flushed and the process leaves with os._exit, skipping the interpreter's teardown.
+
+    Why not a plain return or sys.exit: the teardown frees DistributedDataParallel's Reducer,
+    which holds the last reference to the Gloo process group, and ~ProcessGroupGloo joins its
+    worker thread with the GIL held. If that thread is still releasing the last collective's
+    tensors (a barrier's work keeps the earlier works, and a tensor created in Python needs the
+    GIL to die), the two wait on each other for ever (pytorch#56297; caught in gdb in this
+    project's tests about once in 30 runs on torch 1.13). `tenax run` then sees a worker that
+    neither exits nor reports progress, and a job that trained to the end never finishes.
+    destroy_process_group() does not help: the Reducer keeps the group alive. Call it on every
+    rank, as the script's last statement; anything registered with atexit does not run."""
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier(group=group)
+    except ImportError:
+        pass
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed or gone: nothing left to lose
+            pass
+    os._exit(code)
 
 
 def newest_complete_checkpoint(output_dir, prefix="checkpoint-", marker="trainer_state.json"):

@@ -1,8 +1,10 @@
 """Tenax's fault tolerance for a Hugging Face `transformers.Trainer` script run by `tenax run`.
 
+    import tenax
     from tenax.hf import TenaxCallback, resume_checkpoint
     trainer = Trainer(model=..., args=args, train_dataset=..., callbacks=[TenaxCallback()])
     trainer.train(resume_from_checkpoint=resume_checkpoint(args.output_dir))
+    tenax.exit_worker(0)   # the script's last statement, on every rank (tenax.exit_worker: why)
 
 TenaxCallback reports progress after every step (the agent's --hang-timeout) and turns a
 preemption signal (SIGUSR1 / SIGTERM, forwarded by the agent) into Hugging Face's own checkpoint
@@ -16,12 +18,9 @@ position as `resume_from_checkpoint` restores them), not the C++ Trainer's bit-e
 transformers is imported only by this module, never by `import tenax`, so the plain-PyTorch
 helper works without it.
 """
-import os
-import sys
-
 from transformers import TrainerCallback
 
-from . import EXIT_PREEMPTED, StepGuard, newest_complete_checkpoint
+from . import EXIT_PREEMPTED, StepGuard, exit_worker, newest_complete_checkpoint
 
 __all__ = ["TenaxCallback", "resume_checkpoint"]
 
@@ -110,27 +109,12 @@ class TenaxCallback(TrainerCallback):
         if not (self.preempted and self.exit_on_preemption):
             return control
         # Every rank writes its own part of the checkpoint (rank 0 the model, optimizer and
-        # trainer_state.json; each rank its rng_state_<rank>.pth): wait for all of them before
-        # any process exits, so that the requeued job finds the whole checkpoint.
-        try:
-            import torch.distributed as dist
-            if dist.is_available() and dist.is_initialized():
-                dist.barrier()
-                # Torn down here rather than by the interpreter's exit: torch 1.13's Gloo process
-                # group, destroyed at exit while a peer is leaving, can abort the process
-                # ("terminate called without an active exception", SIGABRT), which the agent
-                # would take for a failure instead of exit 3.
-                dist.destroy_process_group()
-        except ImportError:
-            pass
+        # trainer_state.json; each rank its rng_state_<rank>.pth): exit_worker waits for all of
+        # them before any process exits, so that the requeued job finds the whole checkpoint, and
+        # leaves without the interpreter's teardown, which can deadlock in torch's Gloo group
+        # (tenax.exit_worker says how) and once in a fresh-clone CI run kept a rank that had
+        # printed the line below alive 50 s later, so that its agent never saw exit 3. A script
+        # that needs its own cleanup passes exit_on_preemption=False and exits itself.
         print("tenax: rank %s: checkpoint-%d saved; exiting %d (preempted)"
               % (args.process_index, state.global_step, EXIT_PREEMPTED), flush=True)
-        # os._exit, not sys.exit: the checkpoint is complete on every rank (the barrier above), and
-        # the interpreter's teardown after a SystemExit from inside Trainer.train() can take
-        # longer than the job has left: once in a fresh-clone CI run a rank that had printed this
-        # line was still alive 50 s later, so its agent never saw exit 3 and the requeue waited.
-        # The agent must see the exit now; a script that needs its own cleanup passes
-        # exit_on_preemption=False and exits itself.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_PREEMPTED)
+        exit_worker(EXIT_PREEMPTED)

@@ -13,7 +13,7 @@ resumed sees the same data as one that is not, and their final parameters are eq
 
 --tenax-guard: the script also uses Tenax's Python helper (python/tenax: StepGuard): it reports
 progress every step (for --hang-timeout) and, when every rank agrees a preemption signal arrived,
-saves at that step and exits 3 (tenax.EXIT_PREEMPTED).
+saves at that step and exits 3 (tenax.EXIT_PREEMPTED); it ends with tenax.exit_worker.
 
 --stop-at-step K --stop-rank R: in the first generation (TORCHELASTIC_RESTART_COUNT=0), rank R
 stops itself (SIGSTOP) before step K, so that the test can SIGKILL it by pid at a known step.
@@ -134,13 +134,13 @@ def main():
         if preempted:
             print("rank %d: preempted (signal %d) after step %d: checkpoint saved, exit %d"
                   % (rank, preempted, done, tenax.EXIT_PREEMPTED), flush=True)
-            dist.barrier()  # rank 0's checkpoint is on disk before any rank exits
-            dist.destroy_process_group()
-            return tenax.EXIT_PREEMPTED
+            tenax.exit_worker(tenax.EXIT_PREEMPTED)  # after a barrier: rank 0's checkpoint is on disk
     if rank == 0:
         atomic_save(model.state_dict(), os.path.join(args.out, "final.pt"))
         print("rank 0 of %d: finished %d steps (started at %d, restart %d), last loss %s"
               % (world, args.steps, start, restart, "-" if loss is None else "%.6f" % loss.item()), flush=True)
+    if guard is not None:
+        tenax.exit_worker(0)  # the helper's way out (tenax.exit_worker says why)
     dist.barrier()  # no rank leaves (rank 0 takes the store with it) while another still needs it
     dist.destroy_process_group()
     return 0

@@ -26,6 +26,7 @@ import time
 import torch
 from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainerCallback, TrainingArguments
 
+import tenax
 from tenax.hf import TenaxCallback, resume_checkpoint
 
 
@@ -40,6 +41,8 @@ def parse_args():
                    help="seconds each step sleeps: a longer run for the Slurm test to preempt mid-run")
     p.add_argument("--linger-after-train", type=float, default=0.0,
                    help="seconds rank 1 sleeps after train() (rank 0 waits at the barrier): a slow teardown")
+    p.add_argument("--plain-exit", action="store_true",
+                   help="end with barrier + destroy_process_group instead of tenax.exit_worker (exit_soak.sh)")
     return p.parse_args()
 
 
@@ -108,14 +111,15 @@ def main():
     if rank == 0:
         with open(os.path.join(args.out, "final.json"), "w") as f:
             json.dump({"global_step": trainer.state.global_step}, f)
-    # Every rank done before the process group goes, and it goes before the interpreter exits:
-    # torch 1.13's Gloo group destroyed at exit while the peer is leaving can abort the process
-    # (SIGABRT, "terminate called without an active exception"; seen once in this test).
     if rank == 1 and args.linger_after_train > 0:
         time.sleep(args.linger_after_train)
-    if torch.distributed.is_initialized():
+    if args.plain_exit and torch.distributed.is_initialized():  # the ending exit_soak.sh shows hang
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()
+        return
+    # Every rank done (a barrier), then out without the interpreter's teardown, which can deadlock
+    # in torch's Gloo process group (tenax.exit_worker says how; exit_soak.sh).
+    tenax.exit_worker(0)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ started in torchrun's form (`tenax run --nproc_per_node=2 SCRIPT.py`):
   hang     rank 1 stops itself before step 14 and nothing is sent: the agent's --hang-timeout
            finds it hung from the progress TenaxCallback reports, restarts, the job resumes from
            checkpoint-10 and finishes;
-  linger   no stop; after train() rank 1 takes 6 s to leave, with --hang-timeout 2: training is
+  linger   no stop; after train() rank 1 takes 12 s to leave, with --hang-timeout 5: training is
            over (on_train_end took the progress file away), so nobody is judged hung, no restart.
 
 It runs the workers with --python (the venv of tools/setup_python_hf.sh: Debian's torch 1.13 +
@@ -194,8 +194,8 @@ def run_linger():
     restarted job resumed from checkpoint-30 and ran one step more: the flake this case pins.)"""
     name = "linger"
     case_dir = os.path.join(ARGS.out, name)
-    agent, log = start(case_dir, stop=False, tenax_flags=["--hang-timeout", "2"],
-                       script_flags=["--linger-after-train", "6"])
+    agent, log = start(case_dir, stop=False, tenax_flags=["--hang-timeout", "5"],
+                       script_flags=["--linger-after-train", "12"])
     text = wait(name, agent, log, 0)
     check("treating it as hung" not in text, "%s: the agent declared a worker hung after training ended" % name)
     s = summary(case_dir)
