@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "example_cli.h"
 #include "fault_injection.h"
 #include "options.h"
 #include "tenax/core/error.h"
@@ -161,13 +162,5 @@ int run(const ImageOptions& o) {
 
 int main(int argc, char** argv) {
   const ImageOptions options = tenax::examples::parse_options(argc, argv);
-  try {
-    return run(options);
-  } catch (const tenax::ConfigError& e) {
-    std::cerr << "finetune_image: configuration error: " << e.what() << "\n";
-    return tenax::kExitUsage;
-  } catch (const std::exception& e) {
-    std::cerr << "finetune_image: " << e.what() << "\n";
-    return tenax::kExitFailure;
-  }
+  return tenax::examples::run_example("finetune_image", [&options] { return run(options); });
 }

@@ -1,12 +1,9 @@
 #include "options.h"
 
 #include <csignal>
-#include <cstdlib>
-#include <iostream>
-#include <vector>
 
+#include "example_cli.h"
 #include "tenax/core/error.h"
-#include "tenax/core/exit_codes.h"
 #include "tenax/sdk/training_arguments_io.h"
 
 namespace tenax::examples {
@@ -30,12 +27,6 @@ constexpr const char* kUsage =
     "fail_signal KILL or STOP) injects a failure (tests, `make demo-image`). Unknown keys and bad\n"
     "values are errors (exit 2).\n"
     "Keys, types and defaults:\n";
-
-[[noreturn]] void config_error(const std::string& message) {
-  std::cerr << "finetune_image: configuration error: " << message << "\n"
-            << "(finetune_image --help lists the keys)\n";
-  std::exit(kExitUsage);
-}
 
 void require(bool ok, const std::string& key, const std::string& why) {
   if (!ok) throw ConfigError("image." + key + ": " + why);
@@ -105,34 +96,7 @@ ImageOptions parse_options(int argc, char** argv) {
 
   sdk::ArgumentParser parser(o.args);
   parser.add_section("image", [&o](auto&& field) { o.for_each_own_field(field); });
-  std::vector<std::string> arguments;
-  bool print_config = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage << parser.keys_help();
-      std::exit(kExitDone);
-    }
-    if (a == "--print-config") {
-      print_config = true;
-    } else if (a == "--epochs") {
-      arguments.push_back("--num_train_epochs");
-    } else if (a.rfind("--epochs=", 0) == 0) {
-      arguments.push_back("--num_train_epochs=" + a.substr(9));
-    } else {
-      arguments.push_back(a);
-    }
-  }
-  try {
-    parser.parse(arguments);
-    validate(o);
-  } catch (const ConfigError& e) {
-    config_error(e.what());
-  }
-  if (print_config) {
-    std::cout << parser.to_toml();
-    std::exit(kExitDone);
-  }
+  parse_example_command_line(parser, argc, argv, "finetune_image", kUsage, [&o] { validate(o); });
   return o;
 }
 

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "example_cli.h"
 #include "fault_injection.h"
 #include "options.h"
 #include "tenax/core/error.h"
@@ -198,13 +199,5 @@ int run(const FinetuneOptions& o) {
 
 int main(int argc, char** argv) {
   const FinetuneOptions options = tenax::examples::parse_options(argc, argv);
-  try {
-    return run(options);
-  } catch (const tenax::ConfigError& e) {
-    std::cerr << "finetune_text: configuration error: " << e.what() << "\n";
-    return tenax::kExitUsage;
-  } catch (const std::exception& e) {
-    std::cerr << "finetune_text: " << e.what() << "\n";
-    return tenax::kExitFailure;
-  }
+  return tenax::examples::run_example("finetune_text", [&options] { return run(options); });
 }

@@ -2,11 +2,9 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <iostream>
-#include <vector>
 
+#include "example_cli.h"
 #include "tenax/core/error.h"
-#include "tenax/core/exit_codes.h"
 #include "tenax/sdk/training_arguments_io.h"
 
 namespace tenax::examples {
@@ -37,12 +35,6 @@ constexpr const char* kUsage =
     "preempt_signal (USR1 or TERM), inject a failure or a preemption (tests, `make demo`).\n"
     "Unknown keys and bad values are errors (exit 2).\n"
     "Keys, types and defaults:\n";
-
-[[noreturn]] void config_error(const std::string& message) {
-  std::cerr << "finetune_text: configuration error: " << message << "\n"
-            << "(finetune_text --help lists the keys)\n";
-  std::exit(kExitUsage);
-}
 
 void require(bool ok, const std::string& key, const std::string& why) {
   if (!ok) throw ConfigError("finetune." + key + ": " + why);
@@ -86,34 +78,7 @@ FinetuneOptions parse_options(int argc, char** argv) {
 
   sdk::ArgumentParser parser(o.args);
   parser.add_section("finetune", [&o](auto&& field) { o.for_each_own_field(field); });
-  std::vector<std::string> arguments;
-  bool print_config = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage << parser.keys_help();
-      std::exit(kExitDone);
-    }
-    if (a == "--print-config") {
-      print_config = true;
-    } else if (a == "--epochs") {  // the example's flag from before the config file
-      arguments.push_back("--num_train_epochs");
-    } else if (a.rfind("--epochs=", 0) == 0) {
-      arguments.push_back("--num_train_epochs=" + a.substr(9));
-    } else {
-      arguments.push_back(a);
-    }
-  }
-  try {
-    parser.parse(arguments);
-    validate(o);
-  } catch (const ConfigError& e) {
-    config_error(e.what());
-  }
-  if (print_config) {
-    std::cout << parser.to_toml();
-    std::exit(kExitDone);
-  }
+  parse_example_command_line(parser, argc, argv, "finetune_text", kUsage, [&o] { validate(o); });
   return o;
 }
 

@@ -25,6 +25,7 @@
 
 #include "support/agent_process.h"
 #include "support/eventually.h"
+#include "support/example_job.h"
 #include "support/model_checkpoints.h"
 #include "tenax/sdk/models/vit.h"
 #include "tenax/sdk/vision/vit_image_processor.h"
@@ -43,54 +44,12 @@ constexpr int kModelTensors = 4 + 16 * kLayers + 2 + 2;
 const fs::path kData = "/usr/share/datasets/fashion-mnist";
 
 fs::path work_dir() {
-  static const fs::path dir = [] {
-    auto d = fs::path(::testing::TempDir()) / ("tenax-finetune-image-" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
+  static const fs::path dir = tenax::testing::fresh_work_dir("tenax-finetune-image");
   return dir;
 }
 
-struct JobRun {
-  int exit_code = -1;
-  std::string log;  // stdout and stderr together
-  std::string stdout_text;
-  nlohmann::json agent;
-};
-
-JobRun run_command(const std::string& command, const fs::path& dir) {
-  fs::create_directories(dir);
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const int status = std::system((command + " > " + out.string() + " 2> " + err.string()).c_str());
-  JobRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto slurp = [](const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  r.stdout_text = slurp(out);
-  r.log = r.stdout_text + slurp(err);
-  std::ifstream agent(dir / "run" / "agent.json");
-  if (agent) r.agent = nlohmann::json::parse(agent, nullptr, false);
-  return r;
-}
-
-nlohmann::json result_line(const std::string& stdout_text) {
-  std::istringstream lines(stdout_text);
-  std::string line;
-  int found = 0;
-  nlohmann::json result;
-  while (std::getline(lines, line)) {
-    if (line.rfind("TENAX_RESULT ", 0) != 0) continue;
-    ++found;
-    result = nlohmann::json::parse(line.substr(13), nullptr, false);
-  }
-  EXPECT_EQ(found, 1) << "exactly one TENAX_RESULT line (from rank 0)\n" << stdout_text;
-  return result;
-}
+using tenax::testing::JobRun;
+using tenax::testing::result_line;
 
 // The job's command line: `tenax run` with 2 workers of the example on a small slice.
 std::vector<std::string> job_argv(const std::string& name, const std::string& extra_flags) {
@@ -113,7 +72,7 @@ JobRun run_job(const std::string& name, const std::string& extra_flags) {
   fs::remove_all(dir);
   std::string cmd;
   for (const auto& word : job_argv(name, extra_flags)) cmd += (cmd.empty() ? "" : " ") + word;
-  return run_command(cmd, dir);
+  return tenax::testing::run_job(cmd, dir);
 }
 
 // The state letter of /proc/<pid>/stat ('T': stopped), '?' when the process is gone.
@@ -249,7 +208,7 @@ TEST_F(IntegrationFinetuneImage, RankKilledByPidFromOutsideResumesBitIdentically
 
 TEST(IntegrationFinetuneImageConfig, MissingDataIsAUsageErrorNamingTheFileAndThePackage) {
   const fs::path dir = work_dir() / "no-data";
-  const JobRun r = run_command(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " + (dir / "train").string() +
+  const JobRun r = tenax::testing::run_job(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " + (dir / "train").string() +
                                    " --data-dir " + (dir / "nowhere").string(),
                                dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
@@ -260,7 +219,7 @@ TEST(IntegrationFinetuneImageConfig, MissingDataIsAUsageErrorNamingTheFileAndThe
 
 TEST(IntegrationFinetuneImageConfig, APatchSizeThatDoesNotDivideTheImageIsAUsageError) {
   const fs::path dir = work_dir() / "bad-patch";
-  const JobRun r = run_command(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " + (dir / "train").string() +
+  const JobRun r = tenax::testing::run_job(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " + (dir / "train").string() +
                                    " --patch-size 5 --train-limit 64 --eval-limit 64",
                                dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/example_job.h"
 #include "tenax/sdk/models/bert.h"
 #include "tenax/sdk/models/distilbert.h"
 #include "tenax/storage/checkpoint_reader.h"
@@ -38,51 +39,12 @@ fs::path assets_dir() {
 }
 
 fs::path work_dir() {
-  static const fs::path dir = [] {
-    auto d = fs::path(::testing::TempDir()) / ("tenax-finetune-" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
+  static const fs::path dir = tenax::testing::fresh_work_dir("tenax-finetune");
   return dir;
 }
 
-struct JobRun {
-  int exit_code = -1;
-  std::string log;     // stdout and stderr together
-  std::string stdout_text;
-};
-
-JobRun run_command(const std::string& command, const fs::path& dir) {
-  fs::create_directories(dir);
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const int status = std::system((command + " > " + out.string() + " 2> " + err.string()).c_str());
-  JobRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto slurp = [](const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  r.stdout_text = slurp(out);
-  r.log = r.stdout_text + slurp(err);
-  return r;
-}
-
-nlohmann::json result_line(const std::string& stdout_text) {
-  std::istringstream lines(stdout_text);
-  std::string line;
-  int found = 0;
-  nlohmann::json result;
-  while (std::getline(lines, line)) {
-    if (line.rfind("TENAX_RESULT ", 0) != 0) continue;
-    ++found;
-    result = nlohmann::json::parse(line.substr(13), nullptr, false);
-  }
-  EXPECT_EQ(found, 1) << "exactly one TENAX_RESULT line (from rank 0)\n" << stdout_text;
-  return result;
-}
+using tenax::testing::JobRun;
+using tenax::testing::result_line;
 
 // `tenax run` with 2 workers, rank 1 killed after step 8, resumed from step 5, finished at
 // kMaxSteps: checks the job's exit, the restart and TENAX_RESULT.
@@ -97,7 +59,7 @@ void run_killed_and_resumed_job(const fs::path& dir, const fs::path& model_dir, 
       " --max-length 32 --per-device-train-batch-size 8 --per-device-eval-batch-size 32 --learning-rate 1e-4"
       " --save-steps 5 --logging-steps 4 --train-limit 256 --eval-limit 96 --threads 1"
       " --fail-at-step 8 --fail-rank 1" + extra_flags;
-  const JobRun r = run_command(cmd, dir);
+  const JobRun r = tenax::testing::run_job(cmd, dir);
   ASSERT_EQ(r.exit_code, 0) << r.log;
   EXPECT_NE(r.log.find("SIGKILL"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("at step 5"), std::string::npos) << "resumed from the step-5 checkpoint\n" << r.log;
@@ -174,13 +136,13 @@ TEST(IntegrationFinetuneText, ModelTypeThatConfigJsonDoesNotNameIsAUsageError) {
   for (const char* split : {"train.csv", "validation.csv", "test.csv"}) {
     std::ofstream(dir / "data" / split) << "text,label\na fine film,fresh\n";
   }
-  JobRun r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
+  JobRun r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
                              " --model-dir " + tiny.string() + " --data-dir " + (dir / "data").string() +
                              " --model-type bert",
                          dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_NE(r.log.find("is a \"distilbert\" model"), std::string::npos) << r.log;
-  r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() + " --model-type gpt2",
+  r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() + " --model-type gpt2",
                   dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_NE(r.log.find("finetune.model_type: must be one of auto, bert, distilbert (the text families), got 'gpt2'"), std::string::npos)
@@ -189,7 +151,7 @@ TEST(IntegrationFinetuneText, ModelTypeThatConfigJsonDoesNotNameIsAUsageError) {
 
 TEST(IntegrationFinetuneText, MissingAssetsAreAUsageErrorThatSaysHowToFetchThem) {
   const fs::path dir = work_dir() / "no-assets";
-  const JobRun r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
+  const JobRun r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
                                 " --model-dir " + (dir / "nowhere").string(),
                             dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
@@ -199,7 +161,7 @@ TEST(IntegrationFinetuneText, MissingAssetsAreAUsageErrorThatSaysHowToFetchThem)
 
 TEST(IntegrationFinetuneText, BadFlagValueIsAUsageErrorNamingTheFlag) {
   const fs::path dir = work_dir() / "bad-flag";
-  const JobRun r = run_command(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
+  const JobRun r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
                                 " --max-length abc",
                             dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
@@ -214,7 +176,7 @@ TEST(IntegrationFinetuneText, BadConfigKeyIsAUsageErrorNamingTheKey) {
   std::ofstream(dir / "bad.toml") << "output_dir = \"" << (dir / "train").string() << "\"\n"
                                   << "learnin_rate = 1e-4\n";
   // --model-dir nowhere: should the key pass, the run stops at the assets check, not in training.
-  JobRun r = run_command(std::string(FINETUNE_BINARY) + " --config " + (dir / "bad.toml").string() +
+  JobRun r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --config " + (dir / "bad.toml").string() +
                              " --model-dir " + (dir / "nowhere").string(),
                          dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
@@ -222,7 +184,7 @@ TEST(IntegrationFinetuneText, BadConfigKeyIsAUsageErrorNamingTheKey) {
       << r.log;
 
   std::ofstream(dir / "bad-section.toml") << "output_dir = \"x\"\n[finetune]\nmax_length = 1000\n";
-  r = run_command(std::string(FINETUNE_BINARY) + " --config " + (dir / "bad-section.toml").string() +
+  r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --config " + (dir / "bad-section.toml").string() +
                       " --model-dir " + (dir / "nowhere").string(),
                   dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
@@ -235,7 +197,7 @@ TEST(IntegrationFinetuneText, BadConfigKeyIsAUsageErrorNamingTheKey) {
 TEST(IntegrationFinetuneText, CommittedConfigIsTheDemoJobAndFlagsOverrideIt) {
   const fs::path dir = work_dir() / "print-config";
   const std::string config = std::string(TENAX_SOURCE_DIR) + "/examples/finetune_text/finetune.toml";
-  JobRun r = run_command(std::string(FINETUNE_BINARY) + " --config " + config + " --print-config", dir);
+  JobRun r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --config " + config + " --print-config", dir);
   ASSERT_EQ(r.exit_code, 0) << r.log;
   for (const char* line : {"num_train_epochs = 1.0\n", "per_device_train_batch_size = 32\n",
                            "per_device_eval_batch_size = 64\n", "learning_rate = 0.0001\n", "save_steps = 40\n",
@@ -243,7 +205,7 @@ TEST(IntegrationFinetuneText, CommittedConfigIsTheDemoJobAndFlagsOverrideIt) {
                            "max_length = 64\n", "threads = 1\n"}) {
     EXPECT_NE(r.stdout_text.find(line), std::string::npos) << line << "\n" << r.stdout_text;
   }
-  r = run_command(std::string(FINETUNE_BINARY) + " --config " + config +
+  r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --config " + config +
                       " --print-config --epochs 2 --learning-rate=3e-5 --max-length 32",
                   dir);
   ASSERT_EQ(r.exit_code, 0) << r.log;

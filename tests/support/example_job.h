@@ -1,0 +1,71 @@
+// Running an example job (finetune_text, finetune_image) under `tenax run` from an integration
+// test: a scratch directory per test binary, the job's exit status, output and run summary, and
+// the TENAX_RESULT line that rank 0 prints.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace tenax::testing {
+
+/// A fresh directory under the test temp dir named PREFIX-<pid>, made once per process.
+inline std::filesystem::path fresh_work_dir(const std::string& prefix) {
+  auto dir = std::filesystem::path(::testing::TempDir()) / (prefix + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+struct JobRun {
+  int exit_code = -1;       // -1: killed by a signal
+  std::string log;          // stdout and stderr together
+  std::string stdout_text;  // stdout alone (where TENAX_RESULT is)
+  nlohmann::json agent;     // DIR/run/agent.json, the agent's run summary (null if absent)
+};
+
+/// Runs `command` through the shell with its stdout and stderr in DIR/stdout.txt and
+/// DIR/stderr.txt, and reads back what it left.
+inline JobRun run_job(const std::string& command, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  const auto out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const int status = std::system((command + " > " + out.string() + " 2> " + err.string()).c_str());
+  JobRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  r.stdout_text = slurp(out);
+  r.log = r.stdout_text + slurp(err);
+  std::ifstream agent(dir / "run" / "agent.json");
+  if (agent) r.agent = nlohmann::json::parse(agent, nullptr, false);
+  return r;
+}
+
+/// The JSON of the one TENAX_RESULT line in `stdout_text` (a failed expectation if there is not
+/// exactly one: only rank 0 prints it).
+inline nlohmann::json result_line(const std::string& stdout_text) {
+  std::istringstream lines(stdout_text);
+  std::string line;
+  int found = 0;
+  nlohmann::json result;
+  while (std::getline(lines, line)) {
+    if (line.rfind("TENAX_RESULT ", 0) != 0) continue;
+    ++found;
+    result = nlohmann::json::parse(line.substr(13), nullptr, false);
+  }
+  EXPECT_EQ(found, 1) << "exactly one TENAX_RESULT line (from rank 0)\n" << stdout_text;
+  return result;
+}
+
+}  // namespace tenax::testing
