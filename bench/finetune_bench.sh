@@ -172,7 +172,7 @@ print(f"{'system':28} {'versions':40} {'samples/s':>9} {'train s':>8} {'test acc
 for s in systems:
     print(f"{label[s]:28} {versions(s):40} {med(col(s, 'train_samples_per_second')):9.2f} "
           f"{med(col(s, 'train_runtime_s')):8.1f} {med(col(s, 'test_accuracy')):8.4f} {med(col(s, 'test_f1')):8.4f}")
-print(f"\n{'measure':40} {'ratio':>8}  target")
+print(f"\n{'measure':48} {'ratio':>8}  target")
 pairs = [("tenax", "hf-debian", ">= 1.0" if ranks == 1 else "(shown)"), ("tenax", "hf-pypi", "(shown)"),
          ("tenax-also", "tenax", "(shown)"), ("tenax-also", "hf-debian", "(shown)"), ("tenax-also", "hf-pypi", "(shown)")]
 for a, s, target in pairs:
@@ -180,14 +180,14 @@ for a, s, target in pairs:
         continue
     ratios = [by[a][i]["train_samples_per_second"] / by[s][i]["train_samples_per_second"] for i in rounds]
     name = f"samples/s {label[a].split(' ')[0]} / {label[s].split(' ')[0]}"
-    print(f"{name:40} {med(ratios):8.3f}  {target}   (rounds: {', '.join(f'{x:.3f}' for x in ratios)}; "
+    print(f"{name:48} {med(ratios):8.3f}  {target}   (rounds: {', '.join(f'{x:.3f}' for x in ratios)}; "
           f"spread {min(ratios):.3f}-{max(ratios):.3f})")
 for a, s, _ in pairs:
     if a not in by or s not in by:
         continue
     d = [100 * (by[a][i]["test_accuracy"] - by[s][i]["test_accuracy"]) for i in rounds]
     name = f"test accuracy {label[a].split(' ')[0]} - {label[s].split(' ')[0]} (points)"
-    print(f"{name:40} {med(d):+8.2f}  {'|d| <= 1' if (a, s) == ('tenax', 'hf-debian') else '(shown)'}")
+    print(f"{name:48} {med(d):+8.2f}  {'|d| <= 1' if (a, s) == ('tenax', 'hf-debian') else '(shown)'}")
 n_test = None
 loads = [by[s][i][k] for s in systems for i in rounds for k in ("load", "load_end")]
 print(f"\nmachine load (1-min average) at the starts and ends of the runs: {min(loads):.1f} .. {max(loads):.1f} "
