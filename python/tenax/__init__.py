@@ -141,12 +141,10 @@ def exit_worker(code=0, group=None):
     neither exits nor reports progress, and a job that trained to the end never finishes.
     destroy_process_group() does not help: the Reducer keeps the group alive. Call it on every
     rank, as the script's last statement; anything registered with atexit does not run."""
-    try:
-        import torch.distributed as dist
-        if dist.is_available() and dist.is_initialized():
-            dist.barrier(group=group)
-    except ImportError:
-        pass
+    # Not imported here: a script that never imported torch.distributed has no process group.
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.barrier(group=group)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
