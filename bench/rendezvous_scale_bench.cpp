@@ -237,6 +237,9 @@ std::optional<std::string> read_line(int fd) {
     ::dup2(fd, 2);
     ::close(fd);
   }
+  tenax::LogIdentity identity;
+  identity.role = "rdzv";
+  tenax::set_log_identity(identity);
   int code = 0;
   try {
     auto options = el::RendezvousOptions(a.nodes - 1, a.nodes).keys(keys);
