@@ -19,7 +19,8 @@
 //               the loopback interface (/proc/net/dev: every packet once, both directions,
 //               TCP/IP headers and ACKs included), against a 1 s baseline taken before the
 //               clients start (other processes' loopback traffic)
-//   death       one client (chosen from --seed) is destroyed without leave(): the service sees
+//   death       one client (chosen from --seed, at a random point of its heartbeat cycle) is
+//               destroyed without leave(): the service sees
 //               it only through missed heartbeats. detect = death -> first survivor sees
 //               ABORTED; notified = death -> last survivor sees ABORTED (each then join()s
 //               again); reform = death -> every survivor holds its generation-1 Assignment
@@ -506,9 +507,13 @@ int run(const Args& a) {
   const double steady_wall = seconds(Clock::now() - steady_t0);
   c.check("in the steady window (a generation that ends there is a false death)");
 
-  // The death: no leave(), the client's sockets just close.
+  // The death: no leave(), the client's sockets just close. At a random point of the victim's
+  // heartbeat cycle: this program's timeline is otherwise locked to the cycle (the beats start
+  // at join()), and detection, 2.5 s after the last beat, would always see the same phase.
   Agent& dead = agents[static_cast<std::size_t>(victim)];
   if (dead.thread.joinable()) dead.thread.join();
+  const el::HeartbeatOptions heartbeat;  // the defaults, as both sides use them
+  std::this_thread::sleep_for(milliseconds(rng() % static_cast<std::uint64_t>(heartbeat.interval().count())));
   const double cpu_death = process_cpu_s(service_pid);
   {
     std::lock_guard<std::mutex> lock(c.mutex);
@@ -554,7 +559,6 @@ int run(const Args& a) {
     die("the service should have lost exactly one node and refused none: " + service_stats);
   }
 
-  const el::HeartbeatOptions heartbeat;  // the defaults, as both sides use them
   const double last_call_s = seconds(a.last_call_ms ? milliseconds(*a.last_call_ms) : el::kDefaultLastCall);
   // Heartbeat round trips (HEARTBEAT + PULSE) the window held: one per node per interval.
   const double beats = a.nodes * steady_wall / seconds(heartbeat.interval());
