@@ -15,7 +15,6 @@ what they compute.
 Usage: bench/overlap_bench.py [--build build] [--rounds 5] [--max-steps 80] [--seed S]
 """
 import argparse
-import datetime
 import hashlib
 import json
 import os
@@ -79,17 +78,10 @@ def main():
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-overlap-bench"))
     p.add_argument("--results", default=None, help="results file (default bench/results-overlap-<UTC date>.txt)")
     a = p.parse_args()
-    if a.rounds < 5:
-        print("overlap_bench: note: fewer than 5 rounds is a smoke run, not a result", file=sys.stderr)
     a.build = os.path.abspath(a.build)
     a.children_cpu = sum(os.times()[2:4])
-    stamp = datetime.datetime.now(datetime.timezone.utc)
-    results = a.results or os.path.join(bench_rules.REPO, "bench", f"results-overlap-{stamp:%Y-%m-%d}.txt")
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    report = bench_rules.Report("overlap", a.results, a.rounds)
+    say = report.say
 
     order = bench_rules.RoundOrder(SYSTEMS, a.seed)
     say(bench_rules.header("overlap bench"))
@@ -121,9 +113,7 @@ def main():
     say(f"  overlap / after-backward samples/s: {bench_rules.median_range(ratios)}  "
         f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)})")
     say(f"  same fine-tuned weights (sha256) in {sum(same)} of {len(same)} rounds")
-    with open(results, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"results: {results}")
+    report.save()
     return 0 if all(same) else 1
 
 

@@ -19,7 +19,6 @@ Usage: bench/rendezvous_scale_bench.py [--build build] [--rounds 5] [--nodes 64,
                                        [--steady-s 10] [--seed S] [--results FILE]
 """
 import argparse
-import datetime
 import json
 import os
 import statistics
@@ -80,21 +79,14 @@ def main():
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-rdzv-scale-bench"))
     p.add_argument("--results", default=None, help="results file (default bench/results-rendezvous-scale-<UTC date>.txt)")
     a = p.parse_args()
-    if a.rounds < 5:
-        print("rendezvous_scale_bench: note: fewer than 5 rounds is a smoke run, not a result", file=sys.stderr)
     a.bin = os.path.join(os.path.abspath(a.build), "bench", "rendezvous_scale_bench")
     if not os.access(a.bin, os.X_OK):
         raise SystemExit(f"rendezvous_scale_bench: {a.bin} is missing; build it: "
                          f"cmake --build {a.build} --target rendezvous_scale_bench")
     os.makedirs(a.work_dir, exist_ok=True)
     node_counts = [int(x) for x in a.nodes.split(",")]
-    stamp = datetime.datetime.now(datetime.timezone.utc)
-    results = a.results or os.path.join(bench_rules.REPO, "bench", f"results-rendezvous-scale-{stamp:%Y-%m-%d}.txt")
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
+    report = bench_rules.Report("rendezvous-scale", a.results, a.rounds)
+    say = report.say
 
     order = bench_rules.RoundOrder(node_counts, a.seed)
     say(bench_rules.header("rendezvous scale bench"))
@@ -175,9 +167,7 @@ def main():
         say(f"  service <= {100 * TARGET_CPU_SHARE:g} % of one core: {100 * cpu:.2f} %  "
             f"{'MET' if cpu <= TARGET_CPU_SHARE else 'NOT MET'}")
     say("  torchrun's c10d rendezvous at the same N: not measured")
-    with open(results, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"results: {results}")
+    report.save()
     return 1 if any("failed" in r for r in runs) else 0
 
 

@@ -109,12 +109,10 @@ class TenaxCallback(TrainerCallback):
         if not (self.preempted and self.exit_on_preemption):
             return control
         # Every rank writes its own part of the checkpoint (rank 0 the model, optimizer and
-        # trainer_state.json; each rank its rng_state_<rank>.pth): exit_worker waits for all of
-        # them before any process exits, so that the requeued job finds the whole checkpoint, and
-        # leaves without the interpreter's teardown, which can deadlock in torch's Gloo group
-        # (tenax.exit_worker says how) and once in a fresh-clone CI run kept a rank that had
-        # printed the line below alive 50 s later, so that its agent never saw exit 3. A script
-        # that needs its own cleanup passes exit_on_preemption=False and exits itself.
+        # trainer_state.json; each rank its rng_state_<rank>.pth): exit_worker's barrier waits for
+        # all of them, so that the requeued job finds the whole checkpoint, and it skips the
+        # teardown that can deadlock (its docstring). A script that needs its own cleanup passes
+        # exit_on_preemption=False and exits itself.
         print("tenax: rank %s: checkpoint-%d saved; exiting %d (preempted)"
               % (args.process_index, state.global_step, EXIT_PREEMPTED), flush=True)
         exit_worker(EXIT_PREEMPTED)
