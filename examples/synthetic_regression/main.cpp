@@ -86,7 +86,8 @@ constexpr const char* kUsage =
     "usage: synthetic_regression --output-dir DIR [--max-steps N] [--save-steps N]\n"
     "       [--logging-steps N] [--per-device-batch N] [--learning-rate X] [--seed N]\n"
     "       [--dataset-size N] [--fail-at-step S --fail-rank R [--fail-signal KILL|STOP]]\n"
-    "       [--preempt-at-step S [--preempt-signal USR1|TERM]] [--fail-on-heal yes]\n";
+    "       [--preempt-at-step S [--preempt-signal USR1|TERM]] [--fail-on-heal yes]\n"
+    "       [--handle-preemption yes|no]\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "synthetic_regression: " << message << "\n" << kUsage;
@@ -136,6 +137,11 @@ Options parse(int argc, char** argv) {
       o.fail_on_heal = value == "yes";
     }
     else if (flag == "--preempt-at-step") o.preempt_at_step = as_int();
+    else if (flag == "--handle-preemption") {
+      // no: the per-step cost of fault tolerance is measured against a run without it (bench/).
+      if (value != "yes" && value != "no") usage_error("--handle-preemption must be yes or no, got " + value);
+      o.args.handle_preemption_signals = value == "yes";
+    }
     else if (flag == "--preempt-signal") {
       if (value != "USR1" && value != "TERM") usage_error("--preempt-signal must be USR1 or TERM, got " + value);
       o.preempt_signal = value == "USR1" ? SIGUSR1 : SIGTERM;

@@ -1146,6 +1146,7 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
     const std::string number = std::to_string(next);
     store.set(elastic::kLatestKey, std::vector<char>(number.begin(), number.end()));
     store.set(elastic::declared_key(next), std::vector<char>(number.begin(), number.end()));
+    store.add(elastic::generation_prefix(lost_generation) + elastic::kSupersededKey, 1);
     for (std::size_t i : lost) {
       Worker& w = workers[i];
       const pid_t old_pid = w.process->pid();

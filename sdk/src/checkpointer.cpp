@@ -278,6 +278,7 @@ void Checkpointer::start_writer(std::shared_ptr<Job> job) {
     result.dir = outcome.dir;
     result.error = outcome.error;
     result.fenced = outcome.fenced;
+    result.superseded = outcome.superseded;
     result.write_seconds = seconds_since(start);
     // This thread lets go of the job before the training thread can see the result, so the
     // job, and the tensors it references, are freed by the training thread (wait()), never

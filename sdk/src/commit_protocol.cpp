@@ -9,6 +9,7 @@
 #include "tenax/core/logging.h"
 #include "tenax/core/trace_point.h"
 #include "tenax/elastic/generation_fence.h"
+#include "tenax/elastic/in_process_recovery.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/layout.h"
 #include "tenax/storage/manifest.h"
@@ -22,37 +23,62 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kOk = "ok";
 constexpr const char* kErrorTag = "error:";
 constexpr const char* kFencedTag = "fenced:";
+constexpr const char* kSupersededTag = "superseded:";
 
 std::vector<char> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
 bool is_error(const std::string& value) { return value.rfind(kErrorTag, 0) == 0; }
 bool is_fenced(const std::string& value) { return value.rfind(kFencedTag, 0) == 0; }
+bool is_superseded(const std::string& value) { return value.rfind(kSupersededTag, 0) == 0; }
 
-// The value of `key` once it exists; nullopt when `deadline` passes or `cancelled` is set first.
-// A store that fails (service gone) also ends the wait, with the reason in `why`.
-std::optional<std::string> wait_key(elastic::Store& store, const std::string& key, Clock::time_point deadline,
-                                    const std::atomic<bool>& cancelled, std::chrono::milliseconds poll,
-                                    std::string& why) {
-  while (!cancelled.load()) {
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      why = "timed out waiting for " + key;
-      return std::nullopt;
+// Waits on other ranks' keys. Each ends with the value, or with nullopt and `why` when the
+// deadline passes, `cancelled` is set, the store fails (service gone), or the generation is
+// superseded: under in-process recovery a dead peer never writes its key, and the agent's mark
+// (kSupersededKey) is what tells the survivors, long before the deadline.
+class PeerWait {
+ public:
+  PeerWait(elastic::Store& store, const std::atomic<bool>& cancelled, std::chrono::milliseconds poll)
+      : store_(store), cancelled_(cancelled), poll_(poll) {}
+
+  std::optional<std::string> get(const std::string& key, Clock::time_point deadline) {
+    while (!cancelled_.load()) {
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        why = "timed out waiting for " + key;
+        return std::nullopt;
+      }
+      const auto slice = std::min(poll_, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
+      try {
+        const std::vector<char> value = store_.get(key, std::max(slice, std::chrono::milliseconds(1)));
+        return std::string(value.begin(), value.end());
+      } catch (const TimeoutError&) {
+      } catch (const std::exception& e) {
+        why = std::string("the rendezvous store failed while waiting for ") + key + ": " + e.what();
+        return std::nullopt;
+      }
+      try {
+        if (store_.add(elastic::kSupersededKey, 0) > 0) {
+          superseded = true;
+          why = "a peer was lost while waiting for " + key + " (the generation was superseded)";
+          return std::nullopt;
+        }
+      } catch (const std::exception& e) {
+        why = std::string("the rendezvous store failed while waiting for ") + key + ": " + e.what();
+        return std::nullopt;
+      }
     }
-    const auto slice = std::min(poll, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
-    try {
-      const std::vector<char> value = store.get(key, std::max(slice, std::chrono::milliseconds(1)));
-      return std::string(value.begin(), value.end());
-    } catch (const TimeoutError&) {
-      continue;
-    } catch (const std::exception& e) {
-      why = std::string("the rendezvous store failed while waiting for ") + key + ": " + e.what();
-      return std::nullopt;
-    }
+    why = "cancelled while waiting for " + key;
+    return std::nullopt;
   }
-  why = "cancelled while waiting for " + key;
-  return std::nullopt;
-}
+
+  std::string why;          ///< of the last get() that returned nullopt
+  bool superseded = false;  ///< a get() ended because the generation was superseded
+
+ private:
+  elastic::Store& store_;
+  const std::atomic<bool>& cancelled_;
+  std::chrono::milliseconds poll_;
+};
 
 void publish(elastic::Store& store, const std::string& key, const std::string& value) {
   store.set(key, bytes_of(value));
@@ -146,12 +172,19 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
   trace_point("save.shard.written", plan.step);
   const auto deadline = Clock::now() + plan.timeout;
   std::string failures;
-  for (int r = 1; r < plan.world_size && !cancelled.load(); ++r) {
-    std::string why;
-    auto report = wait_key(store, k + "report/" + std::to_string(r), deadline, cancelled, poll, why);
-    reports[static_cast<std::size_t>(r)] = report ? *report : kErrorTag + why;
+  PeerWait peers(store, cancelled, poll);
+  for (int r = 1; r < plan.world_size && !cancelled.load() && !peers.superseded; ++r) {
+    auto report = peers.get(k + "report/" + std::to_string(r), deadline);
+    reports[static_cast<std::size_t>(r)] = report ? *report : kErrorTag + peers.why;
   }
   trace_point("save.reports.in", plan.step);
+  if (peers.superseded) {
+    remove_quietly(tmp);
+    out.superseded = true;
+    out.error = "checkpoint at step " + std::to_string(plan.step) + " not committed: " + rank_tag(0) + peers.why;
+    publish(store, k + "result", kSupersededTag + out.error);
+    return out;
+  }
 
   std::vector<storage::ShardInfo> shards;
   std::optional<CommitOutcome> fenced;
@@ -213,10 +246,11 @@ CommitOutcome run_other_rank(const CommitPlan& plan, elastic::Store& store, cons
   CommitOutcome out;
   const std::string& k = plan.key_prefix;
   const auto deadline = Clock::now() + plan.timeout;
-  std::string why;
-  auto prepared = wait_key(store, k + "prepared", deadline, cancelled, poll, why);
+  PeerWait rank0(store, cancelled, poll);
+  auto prepared = rank0.get(k + "prepared", deadline);
   if (!prepared) {
-    out.error = rank_tag(plan.rank) + why;
+    out.superseded = rank0.superseded;
+    out.error = rank_tag(plan.rank) + rank0.why;
     try {
       publish(store, k + "report/" + std::to_string(plan.rank), kErrorTag + out.error);
     } catch (const std::exception&) {
@@ -241,14 +275,20 @@ CommitOutcome run_other_rank(const CommitPlan& plan, elastic::Store& store, cons
     out.error = rank_tag(plan.rank) + "could not report its shard: " + e.what();
     return out;
   }
-  auto result = wait_key(store, k + "result", Clock::now() + plan.timeout, cancelled, poll, why);
+  auto result = rank0.get(k + "result", Clock::now() + plan.timeout);
   if (!result) {
-    out.error = rank_tag(plan.rank) + why;
+    out.superseded = rank0.superseded;
+    out.error = rank_tag(plan.rank) + rank0.why;
     return out;
   }
   if (is_fenced(*result)) {
     out.fenced = true;
     out.error = result->substr(7);
+    return out;
+  }
+  if (is_superseded(*result)) {
+    out.superseded = true;
+    out.error = result->substr(std::string(kSupersededTag).size());
     return out;
   }
   if (is_error(*result)) {

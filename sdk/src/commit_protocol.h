@@ -14,6 +14,11 @@
 // "fenced:<why>" (as "<key>prepared" when it knows before the write, else as "<key>result"), so
 // every rank ends with the same fenced outcome.
 //
+// In-process recovery: a dead rank never writes its key, and the waits would run to the
+// timeout while the job could be healing. Each wait also reads the agent's superseded mark
+// (elastic/in_process_recovery.h) between polls and ends "superseded"; rank 0 publishes
+// "superseded:<why>" as "<key>result", so every survivor hands the training loop a lost peer.
+//
 // Torch-free: the tensors are borrowed storage::TensorRefs of a snapshot the caller keeps alive.
 // Thread-safety: run_commit is called by one writer thread per rank; `store` is that thread's.
 #pragma once
@@ -56,6 +61,9 @@ struct CommitOutcome {
   std::filesystem::path dir;
   std::string error;
   bool fenced = false;  ///< not committed because a newer generation formed (see the file comment)
+  /// Not committed because a peer was lost while this rank waited on it (in-process recovery
+  /// declared a newer generation, elastic/in_process_recovery.h): the survivor heals, not fails.
+  bool superseded = false;
 };
 
 /// Runs this rank's part of the protocol above; never throws (every failure is an outcome).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -194,10 +195,11 @@ std::int64_t slots_for(std::int64_t bytes) { return (bytes + kBytesPerSlot - 1) 
 
 }  // namespace
 
-void GradSync::pack_mirror(Bucket& last, const torch::Tensor& mirror) {
+void GradSync::pack_extras(Bucket& last, const torch::Tensor& mirror, int flag) {
   const int world = comm_.size();
-  const std::int64_t slots = slots_for(mirror.numel());
-  const std::int64_t needed = last.numel + slots * world;
+  const std::int64_t mirror_slots = mirror.defined() ? slots_for(mirror.numel()) : 0;
+  const std::int64_t per_rank = mirror_slots + 1;
+  const std::int64_t needed = last.numel + per_rank * world;
   if (last.flat.numel() != needed) {
     // Keep the gradients (they may be views into the old buffer): copy them over once.
     torch::Tensor grown = torch::empty({needed}, last.flat.options());
@@ -205,32 +207,42 @@ void GradSync::pack_mirror(Bucket& last, const torch::Tensor& mirror) {
     last.flat = grown;
   }
   // Packed on the host, then one copy into the bucket (which may live on a GPU).
-  torch::Tensor mine = torch::empty({slots}, torch::kFloat32);
-  const auto* in = mirror.data_ptr<std::uint8_t>();
+  torch::Tensor mine = torch::empty({per_rank}, torch::kFloat32);
   float* out = mine.data_ptr<float>();
-  for (std::int64_t s = 0; s < slots; ++s) {
-    std::uint32_t value = 0;
-    for (std::int64_t b = 0; b < kBytesPerSlot; ++b) {
-      const std::int64_t i = s * kBytesPerSlot + b;
-      if (i < mirror.numel()) value |= static_cast<std::uint32_t>(in[i]) << (8 * b);
+  if (mirror.defined()) {
+    const auto* in = mirror.data_ptr<std::uint8_t>();
+    for (std::int64_t s = 0; s < mirror_slots; ++s) {
+      std::uint32_t value = 0;
+      for (std::int64_t b = 0; b < kBytesPerSlot; ++b) {
+        const std::int64_t i = s * kBytesPerSlot + b;
+        if (i < mirror.numel()) value |= static_cast<std::uint32_t>(in[i]) << (8 * b);
+      }
+      out[s] = static_cast<float>(value);
     }
-    out[s] = static_cast<float>(value);
   }
-  torch::Tensor area = last.flat.narrow(0, last.numel, slots * world);
+  out[mirror_slots] = static_cast<float>(flag);
+  torch::Tensor area = last.flat.narrow(0, last.numel, per_rank * world);
   area.zero_();
-  area.narrow(0, static_cast<std::int64_t>(comm_.rank()) * slots, slots).copy_(mine);
+  area.narrow(0, static_cast<std::int64_t>(comm_.rank()) * per_rank, per_rank).copy_(mine);
 }
 
-void GradSync::unpack_mirrors(const Bucket& last, std::int64_t mirror_bytes) {
+int GradSync::unpack_extras(const Bucket& last, std::int64_t mirror_bytes) {
   const int world = comm_.size();
-  const std::int64_t slots = slots_for(mirror_bytes);
-  torch::Tensor table = torch::empty({world, mirror_bytes}, torch::kUInt8);
-  const torch::Tensor packed = last.flat.narrow(0, last.numel, slots * world).to(torch::kCPU).contiguous();
+  const std::int64_t mirror_slots = mirror_bytes > 0 ? slots_for(mirror_bytes) : 0;
+  const std::int64_t per_rank = mirror_slots + 1;
+  // Summed, not averaged (reduce_bucket divides the gradients only): each value is one rank's.
+  const torch::Tensor packed = last.flat.narrow(0, last.numel, per_rank * world).to(torch::kCPU).contiguous();
   const float* in = packed.data_ptr<float>();
+  int flag = 0;
+  for (std::int64_t r = 0; r < world; ++r) {
+    flag = std::max(flag, static_cast<int>(std::lround(in[r * per_rank + mirror_slots])));
+  }
+  if (mirror_bytes == 0) return flag;
+  torch::Tensor table = torch::empty({world, mirror_bytes}, torch::kUInt8);
   auto* out = table.data_ptr<std::uint8_t>();
   for (std::int64_t r = 0; r < world; ++r) {
-    for (std::int64_t s = 0; s < slots; ++s) {
-      const auto value = static_cast<std::uint32_t>(in[r * slots + s]);
+    for (std::int64_t s = 0; s < mirror_slots; ++s) {
+      const auto value = static_cast<std::uint32_t>(std::lround(in[r * per_rank + s]));
       for (std::int64_t b = 0; b < kBytesPerSlot; ++b) {
         const std::int64_t i = s * kBytesPerSlot + b;
         if (i < mirror_bytes) out[r * mirror_bytes + i] = static_cast<std::uint8_t>(value >> (8 * b));
@@ -238,15 +250,20 @@ void GradSync::unpack_mirrors(const Bucket& last, std::int64_t mirror_bytes) {
     }
   }
   mirrors_ = table;
+  return flag;
 }
 
-void GradSync::synchronize(const torch::Tensor& mirror) {
+int GradSync::synchronize(const torch::Tensor& mirror, int flag) {
   const int world = comm_.size();
   torch::NoGradGuard no_grad;
   if (mirror.defined() &&
       (mirror.scalar_type() != torch::kUInt8 || !mirror.is_contiguous() || mirror.numel() > kMaxMirrorBytes)) {
     throw ConfigError("GradSync::synchronize: the mirror must be a contiguous uint8 tensor of at most " +
                       std::to_string(kMaxMirrorBytes) + " bytes");
+  }
+  if (flag < 0 || flag > kMaxFlag) {
+    throw ConfigError("GradSync::synchronize: flag " + std::to_string(flag) + " is outside 0.." +
+                      std::to_string(kMaxFlag));
   }
   if (world == 1) {
     // Nothing to average: the local gradients are the result. Only a parameter without one gets
@@ -255,7 +272,7 @@ void GradSync::synchronize(const torch::Tensor& mirror) {
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
     }
     if (mirror.defined()) mirrors_ = mirror.reshape({1, -1}).clone();
-    return;
+    return flag;
   }
   Overlap& o = *overlap_;
   if (!o.round_open) prepare_for_backward();
@@ -268,11 +285,18 @@ void GradSync::synchronize(const torch::Tensor& mirror) {
     if (o.pipeline.is_ready(b)) continue;  // launched during backward
     Bucket& bucket = buckets_[b];
     fill_slots(bucket);
-    if (mirror.defined() && b + 1 == buckets_.size()) pack_mirror(bucket, mirror);
+    if (b + 1 == buckets_.size()) pack_extras(bucket, mirror, flag);
     o.pipeline.mark_ready(b);
   }
   o.pipeline.wait();
-  if (mirror.defined()) unpack_mirrors(buckets_.back(), mirror.numel());
+  int agreed = flag;
+  if (buckets_.empty()) {  // no parameters: nothing to ride on
+    std::int64_t value = flag;
+    comm_.allreduce(&value, 1, elastic::ElementType::kInt64, elastic::ReduceOp::kMax);
+    agreed = static_cast<int>(value);
+  } else {
+    agreed = unpack_extras(buckets_.back(), mirror.defined() ? mirror.numel() : 0);
+  }
   for (Bucket& bucket : buckets_) {
     std::int64_t offset = 0;
     for (std::size_t k : bucket.params) {
@@ -282,6 +306,7 @@ void GradSync::synchronize(const torch::Tensor& mirror) {
       offset += p.numel();
     }
   }
+  return agreed;
 }
 
 void GradSync::gather_mirrors(const torch::Tensor& mirror) {

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -146,6 +147,9 @@ struct Trainer::Run {
   bool holds_state = true;
   /// train() under `tenax run --recovery in-process`: RNG mirrored every step, losses healed.
   bool heals_in_process = false;
+  /// The preemption signal the ranks agreed on in the last step's gradient allreduce; read (and
+  /// cleared) by the next preemption_agreed(), which then needs no collective of its own.
+  std::optional<int> preemption_from_step;
 };
 
 Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
@@ -413,6 +417,9 @@ void Trainer::log_training(double window_loss, std::int64_t window_steps, double
 
 void Trainer::report_save(const SaveResult& result, bool must_succeed) {
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
+  // The peer this rank waited on is gone and a newer generation is declared: the training loop
+  // recovers in process (Trainer::train), and the healed generation takes the save again.
+  if (result.superseded) throw PeerLostError(result.error);
   if (result.committed) {
     log->info("saved checkpoint {} (step stalled {:.3f} s for the snapshot; write + commit {:.3f} s)",
               result.dir.string(), result.snapshot_seconds, result.write_seconds);
@@ -600,7 +607,11 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
   }
   // With in-process recovery every rank's random state (after this step's dropout) rides in
   // the gradient allreduce: whoever completes the step holds what a replacement continues from.
-  r.grad_sync->synchronize(r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor());
+  // So does the preemption flag: every rank learns of a signal in the step's own collective.
+  r.preemption_from_step.reset();
+  const int preemption = r.grad_sync->synchronize(r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor(),
+                                                  r.preemption ? r.preemption->requested() : 0);
+  if (r.preemption) r.preemption_from_step = preemption;
   if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(r.params, args_.max_grad_norm);
   const double lr = args_.learning_rate * r.schedule->multiplier(step);
   for (auto& group : r.optimizer->param_groups()) group.options().set_lr(lr);
@@ -809,8 +820,11 @@ void Trainer::act_on_control(double lr) {
 int Trainer::preemption_agreed() {
   Run& r = run("preemption_agreed()");
   if (!r.preemption) return 0;
-  // Every rank learns of a preemption signal at the same call (one small allreduce), so all of
-  // them stop at the same step and save one consistent checkpoint (DESIGN.md decision 7).
+  // Every rank learns of a preemption signal at the same call, so all of them stop at the same
+  // step and save one consistent checkpoint (DESIGN.md decision 7). Right after a step the
+  // answer came with its gradients; otherwise it takes one small allreduce. Either way every
+  // rank reads the same one: all of them call step() and preemption_agreed() in the same order.
+  if (const std::optional<int> agreed = std::exchange(r.preemption_from_step, std::nullopt)) return *agreed;
   std::int64_t requested = r.preemption->requested();
   context_.communicator().allreduce(&requested, 1, elastic::ElementType::kInt64, elastic::ReduceOp::kMax);
   return static_cast<int>(requested);

@@ -11,6 +11,7 @@
 #include "support/thread_ranks.h"
 #include "tenax/core/error.h"
 #include "tenax/elastic/in_memory_store.h"
+#include "tenax/elastic/in_process_recovery.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/sdk/user_state.h"
 
@@ -276,6 +277,34 @@ TEST(SdkCheckpointer, AFailureOnOneRankCommitsNothingAndEveryRankIsTold) {
     EXPECT_NE(r.error.find("rank 2"), std::string::npos) << r.error;
   }
   EXPECT_EQ(storage::CheckpointDirectory(out / "checkpoints").committed_steps(), std::vector<std::int64_t>{5});
+}
+
+// In-process recovery: rank 2 dies before it writes its shard, and the agent marks generation 0
+// superseded. The survivors' commit ends at once with `superseded` (a lost peer, not a storage
+// failure) instead of waiting out the commit timeout for a shard that never comes; before the
+// mark existed a survivor blocked in the next save until the timeout while the job could heal.
+TEST(SdkCheckpointer, ASaveWaitingOnADeadPeerEndsSupersededWhenTheAgentMarksTheGeneration) {
+  const auto out = fresh_dir("superseded");
+  std::vector<SaveResult> results(2);
+  CheckpointerOptions options;
+  options.commit_timeout = std::chrono::minutes(5);
+  testing::run_contexts(3, [&](elastic::WorkerContext& ctx) {
+    if (ctx.rank() == 2) {
+      // Dead: no shard. What the agent does when it declares the next generation.
+      ctx.store()->add(elastic::kSupersededKey, 1);
+      return;
+    }
+    Checkpointer ckpt(out, ctx, options);
+    (void)ckpt.save_async(request(10, replicated_state(2.0f)));
+    results[static_cast<std::size_t>(ctx.rank())] = *ckpt.wait();
+  });
+  for (const SaveResult& r : results) {
+    EXPECT_FALSE(r.committed);
+    EXPECT_TRUE(r.superseded) << r.error;
+    EXPECT_FALSE(r.fenced);
+    EXPECT_NE(r.error.find("a peer was lost"), std::string::npos) << r.error;
+  }
+  EXPECT_TRUE(storage::CheckpointDirectory(out / "checkpoints").committed_steps().empty());
 }
 
 TEST(SdkCheckpointer, RetentionKeepsTheNewestAndTheBestByMetric) {

@@ -80,6 +80,53 @@ TEST_P(SdkGradSyncTest, LaterBackwardPassesAccumulateIntoTheBucketViews) {
   }
 }
 
+// The preemption flag rides in the last bucket: every rank gets the largest one, the gradients
+// are the same as without it, and a mirror beside it comes through intact.
+TEST_P(SdkGradSyncTest, TheLargestFlagOfAnyRankComesBackToEveryRankWithTheGradients) {
+  const int world = GetParam();
+  std::vector<std::vector<int>> agreed(static_cast<size_t>(world));
+  std::vector<torch::Tensor> grads(static_cast<size_t>(world));
+  std::vector<torch::Tensor> mirrors(static_cast<size_t>(world));
+  testing::run_ranks(world, [&](elastic::Communicator& comm) {
+    const int r = comm.rank();
+    auto w = torch::ones({4, 3}).set_requires_grad(true);
+    auto b = torch::ones({5}).set_requires_grad(true);
+    GradSync sync(comm, {w, b}, GradSyncOptions{16});
+    auto& mine = agreed[static_cast<size_t>(r)];
+    for (int round = 0; round < 4; ++round) {
+      sync.zero_grad();
+      (w * static_cast<float>(r + round)).sum().backward();
+      (b * 2.0f).sum().backward();
+      // Round 0: nobody; 1: the last rank (signal 10); 2: rank 0 says 15, the last rank 10;
+      // 3: the largest value allowed, with a mirror beside it.
+      int flag = 0;
+      if (round == 1 && r == world - 1) flag = 10;
+      if (round == 2) flag = r == 0 ? 15 : (r == world - 1 ? 10 : 0);
+      if (round == 3 && r == world - 1) flag = GradSync::kMaxFlag;
+      const torch::Tensor mirror =
+          round == 3 ? torch::full({7}, static_cast<std::uint8_t>(40 + r), torch::kUInt8) : torch::Tensor();
+      mine.push_back(sync.synchronize(mirror, flag));
+    }
+    grads[static_cast<size_t>(r)] = torch::cat({w.grad().reshape({-1}), b.grad()}).clone();
+    mirrors[static_cast<size_t>(r)] = sync.mirrors().clone();
+    EXPECT_THROW(sync.synchronize({}, -1), ConfigError);
+    EXPECT_THROW(sync.synchronize({}, GradSync::kMaxFlag + 1), ConfigError);
+  });
+  const float mean_r = static_cast<float>(world - 1) / 2.0f;
+  const torch::Tensor expected = torch::cat({torch::full({12}, mean_r + 3.0f), torch::full({5}, 2.0f)});
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(agreed[static_cast<size_t>(r)], (std::vector<int>{0, 10, 15, GradSync::kMaxFlag}))
+        << "rank " << r;
+    EXPECT_TRUE(torch::allclose(grads[static_cast<size_t>(r)], expected)) << "rank " << r;
+    ASSERT_EQ(mirrors[static_cast<size_t>(r)].sizes(), (std::vector<std::int64_t>{world, 7}));
+    for (int q = 0; q < world; ++q) {
+      EXPECT_TRUE(torch::equal(mirrors[static_cast<size_t>(r)][q], torch::full({7}, static_cast<std::uint8_t>(40 + q),
+                                                                                 torch::kUInt8)))
+          << "rank " << r << " row " << q;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSizes, SdkGradSyncTest, ::testing::Values(1, 2, 3, 4));
 
 // A small MLP whose parameters fill several tiny buckets. Ranks are threads sharing torch's

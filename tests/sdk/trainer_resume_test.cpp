@@ -172,8 +172,10 @@ TEST(SdkTrainerResume, ChangedSeedIsRefused) {
 }
 
 // A preemption signal (here raised by the process itself after step 7, as Slurm would send it)
-// stops training at that step with a checkpoint; a fresh Trainer resumes there and ends
-// bit-identical to an uninterrupted run. Handlers are restored afterwards.
+// stops training with a checkpoint; a fresh Trainer resumes there and ends bit-identical to an
+// uninterrupted run. Handlers are restored afterwards. The ranks agree on the signal in a
+// step's gradient allreduce: one raised after step 7's allreduce (in its on_step_end) rides in
+// step 8's, so training stops after step 8.
 class RaiseAt final : public TrainerCallback {
  public:
   RaiseAt(std::int64_t step, int signal) : step_(step), signal_(signal) {}
@@ -192,7 +194,7 @@ class RaiseAt final : public TrainerCallback {
   int signal_;
 };
 
-TEST(SdkTrainerPreemption, SignalStopsAtTheStepSavesAndResumesBitExactly) {
+TEST(SdkTrainerPreemption, SignalStopsAtTheNextStepSavesAndResumesBitExactly) {
   const auto reference = run(fresh_dir("ref-preempt"), -1, 7);
   const auto dir = fresh_dir("preempt");
   torch::set_num_threads(1);
@@ -205,8 +207,8 @@ TEST(SdkTrainerPreemption, SignalStopsAtTheStepSavesAndResumesBitExactly) {
     const TrainOutput out = trainer.train();
     EXPECT_TRUE(out.preempted);
     EXPECT_EQ(out.preempt_signal, SIGUSR1);
-    EXPECT_EQ(out.global_step, 7);
-    EXPECT_EQ(raise->preempted_at, 7);
+    EXPECT_EQ(out.global_step, 8);
+    EXPECT_EQ(raise->preempted_at, 8);
     EXPECT_EQ(raise->seen_signal, SIGUSR1);
   }
   // The handler is gone with the Trainer: SIGUSR1 would again terminate the process.
@@ -215,7 +217,7 @@ TEST(SdkTrainerPreemption, SignalStopsAtTheStepSavesAndResumesBitExactly) {
   EXPECT_EQ(current.sa_handler, SIG_DFL);
   Recorder rec;
   const auto resumed = run(dir, -1, 555, &rec);
-  EXPECT_EQ(rec.loaded_step, 7);
+  EXPECT_EQ(rec.loaded_step, 8);
   expect_bit_identical(reference, resumed);
 }
 

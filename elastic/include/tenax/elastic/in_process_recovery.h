@@ -5,6 +5,7 @@
 //   worker (Trainer::begin, after every rejoin): add(ready_key(g), 1)   "I heal in process in g"
 //   agent, when a worker of generation g dies and every live one was ready in g:
 //       set(declared_key(g'), g'), set(kLatestKey, g')                 g' = the next generation
+//       add("gen/<g>/" + kSupersededKey, 1)      wakes g's waits outside collectives (a commit)
 //       and either set(spare_key(id), "<rank> <g'> <restarts>") for a warm spare, or starts a new process
 //       with TENAX_REPLACEMENT=1
 //   survivor: its collective fails → drops its communicator → waits for declared_key(g + 1) →
@@ -31,6 +32,11 @@ inline constexpr const char* kReplacementVariable = "TENAX_REPLACEMENT";
 inline constexpr const char* kSpareIdVariable = "TENAX_SPARE_ID";
 
 inline constexpr const char* kLatestKey = "recovery/latest";
+/// Under the lost generation's own prefix ("gen/<g>/"), non-zero once the agent declared a
+/// newer one. A worker of g that waits on its peers outside a collective — a checkpoint commit
+/// waiting for a dead rank's shard — reads it (Store::add(key, 0), which never blocks) and
+/// stops waiting: a collective fails at once when a peer dies, a store wait would only time out.
+inline constexpr const char* kSupersededKey = "superseded";
 inline std::string declared_key(std::int64_t generation) {
   return "recovery/declared/" + std::to_string(generation);
 }

@@ -112,6 +112,9 @@ struct SaveResult {
   /// Not committed because a newer generation formed: this process is part of a stale
   /// partition and must not go on training as if it could save.
   bool fenced = false;
+  /// Not committed because a peer was lost while this rank waited on its shard and the agent
+  /// recovers in process: a PeerLostError for the training loop, not a storage failure.
+  bool superseded = false;
   double snapshot_seconds = 0.0;  ///< time the training thread spent copying
   double write_seconds = 0.0;     ///< time the writer spent from start to the known result
 };

@@ -60,7 +60,11 @@ class GradSync {
   /// returned, mirrors() holds every rank's bytes. A step's gradients and the ranks' mirrored
   /// states (their RNG, for in-process recovery) so arrive together or not at all: a rank that
   /// completed the step holds what a replacement needs to continue from it.
-  void synchronize(const torch::Tensor& mirror = {});
+  /// `flag` (0 <= flag < 2^24; a preemption signal's number) rides there too, one slot per rank:
+  /// the return value is the largest flag of any rank, the same on every rank. A request that
+  /// every rank must agree on at a step boundary so costs no collective of its own.
+  int synchronize(const torch::Tensor& mirror = {}, int flag = 0);
+  static constexpr int kMaxFlag = (1 << 24) - 1;
 
   /// [world size, mirror bytes] uint8: every rank's `mirror` of the last synchronize() that
   /// completed with one; undefined before.
@@ -92,9 +96,10 @@ class GradSync {
   // Puts each gradient of `bucket` not yet there into its slot (zeros for a missing one).
   void fill_slots(Bucket& bucket);
   void reduce_bucket(std::size_t index);
-  // The mirror's slots appended to the last bucket: 3 bytes per float, exact (below 2^24).
-  void pack_mirror(Bucket& last, const torch::Tensor& mirror);
-  void unpack_mirrors(const Bucket& last, std::int64_t mirror_bytes);
+  // What rides after the last bucket's gradients, one area per rank (the others' areas zero, so
+  // the sum is a gather): the mirror's bytes, 3 per float (exact below 2^24), then the flag.
+  void pack_extras(Bucket& last, const torch::Tensor& mirror, int flag);
+  int unpack_extras(const Bucket& last, std::int64_t mirror_bytes);
 
   elastic::Communicator& comm_;
   std::vector<torch::Tensor> params_;

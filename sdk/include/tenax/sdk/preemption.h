@@ -2,7 +2,8 @@
 // (Slurm's --signal warning) — turned into a flag the training loop reads at step boundaries.
 //
 // DESIGN.md decision 7: the handlers only set a flag; the Trainer acts at a step boundary after
-// every rank agrees (one allreduce of one integer per step), so all ranks stop at the same step,
+// every rank agrees (the flag rides in each step's gradient allreduce: GradSync::synchronize),
+// so all ranks stop at the same step,
 // save one consistent checkpoint and exit with tenax::kExitPreempted (3).
 // Signal dispositions are process-wide: instances share one flag; the first installs the
 // handlers, the last restores the previous ones. Thread-safety: any thread may construct,

@@ -109,7 +109,8 @@ class Trainer {
   /// loss of the step (the micro-batches' sum, each divided by their number). After begin().
   double step(const std::vector<Batch>& micro_batches);
   /// Collective: the signal any rank received (SIGUSR1, SIGTERM), or 0; every rank gets the same
-  /// answer at the same call (one allreduce). 0 when handle_preemption_signals is off.
+  /// answer at the same call. Right after a step() the answer came with that step's gradients (no
+  /// collective of its own); otherwise one small allreduce. 0 when handle_preemption_signals is off.
   int preemption_agreed();
   /// Collective, asynchronous: a checkpoint now, named by `label` (default: the optimizer step).
   /// An embedding code labels it with its solver step; the optimizer step is saved beside it.
