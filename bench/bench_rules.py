@@ -115,4 +115,4 @@ def median_range(xs, digits=3) -> str:
     xs = [x for x in xs if x is not None]
     if not xs:
         return "-"
-    return f"{statistics.median(xs):.{digits}f} ({min(xs):.{digits}f}-{max(xs):.{digits}f})"
+    return f"{statistics.median(xs):.{digits}f} ({min(xs):.{digits}f}..{max(xs):.{digits}f})"
