@@ -126,9 +126,9 @@ def main():
             r = bench_rules.run_on_quiet_machine(lambda: run_job(a, s, seed, os.path.join(a.work_dir, s)), say,
                                                  f"round {rnd} {s}")
             runs[(rnd, s)] = r
-            say(f"  round {rnd} seed {seed} {s:<10} {r['samples_per_s']:7.1f} samples/s  train {r['train_runtime_s']:6.1f} s"
-                f"  step {r['global_step']}  test acc {r['test_accuracy']:.4f}  load {r['load0']:.2f}->{r['load_end']:.2f}"
-                + ("  (LOADED)" if r.get("loaded") else ""))
+            say(f"  round {rnd} seed {seed} {s:<10} {r['samples_per_s']:7.1f} samples/s  "
+                f"train {r['train_runtime_s']:6.1f} s  step {r['global_step']}  test acc {r['test_accuracy']:.4f}  "
+                f"load {r['load0']:.2f}->{r['load_end']:.2f}" + ("  (LOADED)" if r.get("loaded") else ""))
 
     rounds = range(1, a.rounds + 1)
     mr = bench_rules.median_range
@@ -140,7 +140,8 @@ def main():
     for s in a.python:
         d = [100 * (runs[(i, 'tenax')]['test_accuracy'] - runs[(i, s)]['test_accuracy']) for i in rounds]
         q = [runs[(i, 'tenax')]['samples_per_s'] / runs[(i, s)]['samples_per_s'] for i in rounds]
-        say(f"  test accuracy tenax - {s} (points): {mr(d, 2)}  |d| <= 1   (rounds: {', '.join(f'{x:+.2f}' for x in d)})")
+        say(f"  test accuracy tenax - {s} (points): {mr(d, 2)}  |d| <= 1   "
+            f"(rounds: {', '.join(f'{x:+.2f}' for x in d)})")
         say(f"  samples/s tenax / {s}: {mr(q)}  (shown)   (rounds: {', '.join(f'{x:.3f}' for x in q)})")
     steps = {runs[k]["global_step"] for k in runs}
     if len(steps) != 1:
