@@ -91,7 +91,6 @@ def main():
     for f in (baseline, example):
         if not os.access(f, os.X_OK):
             sys.exit(f"sim_overhead: {f} is missing: cmake --build {a.build} --target sim_baseline sim_surrogate")
-    order_of = bench_rules.RoundOrder(["baseline", "tenax-nosave", "tenax-async", "tenax-sync"], a.seed)
     cores = os.cpu_count() or 1
     work = a.work_dir or tempfile.mkdtemp(prefix="tenax-sim-bench-")
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
@@ -113,6 +112,7 @@ def main():
         "tenax-async": lambda: tenax_cmd("async", []),
         "tenax-sync": lambda: tenax_cmd("sync", ["--sync-save"]),
     }
+    order_of = bench_rules.RoundOrder(systems, a.seed)
 
     report = bench_rules.Report("sim", a.results, a.rounds)
     say = report.say
