@@ -70,7 +70,7 @@ demo-sim: configure
 	cmake --build $(BUILD) -j $(JOBS) --target sim_demo_programs
 	@bash tools/demo_sim.sh $(BUILD)
 
-# Benchmarks (not tests): each figure is a ratio against a baseline run in the same invocation.
+# Benchmarks (not tests): each figure is a ratio against a baseline run in the same round (bench/README.md: the rules).
 bench: build
 	bash bench/checkpoint_bench.sh $(BUILD)
 
@@ -83,7 +83,7 @@ bench-finetune: build
 	bash bench/finetune_bench.sh $(BUILD) $(FINETUNE_BENCH_ARGS)
 
 # Recovery from a worker SIGKILL, Tenax vs torchrun (Debian's python3-torch 1.13, installed by the
-# script if missing): detection, recovery, steps lost; medians of 3 rounds (bench/README.md).
+# script if missing): detection, recovery, steps lost; medians of 5 rounds with their range (bench/README.md).
 # In-process recovery under SIGKILLs by pid at random moments, 20 kills (`make test` runs 4).
 soak-recovery: build
 	$(BUILD)/tests/integration/in_process_recovery_test --gtest_filter='*ExternalKill*' --gtest_repeat=5

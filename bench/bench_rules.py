@@ -100,10 +100,11 @@ def run_on_quiet_machine(run, say, label, attempts=3, wait_s=5.0, max_wait_s=600
         result = run()
         result["load0"] = load0
         result["reruns"] = attempt
+        again = "run again" if attempt + 1 < attempts else "kept, marked loaded"
         if load0 > cores:
-            say(f"  ({label}: load {load0:.2f} above {cores} cores at the start; run again)")
+            say(f"  ({label}: load {load0:.2f} above {cores} cores at the start; {again})")
         elif disturbed is not None and disturbed(result):
-            say(f"  ({label}: other work ran beside it ({disturbed(result)}); run again)")
+            say(f"  ({label}: other work ran beside it ({disturbed(result)}); {again})")
         else:
             return result
     result["loaded"] = True
@@ -114,4 +115,4 @@ def median_range(xs, digits=3) -> str:
     xs = [x for x in xs if x is not None]
     if not xs:
         return "-"
-    return f"{statistics.median(xs):.{digits}f} ({min(xs):.{digits}f}-{max(xs):.{digits}f})"
+    return f"{statistics.median(xs):.{digits}f} ({min(xs):.{digits}f}..{max(xs):.{digits}f})"

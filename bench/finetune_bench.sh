@@ -17,13 +17,15 @@
 # Usage: bench/finetune_bench.sh [BUILD_DIR] [--ranks N] [--also BUILD_DIR2]
 #   --also: a second Tenax build (e.g. build-cuda, the CUDA flavour on PyPI's libtorch, on CPU)
 #           run as system "tenax-also" in the same rounds, with Tenax-also / Tenax among the ratios
-#   env: ROUNDS (3), ORDER_SEED (random; printed), MAX_LOAD (2.5), MAX_RERUNS (3), THREADS (2: all cores of the reference machine), STEPS (300; 0 = EPOCHS),
+#   env: ROUNDS (5), ORDER_SEED (random; printed), MAX_LOAD (2.5), MAX_RERUNS (3), LOAD_WAIT (600), THREADS (2: all cores of the reference machine), STEPS (300; 0 = EPOCHS),
 #        EPOCHS (1, when STEPS=0), BATCH (16, the global batch), MAX_LENGTH (64), LR (5e-5),
-#        SEED (42), EVAL_LIMIT (0 = the whole test split; a prefix for smoke runs), PEERS ("debian pypi"), TENAX_ASSETS (.assets), WORK (BUILD_DIR/bench-finetune)
+#        SEED (42), EVAL_LIMIT (0 = the whole test split; a prefix for smoke runs), PEERS ("debian pypi"), TENAX_ASSETS (.assets), WORK (BUILD_DIR/bench-finetune),
+#        RESULTS (bench/results-finetune-<UTC date>.txt: what the bench prints, after a header with the commit and the command)
 # Needs: the build (make build), the assets (tools/fetch_assets.sh), and the venvs
 # (bash bench/setup_hf_peers.sh); `make bench-finetune` does all three.
 set -euo pipefail
 build=build ranks=1 also=
+orig_args=("$@")
 while [ $# -gt 0 ]; do
   case $1 in
     --ranks) ranks=$2; shift 2 ;;
@@ -36,7 +38,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 repo=$(cd "$(dirname "$0")/.." && pwd)
-rounds=${ROUNDS:-3} threads=${THREADS:-2} steps=${STEPS:-300} epochs=${EPOCHS:-1}
+rounds=${ROUNDS:-5} threads=${THREADS:-2} steps=${STEPS:-300} epochs=${EPOCHS:-1}
 batch=${BATCH:-16} max_length=${MAX_LENGTH:-64} lr=${LR:-5e-5} seed=${SEED:-42}
 eval_limit=${EVAL_LIMIT:-0}
 peers=${PEERS:-debian pypi}
@@ -70,6 +72,19 @@ common=(--model-dir "$assets/all-minilm-l6-v2" --data-dir "$assets/data/rotten_t
         --per-device-eval-batch-size 64 --eval-limit "$eval_limit")
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONWARNINGS=ignore
 
+# The results file gets everything printed below, after bench_rules' header: the commit and the
+# command, with the settings taken from the environment written in front of it.
+results_file=${RESULTS:-$repo/bench/results-finetune-$(date -u +%F).txt}
+[ "$rounds" -ge 5 ] || echo "finetune bench: note: fewer than 5 rounds is a smoke run, not a result" >&2
+exec > >(tee "$results_file")
+settings=()
+for v in ROUNDS ORDER_SEED MAX_LOAD MAX_RERUNS LOAD_WAIT THREADS STEPS EPOCHS BATCH MAX_LENGTH LR SEED EVAL_LIMIT PEERS \
+         TENAX_ASSETS WORK RESULTS; do
+  [ -z "${!v+x}" ] || settings+=("$v=${!v}")
+done
+python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_rules; sys.argv = sys.argv[2:]
+print(bench_rules.header("finetune bench"))' "$repo/bench" "${settings[@]}" bash "$0" "${orig_args[@]}"
+
 echo "finetune bench: $what, global batch $batch, max_length $max_length, lr $lr, seed $seed," \
      "$threads threads; Tenax on $ranks rank(s) x $rank_threads thread(s) x batch $per_device;" \
      "$rounds round(s); $(nproc) cores, load now $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -78,6 +93,12 @@ echo "finetune bench: $what, global batch $batch, max_length $max_length, lr $lr
 run_system() {
   local name=$1 round=$2 log="$work/$1-$2.log" out="$work/$1-$2" load0 rc=0
   rm -rf "$out"
+  # Wait (at most LOAD_WAIT seconds) for other work to end: a run that starts above the core
+  # count is not kept (the round runs again).
+  for _ in $(seq $((load_wait / 5))); do
+    awk -v c="$(nproc)" '{ exit !($1 > c) }' /proc/loadavg || break
+    sleep 5
+  done
   load0=$(cut -d' ' -f1 /proc/loadavg)
   case $name in
     tenax|tenax-also)
@@ -106,12 +127,13 @@ results="$work/results.jsonl"
 : >"$results"
 # Each round runs the systems in an order shuffled from ORDER_SEED (printed, so a run can be
 # replayed), so that no system always runs first on a cold cache or last on a warm one. On a
-# shared machine a round in which any run starts or ends with a load average above MAX_LOAD is
-# run again, up to MAX_RERUNS times; the last attempt is kept and flagged. The default 2.5: the
-# benchmark's own 2 threads alone read 1.4-2.1 on the quiet 2-core machine.
-order_seed=${ORDER_SEED:-$RANDOM} max_load=${MAX_LOAD:-2.5} max_reruns=${MAX_RERUNS:-3}
-echo "order seed $order_seed (ORDER_SEED=$order_seed replays it); rounds with a load above $max_load run again" \
-     "(at most $max_reruns times)"
+# shared machine every run waits (up to LOAD_WAIT seconds) for the 1-minute load to fall to the core
+# count, and a round in which any run starts with a load above the core count, or ends with one
+# above MAX_LOAD, is run again, up to MAX_RERUNS times; the last attempt is kept and flagged. The
+# end's default 2.5: the benchmark's own 2 threads alone read 1.4-2.1 on the quiet 2-core machine.
+order_seed=${ORDER_SEED:-$RANDOM} max_load=${MAX_LOAD:-2.5} max_reruns=${MAX_RERUNS:-3} load_wait=${LOAD_WAIT:-600}
+echo "order seed $order_seed (ORDER_SEED=$order_seed replays it); rounds with a load above $(nproc) at a run's start" \
+     "or above $max_load at its end run again (at most $max_reruns times)"
 systems=(tenax ${also:+tenax-also} $(for p in $peers; do echo "hf-$p"; done))
 for round in $(seq 1 "$rounds"); do
   for attempt in $(seq 0 "$max_reruns"); do
@@ -122,10 +144,10 @@ for round in $(seq 1 "$rounds"); do
       r=$(run_system "$name" "$round")
       echo "$r" | python3 -c 'import json, sys; r = json.loads(sys.stdin.read()); print("  round %s %-10s %7.2f samples/s  train %6.1f s  step %d  test acc %.4f  load %.1f->%.1f" % (sys.argv[1], sys.argv[2], r["train_samples_per_second"], r["train_runtime_s"], r["global_step"], r["test_accuracy"], r["load"], r["load_end"]))' "$round" "$name"
       lines+=("{\"round\":$round,\"system\":\"$name\",\"result\":$r}")
-      echo "$r" | python3 -c 'import json, sys; r = json.loads(sys.stdin.read()); sys.exit(1 if max(r["load"], r["load_end"]) > float(sys.argv[1]) else 0)' "$max_load" || loaded=1
+      echo "$r" | python3 -c 'import json, sys; r = json.loads(sys.stdin.read()); sys.exit(1 if r["load"] > int(sys.argv[2]) or r["load_end"] > float(sys.argv[1]) else 0)' "$max_load" "$(nproc)" || loaded=1
     done
     if [ "$loaded" = 1 ] && [ "$attempt" -lt "$max_reruns" ]; then
-      echo "  round $round: a load average above $max_load; running the round again"
+      echo "  round $round: a load average above $(nproc) at a start or $max_load at an end; running the round again"
       continue
     fi
     [ "$loaded" = 1 ] && echo "  round $round: kept although loaded (MAX_RERUNS=$max_reruns reached)"
@@ -196,4 +218,4 @@ steps = {by[s][i]["global_step"] for s in systems for i in rounds}
 if len(steps) != 1:
     print(f"WARNING: the systems ran different step counts: {sorted(steps)}")
 PY
-echo "logs: $work/*.log, results: $results"
+echo "logs: $work/*.log, results: $results; printed output: $results_file"

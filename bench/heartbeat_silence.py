@@ -12,17 +12,17 @@ longest gap between two messages from a node that was never declared dead. The f
 is that silence as a fraction of the expiry (interval x liveness): below 1.0 means no false alarm.
 Also counted: false alarms ("missed heartbeats" in the logs) and restarts.
 
-Rules of bench/README.md: conditions in a seeded random order each round (the seed is printed),
-at least 5 rounds, median and spread (min..max) per condition, the machine's load printed per
-run; a "quiet" run starts only once the 1-minute load is below the core count (the others are
-loaded on purpose).
+The rules of bench/bench_rules.py: conditions in an order shuffled per round from a printed seed
+(--seed repeats it), at least 5 rounds, median and spread (min..max) per condition, the machine's
+load printed per run, the header with the commit and the command, written to --results. A "quiet"
+run starts only once the 1-minute load is at most the core count (the previous condition's hogs
+have faded), and is run again when it started above it; the others are loaded on purpose.
 
-  python3 bench/heartbeat_silence.py --build build [--rounds 5] [--steps 3000] [--seed N]
+  python3 bench/heartbeat_silence.py --build build [--rounds 5] [--steps 3000] [--seed N] [--results FILE]
 """
 
 import argparse
 import os
-import random
 import re
 import shutil
 import signal
@@ -33,6 +33,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_rules  # noqa: E402
 import procfs  # noqa: E402  (tools/procfs.py)
 
 CONDITIONS = {
@@ -91,67 +93,66 @@ def main():
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--conditions", default=",".join(CONDITIONS))
+    p.add_argument("--results", default=None, help="results file (default bench/results-heartbeat-<UTC date>.txt)")
     args = p.parse_args()
-    if args.rounds < 5:
-        sys.exit("heartbeat_silence.py: at least 5 rounds (bench/README.md)")
     conditions = args.conditions.split(",")
     for c in conditions:
         if c not in CONDITIONS:
             sys.exit(f"heartbeat_silence.py: unknown condition '{c}' (known: {', '.join(CONDITIONS)})")
     if any(CONDITIONS[c] for c in conditions) and not shutil.which("stress-ng"):
         sys.exit("heartbeat_silence.py: stress-ng is missing (apt-get install stress-ng)")
-    seed = args.seed if args.seed is not None else random.randrange(2**31)
-    rng = random.Random(seed)
     tenax = os.path.join(args.build, "launcher", "tenax")
     example = find(args.build, "synthetic_regression")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    print(f"heartbeat_silence: seed {seed}, commit {commit}, {os.cpu_count()} cores, {args.rounds} rounds, "
-          f"{args.steps} steps, heartbeat 500 ms x 5 (expiry {EXPIRY_MS} ms)", flush=True)
+    report = bench_rules.Report("heartbeat", args.results, args.rounds)
+    say = report.say
+    order = bench_rules.RoundOrder(conditions, args.seed)
+    say(bench_rules.header("heartbeat_silence"))
+    say(f"  {args.rounds} round(s), {args.steps} steps, heartbeat 500 ms x 5 (expiry {EXPIRY_MS} ms); "
+        f"{order.describe()}")
     results = {c: [] for c in conditions}
     work = tempfile.mkdtemp(prefix="tenax-heartbeat-")
+
+    def run(c):
+        hog = subprocess.Popen(CONDITIONS[c], start_new_session=True) if CONDITIONS[c] else None
+        try:
+            time.sleep(1 if hog else 0)
+            return one_run(tenax, example, args.steps, os.path.join(work, c))
+        finally:
+            if hog:
+                os.killpg(hog.pid, signal.SIGKILL)
+                hog.wait()
+
     for r in range(1, args.rounds + 1):
-        order = conditions[:]
-        rng.shuffle(order)
-        print(f"round {r}: order {' '.join(order)}", flush=True)
-        for c in order:
-            if c == "quiet":
-                # The load that matters is what runs beside the job, so it is judged before the
-                # run (the 1-minute average lags: wait for the previous condition's hogs to fade);
-                # a run that starts above the core count is not a quiet run: wait, then repeat.
-                waited = 0
-                while os.getloadavg()[0] > os.cpu_count() and waited < 600:
-                    if waited % 60 == 0:
-                        print(f"  quiet: load {os.getloadavg()[0]:.2f} above {os.cpu_count()} cores: waiting",
-                              flush=True)
-                    time.sleep(10)
-                    waited += 10
-            load = os.getloadavg()[0]
-            hog = subprocess.Popen(CONDITIONS[c], start_new_session=True) if CONDITIONS[c] else None
-            try:
-                time.sleep(1 if hog else 0)
-                res = one_run(tenax, example, args.steps, os.path.join(work, c))
-            finally:
-                if hog:
-                    os.killpg(hog.pid, signal.SIGKILL)
-                    hog.wait()
-            load_after = os.getloadavg()[0]
+        conds = order.next_round()
+        say(f"round {r}: order {' '.join(conds)}")
+        for c in conds:
+            # The load that matters is what runs beside the job, so it is judged before the run
+            # (before the hog starts; the 1-minute average lags: a quiet run waits for the previous
+            # condition's hogs to fade, and one that starts above the core count is run again).
+            # The other conditions are loaded on purpose: they neither wait nor run again.
+            quiet = c == "quiet"
+            res = bench_rules.run_on_quiet_machine(lambda: run(c), say, c, attempts=3 if quiet else 1,
+                                                   max_wait_s=600.0 if quiet else 0.0)
             ratio = res["silence_ms"] / EXPIRY_MS if res["silence_ms"] is not None else None
-            print(f"  {c:5s}: exit {res['codes']}, longest silence {res['silence_ms']} ms "
-                  f"({'?' if ratio is None else f'{ratio:.3f}'} of the expiry), false alarms {res['false_alarms']}, "
-                  f"restarts {res['restarts']}, load {load:.2f} before, {load_after:.2f} after", flush=True)
+            say(f"  {c:5s}: exit {res['codes']}, longest silence {res['silence_ms']} ms "
+                f"({'?' if ratio is None else f'{ratio:.3f}'} of the expiry), false alarms {res['false_alarms']}, "
+                f"restarts {res['restarts']}, load {res['load0']:.2f} before, {os.getloadavg()[0]:.2f} after"
+                + ("  (LOADED)" if quiet and res.get("loaded") else ""))
             results[c].append((res, ratio))
-    print("\ncondition  median silence  spread (min..max)   median/expiry  max/expiry  false alarms  runs ok")
+    say()
+    say("condition  median silence  spread (min..max)   median/expiry  max/expiry  false alarms  runs ok")
     for c in conditions:
         vals = [res["silence_ms"] for res, _ in results[c] if res["silence_ms"] is not None]
         alarms = sum(res["false_alarms"] for res, _ in results[c])
         ok = sum(1 for res, _ in results[c] if res["codes"] == [0, 0])
         if not vals:
-            print(f"{c:9s}  (no measurement)")
+            say(f"{c:9s}  (no measurement)")
             continue
         med = statistics.median(vals)
-        print(f"{c:9s}  {med:10.0f} ms   {min(vals):5d}..{max(vals):5d} ms   {med / EXPIRY_MS:13.3f}  "
-              f"{max(vals) / EXPIRY_MS:10.3f}  {alarms:12d}  {ok}/{len(results[c])}")
+        say(f"{c:9s}  {med:10.0f} ms   {min(vals):5d}..{max(vals):5d} ms   {med / EXPIRY_MS:13.3f}  "
+            f"{max(vals) / EXPIRY_MS:10.3f}  {alarms:12d}  {ok}/{len(results[c])}")
     shutil.rmtree(work, ignore_errors=True)
+    report.save()
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ two launchers with the same flags, only the launcher's name differs:
   torchrun  python3 -m torch.distributed.run  --standalone --nproc_per_node=2 --max_restarts=3 --monitor_interval=0.02 WORKER ARGS
 (torchrun also gets --redirects 9:0 --tee 9:0, a workaround for torch 1.13 on Python 3.11: see
 launcher(). --monitor_interval 0.02: both agents poll their workers every 20 ms, the setting the
-issue asks for and Tenax's default.) Each round runs both, in an order drawn
-from random.Random(seed + round). Once rank 0 has logged step --kill-after-step (after the
+issue asks for and Tenax's default.) Each round runs both, in an order shuffled per round from a
+printed seed (--seed repeats it; the rules of bench/bench_rules.py), a run that starts with the
+load above the core count run again. Once rank 0 has logged step --kill-after-step (after the
 checkpoint of step --save-steps), the bench SIGKILLs rank 1 by the pid it wrote, and measures from
 the kill instant (time.time() just before kill(2)), by the arrival of the job's output lines at the
 bench (one pipe, read by a thread, stamped with time.time()):
@@ -20,25 +21,26 @@ and requires exit status 0 and a resume from the checkpoint. Each run's line als
 restarted workers' own milestones (spawned, both imported torch, process group ready), because
 one of them is a lottery under both launchers: worker rank 0 hosts PyTorch's TCPStore at
 MASTER_PORT, and when rank 1 finishes `import torch` first, its connection is refused and torch
-1.13 retries about a second later. Medians over the rounds; the results
-file is written by this script (--results).
+1.13 retries about a second later. Medians over the rounds with their range, and the ratio
+torchrun/tenax within each round; the results file is written by this script (default
+bench/results-python-recovery-<UTC date>.txt).
 
-  bench/python_recovery_bench.py --build build --rounds 5 --results bench/results-python-recovery-DATE.txt
+  bench/python_recovery_bench.py --build build [--rounds 5] [--seed S] [--results FILE]
 """
 import argparse
 import os
 import platform
-import random
 import re
-import shlex
 import signal
-import statistics
 import subprocess
 import sys
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_rules  # noqa: E402
+
+REPO = bench_rules.REPO
 WORKER = os.path.join(REPO, "bench", "recovery_torchrun_worker.py")
 PYTHON = "/usr/bin/python3"  # Debian's, where python3-torch lives; first in the workers' PATH too
 STEP = re.compile(r"^\[[\d.]+\] step (\d+)/(\d+) .* restart (\d+)$")
@@ -134,74 +136,63 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build", default=os.path.join(REPO, "build"))
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--seed", type=int, default=16)
+    p.add_argument("--seed", type=int, default=None, help="seed of the per-round order (default: random, printed)")
     p.add_argument("--steps", type=int, default=400)
     p.add_argument("--save-steps", type=int, default=100)
     p.add_argument("--kill-after-step", type=int, default=150)
     p.add_argument("--timeout", type=float, default=180)
     p.add_argument("--work", default="/tmp/tenax-python-recovery-bench")
-    p.add_argument("--results", required=True, help="the results file to write")
+    p.add_argument("--results", default=None,
+                   help="the results file to write (default bench/results-python-recovery-<UTC date>.txt)")
     args = p.parse_args()
-    if args.rounds < 5:
-        sys.exit("--rounds: at least 5 (medians)")
     args.build = os.path.abspath(args.build)
     torch_version = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"], capture_output=True,
                                    text=True).stdout.strip()
     if not torch_version:
         sys.exit("%s cannot import torch: run tools/bootstrap.sh (python3-torch)" % PYTHON)
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    report = ["python recovery bench %s UTC, commit %s, %d cores, load %s" % (
-                  time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), commit, os.cpu_count(),
-                  " ".join("%.2f" % x for x in os.getloadavg())),
-              "  CPython %s (%s), torch %s; tenax %s" % (platform.python_version(), PYTHON, torch_version,
-                                                         os.path.join(args.build, "launcher", "tenax")),
-              "  job: %s, 2 ranks, %d steps, checkpoint every %d, SIGKILL rank 1 after step %d; %d rounds, "
-              "order drawn per round (seed %d)" % (os.path.relpath(WORKER, REPO), args.steps, args.save_steps,
-                                                  args.kill_after_step, args.rounds, args.seed),
-              "  launchers: tenax run | python3 -m torch.distributed.run, both with " + " ".join(FLAGS),
-              "  command: " + " ".join(shlex.quote(a) for a in sys.argv), ""]
-    for line in report:
-        print(line, flush=True)
+    report = bench_rules.Report("python-recovery", args.results, args.rounds)
+    say = report.say
+    order = bench_rules.RoundOrder(["tenax", "torchrun"], args.seed)
+    say(bench_rules.header("python recovery bench"))
+    say("  CPython %s (%s), torch %s; tenax %s" % (platform.python_version(), PYTHON, torch_version,
+                                                   os.path.join(args.build, "launcher", "tenax")))
+    say("  job: %s, 2 ranks, %d steps, checkpoint every %d, SIGKILL rank 1 after step %d; %d round(s)" % (
+        os.path.relpath(WORKER, REPO), args.steps, args.save_steps, args.kill_after_step, args.rounds))
+    say("  launchers: tenax run | python3 -m torch.distributed.run, both with " + " ".join(FLAGS))
+    say("  " + order.describe())
+    say()
     results = []
     for r in range(1, args.rounds + 1):
-        order = ["tenax", "torchrun"]
-        random.Random(args.seed + r).shuffle(order)
-        for system in order:
-            res = run_once(system, args, os.path.join(args.work, "round%d" % r))
+        for system in order.next_round():
+            res = bench_rules.run_on_quiet_machine(
+                lambda: run_once(system, args, os.path.join(args.work, "round%d" % r)), say, "round %d %s" % (r, system))
             res["round"] = r
             results.append(res)
-            line = ("  round %d  %-8s  detect %s s  first step %s s  steps %s -> %s  exit %s   (spawned %s, both "
-                    "imported %s, rank %s first; process group ready %s)") % (
+            say(("  round %d  %-8s  detect %s s  first step %s s  steps %s -> %s  exit %s   (spawned %s, both "
+                 "imported %s, rank %s first; process group ready %s)  load %.2f->%.2f%s") % (
                 r, system, fmt(res["detect"]), fmt(res["first_step"]), res["killed_after"], res["resumed"],
                 res["exit"], fmt(res.get("spawned")), fmt(res.get("imports")), res.get("first_import"),
-                fmt(res.get("pg_ready")))
-            report.append(line)
-            print(line, flush=True)
-    summary_at = len(report)
+                fmt(res.get("pg_ready")), res["load0"], os.getloadavg()[0], "  (LOADED)" if res.get("loaded") else ""))
     bad = [x for x in results if x["exit"] != 0 or x["first_step"] is None or x["resumed"] != args.save_steps]
-    report.append("")
+    say()
+    say("median (range) over rounds:")
     for system in ("tenax", "torchrun"):
         mine = [x for x in results if x["system"] == system]
-        d = statistics.median([x["detect"] for x in mine if x["detect"] is not None] or [float("nan")])
-        f = statistics.median([x["first_step"] for x in mine if x["first_step"] is not None] or [float("nan")])
-        g = statistics.median([x["pg_ready"] - x["imports"] for x in mine
-                               if x.get("pg_ready") is not None and x.get("imports") is not None] or [float("nan")])
-        report.append("  median %-8s  detect %.3f s  first step after the restart %.3f s  (init_process_group after "
-                      "both imported: %.3f s; %d rounds)" % (system, d, f, g, len(mine)))
+        d = bench_rules.median_range([x["detect"] for x in mine])
+        f = bench_rules.median_range([x["first_step"] for x in mine])
+        g = bench_rules.median_range([x["pg_ready"] - x["imports"] for x in mine
+                                      if x.get("pg_ready") is not None and x.get("imports") is not None])
+        say("  %-8s  detect %s s  first step after the restart %s s  (init_process_group after both imported: "
+            "%s s; %d rounds)" % (system, d, f, g, len(mine)))
     ratio = [y["first_step"] / x["first_step"] for x in results for y in results
              if x["system"] == "tenax" and y["system"] == "torchrun" and x["round"] == y["round"]
              and x["first_step"] and y["first_step"]]
     if ratio:
-        report.append("  median per-round ratio torchrun/tenax, first step after the restart: %.2fx"
-                      % statistics.median(ratio))
+        say("  per-round ratio torchrun/tenax, first step after the restart: %sx  (rounds: %s)"
+            % (bench_rules.median_range(ratio, 2), ", ".join("%.2f" % x for x in ratio)))
     if bad:
-        report.append("  INVALID runs (exit != 0, no restart step, or not resumed from step %d): %d"
-                      % (args.save_steps, len(bad)))
-    for line in report[summary_at:]:
-        print(line, flush=True)
-    with open(args.results, "w") as f:
-        f.write("\n".join(report) + "\n")
+        say("  INVALID runs (exit != 0, no restart step, or not resumed from step %d): %d" % (args.save_steps, len(bad)))
+    report.save()
     return 1 if bad else 0
 
 

@@ -2,8 +2,9 @@
 """Recovery from a worker SIGKILL: Tenax (`tenax run`) vs torchrun (TorchElastic, Debian torch 1.13).
 
 Runs from bench/recovery_bench.sh (which checks the build and installs python3-torch). Each round
-runs, back to back on this machine (in an order shuffled per round from a printed seed; a run
-that starts with the load above the core count is run again),
+runs, back to back on this machine (the rules of bench/bench_rules.py: an order shuffled per round
+from a printed seed, at least 5 rounds, a run that starts with the load above the core count run
+again),
   tenax-in-process   build/launcher/tenax run ... --recovery in-process --spares 1: the survivor keeps
                      its process, a warm spare takes rank 1 and heals from the survivor's memory
   tenax              build/launcher/tenax run --nproc-per-node 2 --max-restarts 3 -- synthetic_regression
@@ -23,7 +24,7 @@ and lets the job finish (exit status 0 required). All times are arrival times of
 output lines at the bench (one pipe, read by a thread, stamped with time.time()); the lines'
 own stamps (Tenax's [HH:MM:SS.mmm] log prefix, the torchrun worker's [epoch seconds]) are
 shown as a cross-check. Ratios other/Tenax in-process are taken within a round; medians over
-rounds, with the range. Only Debian's torch 1.13 runs here: no newer torch (PyPI) and no torchft
+rounds, with their range. Only Debian's torch 1.13 runs here: no newer torch (PyPI) and no torchft
 are installed by this bench (see bench/README.md).
 """
 import argparse
@@ -31,7 +32,6 @@ import datetime
 import json
 import os
 import platform
-import random
 import re
 import resource
 import shlex
@@ -43,21 +43,16 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_rules  # noqa: E402
 import procfs  # noqa: E402  tools/procfs.py
+from bench_rules import cpu_busy_seconds  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = bench_rules.REPO
 
 
 # ----------------------------------------------------------------------------------------------
 # helpers
-
-def cpu_busy_seconds() -> float:
-    """Busy CPU time of the whole machine (all cores) from /proc/stat, in seconds."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
 
 def median(xs):
     xs = [x for x in xs if x is not None]
@@ -372,7 +367,7 @@ def round_line(r):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build", default=os.path.join(REPO, "build"))
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--max-steps", type=int, default=1000)
     p.add_argument("--save-steps", type=int, default=100)
     p.add_argument("--kill-after-step", type=int, default=150,
@@ -394,28 +389,15 @@ def main():
         if s not in ("tenax", "tenax-in-process") and not re.fullmatch(r"torchrun-\d+(\.\d+)?s", s):
             p.error(f"unknown system {s}")
     stamp = datetime.datetime.now(datetime.timezone.utc)
-    results = a.results or os.path.join(REPO, "bench", f"results-recovery-{stamp:%Y-%m-%d}.txt")
     work = os.path.join(a.work_dir, f"{stamp:%Y%m%dT%H%M%S}")
     os.makedirs(work, exist_ok=True)
+    report = bench_rules.Report("recovery", a.results, a.rounds)
+    say = report.say
+    order = bench_rules.RoundOrder(systems, a.seed)
 
-    out_lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        out_lines.append(s)
-
-    try:
-        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip()
-        commit += " + uncommitted changes" if dirty else ""
-    except OSError:
-        commit = "?"
     torch_version = subprocess.run([a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True,
                                    text=True).stdout.strip()
-    say(f"recovery bench {stamp:%Y-%m-%d %H:%M:%S} UTC, commit {commit}, {os.cpu_count()} cores, "
-        f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    say(bench_rules.header("recovery bench"))
     built = ", ".join(f"{os.path.relpath(f, a.build)} {datetime.datetime.fromtimestamp(os.path.getmtime(f), datetime.timezone.utc):%H:%M:%S}"
                       for f in (os.path.join(a.build, "launcher", "tenax"), a.synth))
     say(f"  {platform.python_implementation()} {platform.python_version()} ({a.python}), torch {torch_version}; "
@@ -423,25 +405,16 @@ def main():
     say(f"  job: 2 ranks, synthetic_regression model, {a.max_steps} steps, checkpoint every {a.save_steps}, "
         f"SIGKILL rank 1 after step {a.kill_after_step}; {a.rounds} round(s); systems {', '.join(systems)}")
     say(f"  work dir {work}")
-    say(f"  command: {' '.join(shlex.quote(x) for x in sys.argv)}")
+    say(f"  {order.describe()}")
     say()
 
     all_runs = []
-    seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
-    rng = random.Random(seed)
-    say(f"  system order: shuffled per round with seed {seed} (--seed {seed} repeats it)")
     for rnd in range(1, a.rounds + 1):
-        order = list(systems)
-        rng.shuffle(order)
-        for s in order:
-            for attempt in range(3):
-                # A run that starts on a machine loaded above its core count is run again.
-                while os.getloadavg()[0] > os.cpu_count() and attempt < 2:
-                    time.sleep(5)
-                r = run_one(s, a, os.path.join(work, f"round{rnd}-{s}-{attempt}"), rnd)
-                if r.get("load0", 0) <= os.cpu_count():
-                    break
-                say(f"  (round {rnd} {s}: load {r['load0']:.2f} above {os.cpu_count()} cores at the start; run again)")
+        for s in order.next_round():
+            attempt = iter(range(1000))
+            r = bench_rules.run_on_quiet_machine(
+                lambda: run_one(s, a, os.path.join(work, f"round{rnd}-{s}-{next(attempt)}"), rnd), say,
+                f"round {rnd} {s}")
             all_runs.append(r)
             say(round_line(r))
 
@@ -476,7 +449,7 @@ def main():
     base = "tenax-in-process" if "tenax-in-process" in systems else "tenax" if "tenax" in systems else None
     if base:
         say()
-        say(f"ratios other / {base} (within a round, median over rounds; > 1: {base} is faster):")
+        say(f"ratios other / {base} (within a round; median (range) over rounds; > 1: {base} is faster):")
         for s in systems:
             if s == base:
                 continue
@@ -487,8 +460,8 @@ def main():
                     o = [r for r in good(s) if r["round"] == rnd]
                     if t and o and t[0][key] and o[0][key] is not None and t[0][key] > 0:
                         per.append(o[0][key] / t[0][key])
-                m = median(per)
-                say(f"  {key:<9} {s:<14} {fmt(m, 2):>8}x   (rounds: {', '.join(f'{x:.2f}' for x in per)})")
+                say(f"  {key:<9} {s:<14} {bench_rules.median_range(per, 2):>18}x   "
+                    f"(rounds: {', '.join(f'{x:.2f}' for x in per)})")
     busy = [r for r in all_runs if "other_cores" in r and (r["other_cores"] > 0.3 or r["load0"] > os.cpu_count())]
     say()
     if busy:
@@ -500,9 +473,7 @@ def main():
     for r in errors:
         say(f"FAILED: round {r['round']} {r['system']}: {r['error']}")
 
-    with open(results, "w") as f:
-        f.write("\n".join(out_lines) + "\n")
-    print(f"\nresults written to {results}")
+    report.save()
     return 1 if errors else 0
 
 

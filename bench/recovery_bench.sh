@@ -6,14 +6,15 @@
 # SIGKILLs rank 1 after step 150 (the checkpoint of step 100 committed) and measures, from the
 # kill: detection (the launcher's first line about the failure), recovery (the first training step
 # of the restarted workers), caught up (the pre-kill step done again) and the steps lost; every job
-# must then finish with exit status 0. Medians over rounds; ratios torchrun/Tenax within a round.
-# torchrun runs twice per round: --monitor_interval 5 (torch 1.13's default) and 0.1 (the default
-# since PyTorch 2.4). Details: bench/README.md, "Recovery from a worker SIGKILL".
+# must then finish with exit status 0. Ratios torchrun/Tenax within a round; medians over rounds
+# with their range (the rules of bench/bench_rules.py). torchrun runs three times per round:
+# --monitor_interval 5 (torch 1.13's default), 0.1 (the default since PyTorch 2.4) and 0.02 (as
+# often as Tenax's agent polls). Details: bench/README.md, "Recovery from a worker SIGKILL".
 #
 # Usage: bench/recovery_bench.sh [BUILD_DIR] [--rounds R] [--max-steps N] [--save-steps S]
-#          [--kill-after-step K] [--systems tenax,torchrun-5s,torchrun-0.1s] [--work-dir DIR]
-#          [--results FILE]
-#   defaults: build, 3 rounds, 1000 steps, a checkpoint every 100, kill after step 150; results in
+#          [--kill-after-step K] [--systems tenax-in-process,tenax,torchrun-5s,torchrun-0.1s,torchrun-0.02s]
+#          [--seed S] [--work-dir DIR] [--results FILE]
+#   defaults: build, 5 rounds, 1000 steps, a checkpoint every 100, kill after step 150; results in
 #   bench/results-recovery-<UTC date>.txt, logs under ${TMPDIR:-/tmp}/tenax-recovery-bench/.
 # Needs: the build (make build) and python3-torch for /usr/bin/python3 (apt-get, as
 # bench/setup_hf_peers.sh does; root or sudo the first time).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What embedding Tenax costs a simulation (issue 11's benchmark; not a test).
 
-Three programs run the same heat solver with the same online surrogate, one process each:
+Four programs run the same heat solver with the same online surrogate, one process each:
 
   baseline     bench/sim_baseline: a plain libtorch training loop (same MLP, AdamW, clipping,
                schedule, same cells at the same steps), no checkpoints, no Tenax;
@@ -20,30 +20,32 @@ Each prints its solver-loop time per step and the time spent inside the save cal
   checkpoint stall          = tenax-async's time in a save call
                               / tenax-sync's time in a save call    (target <= 5 %)
 
-Every round runs the three in a random order drawn from a seeded RNG (the seed and each round's
-order are printed), --repeats times over, interleaved, and keeps each program's fastest run (other
-work on a shared machine only ever slows a run down); a round starts only once the 1-minute load average is at most the core count
-(waiting up to --load-wait seconds), and is run again (up to --max-repeats times) when the load
-was above the core count at its start or end; a round kept despite the load is flagged. The
-medians over rounds and the spread (min..max) are printed, and written with the commit, the
-command line and the machine to --results.
+Every round runs the four in an order shuffled per round from a printed seed (--seed repeats it;
+bench/bench_rules.py), --repeats times over, interleaved, and keeps each program's fastest run
+(other work on a shared machine only ever slows a run down); a round starts only once the 1-minute
+load average is at most the core count (waiting up to --load-wait seconds), and is run again (up to
+--max-repeats times) when the load was above the core count at its start or end; a round kept
+despite the load is flagged. The medians over rounds and the spread (min..max) are printed, and
+written with the commit, the command line and the machine to --results (default
+bench/results-sim-<UTC date>.txt).
 
-  python3 bench/sim_overhead.py --build build --rounds 7 --results bench/results-sim-$(date -u +%F).txt
+  python3 bench/sim_overhead.py --build build [--rounds 7] [--seed S] [--results FILE]
 """
 
 import argparse
 import os
-import random
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench_rules  # noqa: E402
+
 TIMING = re.compile(r"\[sim\] timing: (.*)$", re.M)
 
 
@@ -64,16 +66,6 @@ def run(cmd, env):
     return t
 
 
-def git_commit():
-    try:
-        sha = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip()
-        return sha + (" (with uncommitted changes)" if dirty else "")
-    except OSError:
-        return "unknown"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
@@ -91,7 +83,7 @@ def main():
     ap.add_argument("--load-wait", type=float, default=120.0)
     ap.add_argument("--max-repeats", type=int, default=3)
     ap.add_argument("--work-dir", default=None)
-    ap.add_argument("--results", default=None, help="also write the report to this file")
+    ap.add_argument("--results", default=None, help="results file (default bench/results-sim-<UTC date>.txt)")
     a = ap.parse_args()
 
     baseline = os.path.join(a.build, "bench", "sim_baseline")
@@ -99,8 +91,6 @@ def main():
     for f in (baseline, example):
         if not os.access(f, os.X_OK):
             sys.exit(f"sim_overhead: {f} is missing: cmake --build {a.build} --target sim_baseline sim_surrogate")
-    seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1, 2**31)
-    rng = random.Random(seed)
     cores = os.cpu_count() or 1
     work = a.work_dir or tempfile.mkdtemp(prefix="tenax-sim-bench-")
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
@@ -122,43 +112,35 @@ def main():
         "tenax-async": lambda: tenax_cmd("async", []),
         "tenax-sync": lambda: tenax_cmd("sync", ["--sync-save"]),
     }
+    order_of = bench_rules.RoundOrder(systems, a.seed)
 
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
-
-    say(f"sim_overhead: {' '.join(sys.argv)}")
-    say(f"commit {git_commit()}, {cores} cores, {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
+    report = bench_rules.Report("sim", a.results, a.rounds)
+    say = report.say
+    say(bench_rules.header("sim_overhead"))
     say(f"problem: {a.nx} x {a.ny} cells, {a.steps} solver steps, an optimizer step every {a.train_every} "
         f"(batch {a.batch}), a checkpoint every {a.save_every} (tenax-*), OMP_NUM_THREADS={a.threads}, 1 process")
-    say(f"order seed {seed}, {a.repeats} interleaved runs of each program per round (fastest kept)")
+    say(f"{order_of.describe()}; {a.repeats} interleaved runs of each program per round (fastest kept)")
     say()
     say(f"{'round':>5} {'order':<50} {'load':>9} {'base us':>9} {'nosave us':>9} {'async us':>9} {'sync us':>9} "
         f"{'overhead':>9} {'async ms':>9} {'sync ms':>9} {'stall':>7}")
 
+    def one_round(order):
+        runs = {name: [] for name in order}
+        for _ in range(a.repeats):
+            for name in order:
+                runs[name].append(run(systems[name](), env))
+        # The least disturbed run of each: on a shared machine, other work only ever slows a run.
+        return {name: {"per_step_us": min(x["per_step_us"] for x in runs[name]),
+                       "per_save_ms": min(x["per_save_ms"] for x in runs[name])} for name in order} | {
+            "load_end": os.getloadavg()[0]}
+
     rounds = []
     for r in range(1, a.rounds + 1):
-        for attempt in range(a.max_repeats + 1):
-            deadline = time.time() + a.load_wait
-            while os.getloadavg()[0] > cores and time.time() < deadline:
-                time.sleep(5)
-            load_start = os.getloadavg()[0]
-            order = list(systems)
-            rng.shuffle(order)
-            runs = {name: [] for name in order}
-            for _ in range(a.repeats):
-                for name in order:
-                    runs[name].append(run(systems[name](), env))
-            # The least disturbed run of each: on a shared machine, other work only ever slows a run.
-            t = {name: {"per_step_us": min(x["per_step_us"] for x in runs[name]),
-                        "per_save_ms": min(x["per_save_ms"] for x in runs[name])} for name in order}
-            load_end = os.getloadavg()[0]
-            loaded = max(load_start, load_end) > cores
-            if not loaded or attempt == a.max_repeats:
-                break
-            say(f"{r:>5} load {load_start:.1f}/{load_end:.1f} > {cores} cores: round run again")
+        order = order_of.next_round()
+        t = bench_rules.run_on_quiet_machine(
+            lambda: one_round(order), say, f"round {r}", attempts=a.max_repeats + 1, max_wait_s=a.load_wait,
+            disturbed=lambda t: f"load {t['load_end']:.1f} at its end" if t["load_end"] > cores else "")
+        load_start, load_end, loaded = t["load0"], t["load_end"], bool(t.get("loaded"))
         overhead = t["tenax-async"]["per_step_us"] / t["baseline"]["per_step_us"] - 1.0
         stall = t["tenax-async"]["per_save_ms"] / t["tenax-sync"]["per_save_ms"]
         rounds.append({"overhead": overhead, "stall": stall, "loaded": loaded,
@@ -195,10 +177,7 @@ def main():
     flagged = sum(1 for x in rounds if x["loaded"])
     if flagged:
         say(f"{flagged} of {len(rounds)} rounds ran with a load above {cores} cores (flagged LOADED above)")
-    if a.results:
-        with open(a.results, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        print(f"written to {a.results}")
+    report.save()
     if not a.work_dir:
         shutil.rmtree(work, ignore_errors=True)
 
