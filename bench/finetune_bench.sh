@@ -19,7 +19,7 @@
 #           run as system "tenax-also" in the same rounds, with Tenax-also / Tenax among the ratios
 #   env: ROUNDS (5), ORDER_SEED (random; printed), MAX_LOAD (2.5), MAX_RERUNS (3), LOAD_WAIT (600), THREADS (2: all cores of the reference machine), STEPS (300; 0 = EPOCHS),
 #        EPOCHS (1, when STEPS=0), BATCH (16, the global batch), MAX_LENGTH (64), LR (5e-5),
-#        SEED (42), EVAL_LIMIT (0 = the whole test split; a prefix for smoke runs), PEERS ("debian pypi"), TENAX_ASSETS (.assets), WORK (BUILD_DIR/bench-finetune),
+#        SEED (42: round k runs seed SEED+k-1 on every system), EVAL_LIMIT (0 = the whole test split; a prefix for smoke runs), PEERS ("debian pypi"), TENAX_ASSETS (.assets), WORK (BUILD_DIR/bench-finetune),
 #        RESULTS (bench/results-finetune-<UTC date>.txt: what the bench prints, after a header with the commit and the command)
 # Needs: the build (make build), the assets (tools/fetch_assets.sh), and the venvs
 # (bash bench/setup_hf_peers.sh); `make bench-finetune` does all three.
@@ -68,7 +68,7 @@ work=$(cd "$work" && pwd)
 # Tenax Trainer always saves the last step, and hf_trainer_finetune.py does the same).
 if [ "$steps" -gt 0 ]; then length=(--max-steps "$steps"); what="$steps steps"; else length=(--epochs "$epochs"); what="$epochs epoch(s)"; fi
 common=(--model-dir "$assets/all-minilm-l6-v2" --data-dir "$assets/data/rotten_tomatoes" "${length[@]}"
-        --max-length "$max_length" --learning-rate "$lr" --seed "$seed" --save-steps 0 --logging-steps 50
+        --max-length "$max_length" --learning-rate "$lr" --save-steps 0 --logging-steps 50
         --per-device-eval-batch-size 64 --eval-limit "$eval_limit")
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONWARNINGS=ignore
 
@@ -85,7 +85,7 @@ done
 python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_rules; sys.argv = sys.argv[2:]
 print(bench_rules.header("finetune bench"))' "$repo/bench" "${settings[@]}" bash "$0" "${orig_args[@]}"
 
-echo "finetune bench: $what, global batch $batch, max_length $max_length, lr $lr, seed $seed," \
+echo "finetune bench: $what, global batch $batch, max_length $max_length, lr $lr, seed $seed + round - 1," \
      "$threads threads; Tenax on $ranks rank(s) x $rank_threads thread(s) x batch $per_device;" \
      "$rounds round(s); $(nproc) cores, load now $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -100,16 +100,19 @@ run_system() {
     sleep 5
   done
   load0=$(cut -d' ' -f1 /proc/loadavg)
+  # The job's seed (initialisation of the head, data order, dropout) varies across rounds, the
+  # same for every system within a round: a ratio is not one seed's luck.
+  local job_seed=$((seed + round - 1))
   case $name in
     tenax|tenax-also)
       local b=$build
       [ "$name" = tenax-also ] && b=$also
       OMP_NUM_THREADS=$rank_threads "$b/launcher/tenax" run --nproc-per-node "$ranks" --max-restarts 0 --run-dir "$out/run" -- \
-        "$b/examples/finetune_text/finetune_text" --output-dir "$out/train" "${common[@]}" --per-device-train-batch-size "$per_device" \
+        "$b/examples/finetune_text/finetune_text" --output-dir "$out/train" "${common[@]}" --seed "$job_seed" --per-device-train-batch-size "$per_device" \
         --threads "$rank_threads" --save-total-limit 1 >"$log" 2>&1 || rc=$? ;;
     hf-*)
       OMP_NUM_THREADS=$threads "$repo/.venv-$name/bin/python" "$repo/bench/hf_trainer_finetune.py" \
-        --output-dir "$out" "${common[@]}" --per-device-train-batch-size "$batch" --threads "$threads" \
+        --output-dir "$out" "${common[@]}" --seed "$job_seed" --per-device-train-batch-size "$batch" --threads "$threads" \
         >"$log" 2>&1 || rc=$? ;;
   esac
   local line
@@ -118,6 +121,15 @@ run_system() {
     tail -20 "$log" >&2
     die "$name (round $round) failed (exit $rc, log $log)"
   fi
+  # The final save is part of the timed loop on both sides: a run whose last checkpoint is not
+  # on disk did less work than it claims, and is not kept.
+  local step final
+  step=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["global_step"])' "$line")
+  case $name in
+    tenax|tenax-also) final="$out/train/checkpoints/$(printf 'step-%09d' "$step")/manifest.json" ;;
+    hf-*) final=$(ls "$out/checkpoint-$step"/model.safetensors "$out/checkpoint-$step"/pytorch_model.bin 2>/dev/null | head -1) ;;
+  esac
+  [ -n "$final" ] && [ -s "$final" ] || die "$name (round $round): the final checkpoint of step $step is missing under $out"
   rm -rf "$out"  # checkpoints: ~270 MB each
   python3 -c 'import json, sys; r = json.loads(sys.argv[1]); r["load"] = float(sys.argv[2]); r["load_end"] = float(sys.argv[3]); print(json.dumps(r))' \
     "$line" "$load0" "$(cut -d' ' -f1 /proc/loadavg)"
@@ -171,9 +183,25 @@ torch_of() {
 tenax_torch=$(torch_of "$build")
 also_torch=$([ -n "$also" ] && torch_of "$also" || true)
 
-python3 - "$results" "$ranks" "$rank_threads" "$threads" "$(nproc)" "$tenax_torch" "$also_torch" <<'PY'
+# tokens/s counts real tokens, not padding: the systems pad differently (to the longest in a
+# batch, or to max_length), so samples/s x the mean number of non-padding tokens (attention
+# mask ones, [CLS] and [SEP] included) of a training example truncated at max_length. Exact for
+# whole epochs, where every system trains on each example once; for --max-steps runs the mean
+# of the examples drawn differs from the split's by the sampling noise (the same for every system).
+tokens_per_example=$("$repo/.venv-hf-debian/bin/python" - "$assets/all-minilm-l6-v2" "$assets/data/rotten_tomatoes/train.csv" "$max_length" <<'PY' 2>/dev/null || echo 0
+import csv, sys
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained(sys.argv[1])
+texts = [r["text"] for r in csv.DictReader(open(sys.argv[2], newline="", encoding="utf-8"))]
+lengths = [sum(m) for m in tok(texts, truncation=True, max_length=int(sys.argv[3]))["attention_mask"]]
+print(f"{sum(lengths) / len(lengths):.3f}")
+PY
+)
+
+python3 - "$results" "$ranks" "$rank_threads" "$threads" "$(nproc)" "$tenax_torch" "$also_torch" "$tokens_per_example" <<'PY'
 import json, statistics, sys
 path, ranks, rank_threads, threads, cores = sys.argv[1], *map(int, sys.argv[2:6])
+tokens_per_example = float(sys.argv[8] or 0)
 torch_of = {"tenax": sys.argv[6], "tenax-also": sys.argv[7]}
 rows = [json.loads(l) for l in open(path)]
 by = {}
@@ -190,10 +218,17 @@ def versions(s):
     r = by[s][rounds[0]]
     return torch_of[s] if s in torch_of else f"torch {r['torch']}, transformers {r['transformers']}"
 print(f"\nmedians of {len(rounds)} round(s)")
-print(f"{'system':28} {'versions':40} {'samples/s':>9} {'train s':>8} {'test acc':>8} {'test F1':>8}")
+print(f"{'system':28} {'versions':40} {'samples/s':>9} {'tokens/s':>9} {'train s':>8} {'test acc':>8} {'test F1':>8}")
 for s in systems:
-    print(f"{label[s]:28} {versions(s):40} {med(col(s, 'train_samples_per_second')):9.2f} "
+    sps = med(col(s, 'train_samples_per_second'))
+    tps = f"{sps * tokens_per_example:9.0f}" if tokens_per_example > 0 else f"{'-':>9}"
+    print(f"{label[s]:28} {versions(s):40} {sps:9.2f} {tps} "
           f"{med(col(s, 'train_runtime_s')):8.1f} {med(col(s, 'test_accuracy')):8.4f} {med(col(s, 'test_f1')):8.4f}")
+if tokens_per_example > 0:
+    print(f"tokens/s = samples/s x {tokens_per_example:.3f} non-padding tokens per training example (the split's mean "
+          f"at max_length; see the comment in bench/finetune_bench.sh)")
+else:
+    print("tokens/s: not computed (.venv-hf-debian with transformers is needed for the tokenizer)")
 print(f"\n{'measure':48} {'ratio':>8}  target")
 pairs = [("tenax", "hf-debian", ">= 1.0" if ranks == 1 else "(shown)"), ("tenax", "hf-pypi", "(shown)"),
          ("tenax-also", "tenax", "(shown)"), ("tenax-also", "hf-debian", "(shown)"), ("tenax-also", "hf-pypi", "(shown)")]
