@@ -128,9 +128,9 @@ def run_once(system, args, work):
     result["killed_after"] = max(before) if before else None
     result["detect"] = next((t - t_kill for t, text in after if DETECT[system.split("-")[0]].search(text)), None)
     # The restart that trained: normally restart 1. On torch 2.x a restart can fail in
-    # init_process_group (Gloo's connectFullMesh "Connection refused", seen when rank 1 finished
-    # `import torch` first) and the agent restarts again; the time to recovery then includes the
-    # failed attempt, as a user would see it, and the run says how many restarts it took.
+    # init_process_group (Gloo's connectFullMesh "Connection refused" from an address of the
+    # killed generation, in smoke runs) and the agent restarts again; the time to recovery then
+    # includes the failed attempt, as a user would see it, and the run says how many restarts it took.
     first = next(((t, int(m.group(3))) for t, text in after if (m := STEP.match(text)) and m.group(3) != "0"), None)
     result["first_step"] = first[0] - t_kill if first else None
     result["restarts"] = first[1] if first else None

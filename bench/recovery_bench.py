@@ -73,7 +73,8 @@ GLOG_STAMP = re.compile(r"^[DIWEC](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) ")
 EPOCH_STAMP = re.compile(r"^\[(\d{9,}\.\d+)\] ")
 TENAX_STEP = re.compile(r"^step (\d+)/(\d+) ")
 TORCH_STEP = re.compile(r"^\[[\d.]+\] step (\d+)/(\d+) .* restart (\d+)$")
-# torchrun-<interval>s: Debian's torch 1.13 (--python); torchrun-pypi-<interval>s: the current PyPI torch (--pypi-python)
+# torchrun-<interval>s: Debian's torch 1.13 (--python); torchrun-pypi-<interval>s: the current PyPI torch
+# (--pypi-python)
 TORCHRUN_SYSTEM = re.compile(r"torchrun-(pypi-)?(\d+(?:\.\d+)?)s")
 # A line of torchrun's agent. torch 1.13 logs with Python's default format, "INFO:torch.distributed.elastic.agent
 # .server.api:[default] ..."; torch 2.x in glog style, "I1124 22:25:40.605000 5072 torch/distributed/elastic/agent/
@@ -217,7 +218,8 @@ def run_one(system, a, run_dir, round_no):
         # same mapping the same way, so both versions get the identical command line.
         # The workers run in the agent's interpreter (torchrun starts a .py entrypoint with
         # sys.executable), so torchrun-pypi's workers train on the PyPI torch too.
-        cmd = [a.pypi_python if pypi else a.python, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--max_restarts", "3",
+        cmd = [a.pypi_python if pypi else a.python, "-m", "torch.distributed.run",
+               "--nproc_per_node", "2", "--max_restarts", "3",
                "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{procfs.free_port()}",
                "--monitor_interval", interval, "--redirects", "9:0", "--tee", "9:0",
                os.path.join(REPO, "bench", "recovery_torchrun_worker.py")] + common + [
@@ -307,8 +309,8 @@ def run_one(system, a, run_dir, round_no):
         i_rs, t_rs, _ = first_after(lines, t_kill, agent + r".*will restart worker group")
         i_sp, t_sp, _ = first_after(lines, t_kill, agent + r".*Starting worker group")
         # The restart that trained: normally restart 1. On torch 2.x a restart can fail in
-        # init_process_group (Gloo's connectFullMesh "Connection refused"; seen with rank 1's
-        # `import torch` done first) and the agent restarts again: recovery then includes the
+        # init_process_group (Gloo's connectFullMesh "Connection refused" from an address of the
+        # killed generation, in smoke runs) and the agent restarts again: recovery then includes the
         # failed attempt, as a user sees it, and the run counts as a success with its restarts
         # noted (torchrun_restarts), not dropped from the medians.
         i_st, t_st, x_st = first_after(lines, t_kill, r"^\[[\d.]+\] step \d+/\d+ .* restart [1-9]\d*$")
