@@ -128,8 +128,8 @@ def run_once(system, args, work):
     result["killed_after"] = max(before) if before else None
     result["detect"] = next((t - t_kill for t, text in after if DETECT[system.split("-")[0]].search(text)), None)
     # The restart that trained: normally restart 1. On torch 2.x a restart can fail in
-    # init_process_group (Gloo's connectFullMesh "Connection refused" from an address of the
-    # killed generation, in smoke runs) and the agent restarts again; the time to recovery then
+    # init_process_group (Gloo's connectFullMesh "Connection refused", in smoke runs; a stale
+    # address of the killed generation, we suspect) and the agent restarts again; the time to recovery then
     # includes the failed attempt, as a user would see it, and the run says how many restarts it took.
     first = next(((t, int(m.group(3))) for t, text in after if (m := STEP.match(text)) and m.group(3) != "0"), None)
     result["first_step"] = first[0] - t_kill if first else None

@@ -309,8 +309,8 @@ def run_one(system, a, run_dir, round_no):
         i_rs, t_rs, _ = first_after(lines, t_kill, agent + r".*will restart worker group")
         i_sp, t_sp, _ = first_after(lines, t_kill, agent + r".*Starting worker group")
         # The restart that trained: normally restart 1. On torch 2.x a restart can fail in
-        # init_process_group (Gloo's connectFullMesh "Connection refused" from an address of the
-        # killed generation, in smoke runs) and the agent restarts again: recovery then includes the
+        # init_process_group (Gloo's connectFullMesh "Connection refused", in smoke runs; a stale
+        # address of the killed generation, we suspect) and the agent restarts again: recovery then includes the
         # failed attempt, as a user sees it, and the run counts as a success with its restarts
         # noted (torchrun_restarts), not dropped from the medians.
         i_st, t_st, x_st = first_after(lines, t_kill, r"^\[[\d.]+\] step \d+/\d+ .* restart [1-9]\d*$")
