@@ -83,7 +83,8 @@ bench-finetune: build
 	bash bench/finetune_bench.sh $(BUILD) $(FINETUNE_BENCH_ARGS)
 
 # Recovery from a worker SIGKILL, Tenax vs torchrun (Debian's python3-torch 1.13, installed by the
-# script if missing): detection, recovery, steps lost; medians of 5 rounds with their range (bench/README.md).
+# script if missing; and the PyPI torch of .venv-hf-pypi when bench/setup_hf_peers.sh made it):
+# detection, recovery, steps lost; medians of 5 rounds with their range (bench/README.md).
 # In-process recovery under SIGKILLs by pid at random moments, 20 kills (`make test` runs 4).
 soak-recovery: build
 	$(BUILD)/tests/integration/in_process_recovery_test --gtest_filter='*ExternalKill*' --gtest_repeat=5

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Recovery from a worker SIGKILL: Tenax (`tenax run`) vs torchrun (TorchElastic, Debian torch 1.13).
+"""Recovery from a worker SIGKILL: Tenax (`tenax run`) vs torchrun (TorchElastic, Debian's torch 1.13 and PyPI's).
 
 Runs from bench/recovery_bench.sh (which checks the build and installs python3-torch). Each round
 runs, back to back on this machine (the rules of bench/bench_rules.py: an order shuffled per round
@@ -13,6 +13,10 @@ again),
   torchrun-0.1s      the same with --monitor_interval 0.1 (the default since PyTorch 2.4,
                      pytorch/pytorch#124692)
   torchrun-0.02s     the same with --monitor_interval 0.02 (as often as Tenax's agent looks)
+  torchrun-pypi-0.02s  the same command, --monitor_interval 0.02, under the current PyPI torch
+                     (--pypi-python, default .venv-hf-pypi/bin/python from bench/setup_hf_peers.sh;
+                     its workers run in that interpreter too); left out, with a note in the results,
+                     when that interpreter cannot import torch
 the same 2-rank data-parallel job (examples/synthetic_regression: MLP 16-64-64-1 with dropout,
 16 per rank, AdamW, a checkpoint every --save-steps steps). Once rank 0 has logged step
 --kill-after-step and the checkpoint before it is committed, the bench SIGKILLs rank 1's
@@ -24,8 +28,8 @@ and lets the job finish (exit status 0 required). All times are arrival times of
 output lines at the bench (one pipe, read by a thread, stamped with time.time()); the lines'
 own stamps (Tenax's [HH:MM:SS.mmm] log prefix, the torchrun worker's [epoch seconds]) are
 shown as a cross-check. Ratios other/Tenax in-process are taken within a round; medians over
-rounds, with their range. Only Debian's torch 1.13 runs here: no newer torch (PyPI) and no torchft
-are installed by this bench (see bench/README.md).
+rounds, with their range. This bench installs no PyPI torch itself (bench/setup_hf_peers.sh does) and
+no torchft (see bench/README.md).
 """
 import argparse
 import datetime
@@ -64,9 +68,19 @@ def fmt(x, digits=3):
 
 
 LOG_STAMP = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\.(\d{3})\] ")
+# torch >= 2.x's agent logs in glog style, local time: "I1124 22:25:40.605000 5072 torch/distributed/..."
+GLOG_STAMP = re.compile(r"^[DIWEC](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) ")
 EPOCH_STAMP = re.compile(r"^\[(\d{9,}\.\d+)\] ")
 TENAX_STEP = re.compile(r"^step (\d+)/(\d+) ")
 TORCH_STEP = re.compile(r"^\[[\d.]+\] step (\d+)/(\d+) .* restart (\d+)$")
+# torchrun-<interval>s: Debian's torch 1.13 (--python); torchrun-pypi-<interval>s: the current PyPI torch
+# (--pypi-python)
+TORCHRUN_SYSTEM = re.compile(r"torchrun-(pypi-)?(\d+(?:\.\d+)?)s")
+# A line of torchrun's agent. torch 1.13 logs with Python's default format, "INFO:torch.distributed.elastic.agent
+# .server.api:[default] ..."; torch 2.x in glog style, "I1124 22:25:40.605000 5072 torch/distributed/elastic/agent/
+# server/api.py:941] [default] ...". The messages the milestones look for are the same words in both.
+TORCHRUN_AGENT = (r"^((DEBUG|INFO|WARNING|ERROR|CRITICAL):torch\.distributed\.elastic"
+                  r"|[DIWEC]\d{4} [\d:.]+ +\d+ torch/distributed/elastic/)")
 
 
 def tenax_stamp_to_epoch(line: str, near: float):
@@ -84,10 +98,30 @@ def tenax_stamp_to_epoch(line: str, near: float):
     return best
 
 
+def glog_stamp_to_epoch(line: str, near: float):
+    """glog's "I1124 22:25:40.605000" (month, day, local time; no year) -> epoch seconds, in the year of `near`."""
+    m = GLOG_STAMP.match(line)
+    if not m:
+        return None
+    mo, d, h, mi, s, us = (int(g) for g in m.groups())
+    year = datetime.datetime.fromtimestamp(near).year
+    best = None
+    for y in (year - 1, year, year + 1):  # a run across New Year's Eve
+        try:
+            t = datetime.datetime(y, mo, d, h, mi, s, us).timestamp()
+        except ValueError:
+            continue
+        if best is None or abs(t - near) < abs(best - near):
+            best = t
+    return best
+
+
 def line_stamp(line: str, near: float):
     m = EPOCH_STAMP.match(line)
     if m:
         return float(m.group(1))
+    if GLOG_STAMP.match(line):
+        return glog_stamp_to_epoch(line, near)
     return tenax_stamp_to_epoch(line, near)
 
 
@@ -176,12 +210,16 @@ def run_one(system, a, run_dir, round_no):
         step_re = TENAX_STEP
         ckpt_ready = lambda: any("committed checkpoint" in x and f"step-{ckpt_step:09d}" in x for _, x in job.lines)
     else:
-        interval = system.split("-", 1)[1].rstrip("s")
+        pypi, interval = TORCHRUN_SYSTEM.fullmatch(system).groups()
         # --redirects/--tee 9:0: torch 1.13's Std.from_str("0") returns None on Python 3.11 (IntFlag
         # iteration skips the zero member), and the default "0" crashes torchrun before any worker
         # starts. A mapping for a local rank that does not exist leaves every real rank at NONE
-        # (the default behaviour: workers inherit the agent's stdout/stderr).
-        cmd = [a.python, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--max_restarts", "3",
+        # (the default behaviour: workers inherit the agent's stdout/stderr). torch 2.x parses the
+        # same mapping the same way, so both versions get the identical command line.
+        # The workers run in the agent's interpreter (torchrun starts a .py entrypoint with
+        # sys.executable), so torchrun-pypi's workers train on the PyPI torch too.
+        cmd = [a.pypi_python if pypi else a.python, "-m", "torch.distributed.run",
+               "--nproc_per_node", "2", "--max_restarts", "3",
                "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{procfs.free_port()}",
                "--monitor_interval", interval, "--redirects", "9:0", "--tee", "9:0",
                os.path.join(REPO, "bench", "recovery_torchrun_worker.py")] + common + [
@@ -266,22 +304,30 @@ def run_one(system, a, run_dir, round_no):
                       ("rank 0 ready", t_up, x_up), ("resumed", t_res, x_res), ("first step", t_st, None)]
         finished = any("training finished at step" in x for _, x in lines)
     else:
-        agent = r"^(INFO|WARNING|ERROR):torch\.distributed\.elastic"
+        agent = TORCHRUN_AGENT
         i_det, t_det, x_det = first_after(lines, t_kill, agent + r".*(closing signal|failed \(exitcode|Worker group (FAILED|UNHEALTHY))")
         i_rs, t_rs, _ = first_after(lines, t_kill, agent + r".*will restart worker group")
         i_sp, t_sp, _ = first_after(lines, t_kill, agent + r".*Starting worker group")
-        i_pr, t_pr, x_pr = first_after(lines, t_kill, r"rank 0 restart 1 pid \d+: process started")
-        i_im, t_im, x_im = first_after(lines, t_kill, r"rank 0 restart 1 pid \d+: imports done")
-        i_up, t_up, x_up = first_after(lines, t_kill, r"rank 0 restart 1 pid \d+: process group ready")
-        i_res, t_res, x_res = first_after(lines, t_kill, r"restart 1: (resumed from .* at step \d+|no checkpoint)")
-        i_st, t_st, x_st = first_after(lines, t_kill, r"^\[[\d.]+\] step \d+/\d+ .* restart 1$")
+        # The restart that trained: normally restart 1. On torch 2.x a restart can fail in
+        # init_process_group (Gloo's connectFullMesh "Connection refused", in smoke runs; a stale
+        # address of the killed generation, we suspect) and the agent restarts again: recovery then includes the
+        # failed attempt, as a user sees it, and the run counts as a success with its restarts
+        # noted (torchrun_restarts), not dropped from the medians.
+        i_st, t_st, x_st = first_after(lines, t_kill, r"^\[[\d.]+\] step \d+/\d+ .* restart [1-9]\d*$")
+        gen = TORCH_STEP.match(x_st).group(3) if x_st else "1"
+        i_pr, t_pr, x_pr = first_after(lines, t_kill, rf"rank 0 restart {gen} pid \d+: process started")
+        i_im, t_im, x_im = first_after(lines, t_kill, rf"rank 0 restart {gen} pid \d+: imports done")
+        i_up, t_up, x_up = first_after(lines, t_kill, rf"rank 0 restart {gen} pid \d+: process group ready")
+        i_res, t_res, x_res = first_after(lines, t_kill, rf"restart {gen}: (resumed from .* at step \d+|no checkpoint)")
         gen0_steps = [int(m.group(1)) for _, x in lines for m in [TORCH_STEP.match(x)] if m and m.group(3) == "0"]
         mres = re.search(r"at step (\d+)", x_res or "")
         resume_step = int(mres.group(1)) if mres else (0 if x_res else None)
         milestones = [("detected", t_det, x_det), ("restart decided", t_rs, None), ("workers spawned", t_sp, None),
                       ("rank 0 started", t_pr, x_pr), ("rank 0 imported torch", t_im, x_im),
                       ("rank 0 ready", t_up, x_up), ("resumed", t_res, x_res), ("first step", t_st, x_st)]
-        finished = any("restart 1: training finished at step" in x for _, x in lines)
+        finished = any(f"restart {gen}: training finished at step" in x for _, x in lines)
+        if gen != "1":
+            r["torchrun_restarts"] = int(gen)
 
     # training speed of the restarted generation (its own "training finished" line)
     sps = None
@@ -324,6 +370,8 @@ def run_one(system, a, run_dir, round_no):
             r["restarts"] = None
     else:
         r["restarts"] = sum(1 for _, x in lines if "will restart worker group" in x)
+        # a failed restart attempt (see above) is the peer's own cost, kept in its recovery time
+        expected_restarts = r.get("torchrun_restarts", 1)
     problems = []
     if rc != 0:
         problems.append(f"exit status {rc}")
@@ -351,14 +399,25 @@ LABELS = {
 }
 
 
+def label(system, pypi_version):
+    m = TORCHRUN_SYSTEM.fullmatch(system)
+    if m and m.group(1):
+        interval = float(m.group(2))
+        what = "its default" if interval == 0.1 else "its fastest" if interval == 0.02 else ""
+        return f"torchrun {pypi_version.split('+')[0]} PyPI (monitor {m.group(2)} s{', ' + what if what else ''})"
+    return LABELS.get(system, system)
+
+
 def round_line(r):
     if "error" in r and r.get("recovery") is None:
-        return f"  round {r['round']}  {r['system']:<16} ERROR: {r['error']}"
-    s = (f"  round {r['round']}  {r['system']:<16} detect {fmt(r['detection'])} s  recover {fmt(r['recovery'])} s  "
+        return f"  round {r['round']}  {r['system']:<19} ERROR: {r['error']}"
+    s = (f"  round {r['round']}  {r['system']:<19} detect {fmt(r['detection'])} s  recover {fmt(r['recovery'])} s  "
          f"caught up {fmt(r['caught_up'])} s  "
          f"steps {r['last_step']} -> {r['resume_step']} (lost {r['lost']})  exit {r['exit']}  "
          f"{fmt(r['samples_per_s'], 0)} samples/s  load {r['load0']:.2f}->{r['load1']:.2f}  "
          f"other work {r['other_cores']:.2f} cores")
+    if r.get("torchrun_restarts"):
+        s += f"  ({r['torchrun_restarts']} restarts: the first failed; times include it)"
     if "error" in r:
         s += f"  ERROR: {r['error']}"
     return s
@@ -372,12 +431,17 @@ def main():
     p.add_argument("--save-steps", type=int, default=100)
     p.add_argument("--kill-after-step", type=int, default=150,
                    help="SIGKILL rank 1 once rank 0 has printed this step (and the checkpoint before it is committed)")
-    p.add_argument("--systems", default="tenax-in-process,tenax,torchrun-5s,torchrun-0.1s,torchrun-0.02s",
-                   help="comma-separated: tenax-in-process, tenax, torchrun-<monitor interval>s (e.g. torchrun-1s)")
+    p.add_argument("--systems", default="tenax-in-process,tenax,torchrun-5s,torchrun-0.1s,torchrun-0.02s,"
+                   "torchrun-pypi-0.02s",
+                   help="comma-separated: tenax-in-process, tenax, torchrun-<monitor interval>s (Debian's torch, "
+                   "e.g. torchrun-1s), torchrun-pypi-<monitor interval>s (the current PyPI torch)")
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round system order (default: random)")
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-recovery-bench"))
     p.add_argument("--results", default=None, help="results file (default bench/results-recovery-<UTC date>.txt)")
     p.add_argument("--python", default="/usr/bin/python3", help="the interpreter with Debian's python3-torch")
+    p.add_argument("--pypi-python", default=os.path.join(REPO, ".venv-hf-pypi", "bin", "python"),
+                   help="the interpreter with the current PyPI torch, for torchrun-pypi-* (bench/setup_hf_peers.sh "
+                   "makes it; without it those systems are left out)")
     p.add_argument("--timeout", type=float, default=300, help="seconds a job may take")
     a = p.parse_args()
     a.build = os.path.abspath(a.build)
@@ -386,8 +450,21 @@ def main():
         p.error("need save-steps <= kill-after-step <= max-steps - save-steps")
     systems = [s.strip() for s in a.systems.split(",") if s.strip()]
     for s in systems:
-        if s not in ("tenax", "tenax-in-process") and not re.fullmatch(r"torchrun-\d+(\.\d+)?s", s):
+        if s not in ("tenax", "tenax-in-process") and not TORCHRUN_SYSTEM.fullmatch(s):
             p.error(f"unknown system {s}")
+    version = lambda py: subprocess.run([py, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                                        text=True).stdout.strip() if os.access(py, os.X_OK) else ""
+    pypi_systems = [s for s in systems if s.startswith("torchrun-pypi-")]
+    pypi_version = version(a.pypi_python) if pypi_systems else ""
+    left_out = None
+    if pypi_systems and not pypi_version:
+        # A peer that cannot run is left out, said in the results, not a crash: the other systems still compare.
+        systems = [s for s in systems if s not in pypi_systems]
+        left_out = (f"  LEFT OUT: {', '.join(pypi_systems)}: {a.pypi_python} cannot import torch "
+                    f"(run bench/setup_hf_peers.sh, or give --pypi-python)")
+        print(left_out.strip(), file=sys.stderr)
+        if not systems:
+            p.error("no system left to run")
     stamp = datetime.datetime.now(datetime.timezone.utc)
     work = os.path.join(a.work_dir, f"{stamp:%Y%m%dT%H%M%S}")
     os.makedirs(work, exist_ok=True)
@@ -395,13 +472,16 @@ def main():
     say = report.say
     order = bench_rules.RoundOrder(systems, a.seed)
 
-    torch_version = subprocess.run([a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True,
-                                   text=True).stdout.strip()
+    torch_version = version(a.python)
     say(bench_rules.header("recovery bench"))
     built = ", ".join(f"{os.path.relpath(f, a.build)} {datetime.datetime.fromtimestamp(os.path.getmtime(f), datetime.timezone.utc):%H:%M:%S}"
                       for f in (os.path.join(a.build, "launcher", "tenax"), a.synth))
     say(f"  {platform.python_implementation()} {platform.python_version()} ({a.python}), torch {torch_version}; "
         f"build {a.build} ({built} UTC)")
+    if pypi_version:
+        say(f"  torchrun-pypi-*: {a.pypi_python}, torch {pypi_version} (its workers too)")
+    if left_out:
+        say(left_out)
     say(f"  job: 2 ranks, synthetic_regression model, {a.max_steps} steps, checkpoint every {a.save_steps}, "
         f"SIGKILL rank 1 after step {a.kill_after_step}; {a.rounds} round(s); systems {', '.join(systems)}")
     say(f"  work dir {work}")
@@ -424,14 +504,14 @@ def main():
         if "milestones" not in r:
             continue
         parts = [f"{name} {fmt(t)}" + (f"/{fmt(st)}" if st is not None else "") for name, t, st in r["milestones"]]
-        say(f"  r{r['round']} {r['system']:<14} " + "; ".join(parts))
+        say(f"  r{r['round']} {r['system']:<19} " + "; ".join(parts))
     say("  detection lines: " + " | ".join(f"{r['system']}: {r.get('detect_line')}" for r in all_runs
                                           if r["round"] == 1 and r.get("detect_line")))
 
     good = lambda s: [r for r in all_runs if r["system"] == s and "error" not in r]
     say()
     say(f"medians over rounds ({a.rounds}):")
-    say(f"  {'system':<48} {'detect s':>9} {'recover s':>10} {'(min-max)':>13} {'restart s':>10} {'caught up s':>12} "
+    say(f"  {'system':<52} {'detect s':>9} {'recover s':>10} {'(min-max)':>13} {'restart s':>10} {'caught up s':>12} "
         f"{'lost steps':>11} {'samples/s':>10} {'runs ok':>8}")
     med = {}
     for s in systems:
@@ -439,10 +519,15 @@ def main():
         med[s] = {k: median([r[k] for r in rs]) for k in ("detection", "recovery", "restart", "caught_up", "lost", "samples_per_s")}
         rec = [r["recovery"] for r in rs if r["recovery"] is not None]
         spread = f"{min(rec):.3f}-{max(rec):.3f}" if rec else "-"
-        say(f"  {LABELS.get(s, s):<48} {fmt(med[s]['detection']):>9} {fmt(med[s]['recovery']):>10} {spread:>13} "
+        say(f"  {label(s, pypi_version):<52} {fmt(med[s]['detection']):>9} {fmt(med[s]['recovery']):>10} {spread:>13} "
             f"{fmt(med[s]['restart']):>10} "
             f"{fmt(med[s]['caught_up']):>12} {fmt(med[s]['lost'], 0):>11} {fmt(med[s]['samples_per_s'], 0):>10} "
             f"{len(rs):>4}/{a.rounds}")
+    for s in systems:
+        extra = [r for r in good(s) if r.get("torchrun_restarts")]
+        if extra:
+            say(f"  {s}: {len(extra)} of {len(good(s))} runs needed more than one restart (a failed restart; "
+                f"their times include it)")
     say("  (restart: recovery minus detection, from the launcher's reaction to the first step;")
     say("   caught up: until the restarted job has again completed the last step done before the kill;")
     say("   samples/s: training speed of the restarted generation, from its 'training finished' line)")
@@ -460,7 +545,7 @@ def main():
                     o = [r for r in good(s) if r["round"] == rnd]
                     if t and o and t[0][key] and o[0][key] is not None and t[0][key] > 0:
                         per.append(o[0][key] / t[0][key])
-                say(f"  {key:<9} {s:<14} {bench_rules.median_range(per, 2):>18}x   "
+                say(f"  {key:<9} {s:<19} {bench_rules.median_range(per, 2):>18}x   "
                     f"(rounds: {', '.join(f'{x:.2f}' for x in per)})")
     busy = [r for r in all_runs if "other_cores" in r and (r["other_cores"] > 0.3 or r["load0"] > os.cpu_count())]
     say()

@@ -7,17 +7,22 @@
 # kill: detection (the launcher's first line about the failure), recovery (the first training step
 # of the restarted workers), caught up (the pre-kill step done again) and the steps lost; every job
 # must then finish with exit status 0. Ratios torchrun/Tenax within a round; medians over rounds
-# with their range (the rules of bench/bench_rules.py). torchrun runs three times per round:
-# --monitor_interval 5 (torch 1.13's default), 0.1 (the default since PyTorch 2.4) and 0.02 (as
-# often as Tenax's agent polls). Details: bench/README.md, "Recovery from a worker SIGKILL".
+# with their range (the rules of bench/bench_rules.py). torchrun runs four times per round:
+# Debian's torch 1.13 at --monitor_interval 5 (its default), 0.1 (the default since PyTorch 2.4)
+# and 0.02 (as often as Tenax's agent polls), and the current PyPI torch (.venv-hf-pypi, made by
+# bench/setup_hf_peers.sh; left out with a note when missing) at 0.02 (torchrun-pypi-0.02s).
+# Details: bench/README.md, "Recovery from a worker SIGKILL".
 #
 # Usage: bench/recovery_bench.sh [BUILD_DIR] [--rounds R] [--max-steps N] [--save-steps S]
-#          [--kill-after-step K] [--systems tenax-in-process,tenax,torchrun-5s,torchrun-0.1s,torchrun-0.02s]
-#          [--seed S] [--work-dir DIR] [--results FILE]
+#          [--kill-after-step K]
+#          [--systems tenax-in-process,tenax,torchrun-5s,torchrun-0.1s,torchrun-0.02s,torchrun-pypi-0.02s]
+#          [--pypi-python .venv-hf-pypi/bin/python] [--seed S] [--work-dir DIR] [--results FILE]
 #   defaults: build, 5 rounds, 1000 steps, a checkpoint every 100, kill after step 150; results in
 #   bench/results-recovery-<UTC date>.txt, logs under ${TMPDIR:-/tmp}/tenax-recovery-bench/.
 # Needs: the build (make build) and python3-torch for /usr/bin/python3 (apt-get, as
 # bench/setup_hf_peers.sh does; root or sudo the first time).
+# Optional: .venv-hf-pypi (bash bench/setup_hf_peers.sh) for torchrun-pypi-0.02s; without it that
+# system is left out, with a note in the results.
 set -euo pipefail
 build=build
 args=()

@@ -40,6 +40,14 @@ def stamp() -> str:
     return f"[{time.time():.6f}]"
 
 
+def say(line: str) -> None:
+    """One write(2) per line. Under `python3 -u` (how `tenax run` starts a script) print() writes
+    the text and its newline in two calls, and the two ranks' lines, on one pipe, can splice
+    ("...ready (world 2)[...] rank 0 ...: process group ready"): the bench then misses a milestone."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--output-dir", required=True)
@@ -68,7 +76,7 @@ def main() -> int:
         with open(path + ".tmp", "w") as f:
             f.write(f"{os.getpid()}\n")
         os.replace(path + ".tmp", path)
-    print(f"[{T_PROCESS_START:.6f}] {who}: process started", flush=True)
+    say(f"[{T_PROCESS_START:.6f}] {who}: process started")
 
     import torch
     import torch.distributed as dist
@@ -77,10 +85,10 @@ def main() -> int:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     torch.set_num_threads(1)  # as the synthetic example: ranks share the cores
-    print(f"{stamp()} {who}: imports done (torch {torch.__version__})", flush=True)
+    say(f"{stamp()} {who}: imports done (torch {torch.__version__})")
 
     dist.init_process_group("gloo")
-    print(f"{stamp()} {who}: process group ready (world {world})", flush=True)
+    say(f"{stamp()} {who}: process group ready (world {world})")
 
     class Regressor(nn.Module):
         def __init__(self, features: int):
@@ -128,9 +136,9 @@ def main() -> int:
         start = int(state["step"])
         torch.manual_seed(a.seed + 1000003 * rank + 7919 * start)  # dropout stream per rank
         if rank == 0:
-            print(f"{stamp()} restart {restart}: resumed from {path} at step {start}", flush=True)
+            say(f"{stamp()} restart {restart}: resumed from {path} at step {start}")
     elif rank == 0:
-        print(f"{stamp()} restart {restart}: no checkpoint; starting from scratch", flush=True)
+        say(f"{stamp()} restart {restart}: no checkpoint; starting from scratch")
 
     model = DDP(net)  # broadcasts rank 0's parameters
     global_batch = a.per_device_batch * world
@@ -171,16 +179,16 @@ def main() -> int:
             logged = loss.detach().clone()
             dist.all_reduce(logged)
             if rank == 0:
-                print(f"{stamp()} step {done}/{a.max_steps} loss {logged.item() / world:.4f} lr {lr:.3e} "
-                      f"restart {restart}", flush=True)
+                say(f"{stamp()} step {done}/{a.max_steps} loss {logged.item() / world:.4f} lr {lr:.3e} "
+                      f"restart {restart}")
         if (a.save_steps > 0 and done % a.save_steps == 0) or done == a.max_steps:
             save(done)
 
     if rank == 0:
         n = a.max_steps - start
         secs = time.time() - t_train
-        print(f"{stamp()} restart {restart}: training finished at step {a.max_steps} "
-              f"({secs:.1f} s, {n * global_batch / max(secs, 1e-9):.1f} samples/s)", flush=True)
+        say(f"{stamp()} restart {restart}: training finished at step {a.max_steps} "
+              f"({secs:.1f} s, {n * global_batch / max(secs, 1e-9):.1f} samples/s)")
     dist.barrier()
     dist.destroy_process_group()
     return 0
