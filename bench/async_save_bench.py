@@ -199,6 +199,7 @@ def main():
             say(f"  {label:<28} loop {loop_seconds(r):6.2f} s, median step {statistics.median(dt):.3f} s  {saves}"
                 f"  load {r['load0']:.2f}->{r['load_end']:.2f}, other work {r['other_cores']:.2f} cores"
                 f"{'  (LOADED)' if r.get('loaded') else ''}")
+        report.save()  # the runs so far, should the bench be stopped before the summary
     rounds = range(1, a.rounds + 1)
 
     say()
