@@ -111,7 +111,9 @@ bool fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
 }  // namespace
 
 torch::Tensor FusedAdamW::step(LossClosure closure) {
-  if (!fusable(param_groups())) {
+  // A closure makes the gradients only inside step(), after the check below would have looked
+  // at them; the Trainer passes none, so that case keeps libtorch's step.
+  if (closure != nullptr || !fusable(param_groups())) {
     last_step_fused_ = false;
     return torch::optim::AdamW::step(std::move(closure));
   }
@@ -119,11 +121,6 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
   // Named in profiles (bench/profile_finetune.sh): the 1.x loop calls no aten op of its own.
   RECORD_FUNCTION("tenax::FusedAdamW::step", std::vector<c10::IValue>());
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure != nullptr) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (auto& group : param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
     std::vector<Update> updates;
@@ -166,7 +163,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     for (const auto& u : updates) adamw_one_pass(u, options);
 #endif
   }
-  return loss;
+  return {};
 }
 
 }  // namespace tenax::sdk::detail

@@ -15,8 +15,8 @@
 // equal torch::optim::AdamW's to a few float32 rounding steps (the fused arithmetic rounds
 // differently: fewer intermediate roundings), not bit for bit; a run is still bit-exactly
 // reproducible against itself. Parameters the fused paths cannot take (amsgrad, sparse or
-// non-contiguous gradients, a dtype or device a path does not handle) fall back to
-// torch::optim::AdamW::step for the whole step.
+// non-contiguous gradients, a dtype or device a path does not handle) and a step() with a
+// closure fall back to torch::optim::AdamW::step for the whole step.
 // Thread-safety: as torch::optim::AdamW (one caller at a time).
 #pragma once
 

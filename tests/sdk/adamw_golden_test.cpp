@@ -265,6 +265,31 @@ TEST(SdkFusedAdamW, MatchesLibtorchAdamWOnLargeTensorsAcrossThreads) {
   EXPECT_EQ(s.step(), 6);
 }
 
+// A step with a closure (the gradients exist only once step() has run it) is libtorch's.
+TEST(SdkFusedAdamW, AStepWithAClosureIsLibtorchsExactly) {
+  torch::manual_seed(5);
+  const torch::Tensor x = torch::randn({8, 4});
+  torch::Tensor a = torch::randn({4, 3}).requires_grad_(true);
+  torch::Tensor b = a.detach().clone().requires_grad_(true);
+  torch::optim::AdamW reference(std::vector<torch::Tensor>{a}, torch::optim::AdamWOptions(1e-2));
+  detail::FusedAdamW fused(std::vector<torch::Tensor>{b}, torch::optim::AdamWOptions(1e-2));
+  const auto closure_of = [&](torch::optim::Optimizer& o, torch::Tensor& w) {
+    return [&] {
+      o.zero_grad();
+      torch::Tensor loss = x.mm(w).pow(2).sum();
+      loss.backward();
+      return loss;
+    };
+  };
+  for (int step = 0; step < 3; ++step) {
+    const torch::Tensor la = reference.step(closure_of(reference, a));
+    const torch::Tensor lb = fused.step(closure_of(fused, b));
+    EXPECT_FALSE(fused.last_step_fused());
+    EXPECT_TRUE(torch::equal(la, lb)) << "the closure's loss is returned, step " << step;
+    EXPECT_TRUE(torch::equal(a, b)) << "step " << step;
+  }
+}
+
 // What the fused paths do not take (amsgrad here) goes to libtorch's AdamW, exactly.
 TEST(SdkFusedAdamW, AmsgradFallsBackToLibtorchExactly) {
   torch::manual_seed(4);
