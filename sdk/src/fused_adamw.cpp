@@ -84,8 +84,16 @@ void adamw_one_pass(const Update& u, const torch::optim::AdamWOptions& o) {
 }
 #endif
 
-// Whether every parameter with a gradient can take this build's fused path.
-bool fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+// Whether a state tensor (a restored checkpoint's, say) is laid out as its parameter.
+bool like(const torch::Tensor& t, const torch::Tensor& p) {
+  return t.defined() && t.is_contiguous() && t.scalar_type() == p.scalar_type() && t.device() == p.device() &&
+         t.sizes() == p.sizes();
+}
+
+// Whether every parameter with a gradient, and its state where it has one, can take this
+// build's fused path (which reads all four as flat arrays of the parameter's dtype).
+template <typename State>
+bool fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups, const State& state) {
   bool first = true;
   torch::Device device(torch::kCPU);
   for (const auto& group : groups) {
@@ -96,6 +104,10 @@ bool fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
       if (g.is_sparse() || !p.is_contiguous() || !g.is_contiguous() || g.scalar_type() != p.scalar_type() ||
           g.device() != p.device() || p.scalar_type() != torch::kFloat32) {
         return false;
+      }
+      if (const auto it = state.find(compat::optimizer_state_key(p)); it != state.end()) {
+        const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+        if (!like(st.exp_avg(), p) || !like(st.exp_avg_sq(), p)) return false;
       }
       if (first) device = p.device();
       if (p.device() != device) return false;
@@ -113,7 +125,7 @@ bool fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
 torch::Tensor FusedAdamW::step(LossClosure closure) {
   // A closure makes the gradients only inside step(), after the check below would have looked
   // at them; the Trainer passes none, so that case keeps libtorch's step.
-  if (closure != nullptr || !fusable(param_groups())) {
+  if (closure != nullptr || !fusable(param_groups(), state_)) {
     last_step_fused_ = false;
     return torch::optim::AdamW::step(std::move(closure));
   }
