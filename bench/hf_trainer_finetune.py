@@ -156,9 +156,35 @@ def main():
             if state.global_step >= state.max_steps:
                 control.should_save = True
 
+    class ProfileSteps(TrainerCallback):
+        """bench/profile_finetune.sh: torch.profiler over steps FIRST..LAST, the window that
+        examples/common/profile_steps.h profiles on the Tenax side (same env variables)."""
+        def __init__(self, trace, steps):
+            self.trace, (self.first, self.last) = trace, map(int, steps.split(":"))
+            self.prof = None
+
+        def on_step_begin(self, args, state, control, **kw):
+            if state.global_step + 1 == self.first and self.prof is None:
+                self.prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+                self.prof.start()
+                self.t0 = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == self.last and self.prof is not None:
+                wall_s = time.perf_counter() - self.t0
+                self.prof.stop()
+                self.prof.export_chrome_trace(self.trace)
+                with open(self.trace + ".meta.json", "w") as f:
+                    json.dump({"system": "hf", "first_step": self.first, "last_step": self.last,
+                               "wall_s": wall_s, "torch": torch.__version__,
+                               "optim": str(args.optim)}, f)
+
+    callbacks = [] if a.no_final_save else [FinalSave()]
+    if os.environ.get("TENAX_PROFILE_TRACE"):
+        callbacks.append(ProfileSteps(os.environ["TENAX_PROFILE_TRACE"],
+                                      os.environ.get("TENAX_PROFILE_STEPS") or "6:25"))
     trainer = Trainer(model=model, args=args, train_dataset=train_ds,
-                      data_collator=DataCollatorWithPadding(tok),
-                      callbacks=[] if a.no_final_save else [FinalSave()])
+                      data_collator=DataCollatorWithPadding(tok), callbacks=callbacks)
     out = trainer.train()
     m = out.metrics
     runtime = m["train_runtime"]

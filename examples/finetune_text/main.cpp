@@ -34,6 +34,7 @@
 #include "example_cli.h"
 #include "fault_injection.h"
 #include "options.h"
+#include "profile_steps.h"
 #include "tenax/core/error.h"
 #include "tenax/core/exit_codes.h"
 #include "tenax/core/logging.h"
@@ -162,6 +163,7 @@ int run(const FinetuneOptions& o) {
   if (o.preempt_at_step >= 0) {
     trainer.add_callback(std::make_shared<tenax::examples::PreemptionInjection>(o.preempt_at_step, o.preempt_signal_number()));
   }
+  if (auto profile = tenax::examples::ProfileSteps::from_env()) trainer.add_callback(profile);
   const tenax::sdk::TrainOutput trained = trainer.train();
   if (trained.preempted) {
     context.finalize();

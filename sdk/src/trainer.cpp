@@ -15,6 +15,7 @@
 #include "tenax/core/exit_codes.h"
 #include "tenax/core/logging.h"
 #include "commit_protocol.h"
+#include "fused_adamw.h"
 #include "peer_heal.h"
 #include "tenax/sdk/argument_changes.h"
 #include "tenax/sdk/autocast.h"
@@ -206,7 +207,7 @@ std::unique_ptr<torch::optim::AdamW> Trainer::create_optimizer() {
   // transformers' two groups: weight decay for all but biases and LayerNorm parameters.
   torch::optim::AdamWOptions options(args_.learning_rate);
   options.betas({args_.adam_beta1, args_.adam_beta2}).eps(args_.adam_epsilon).weight_decay(args_.weight_decay);
-  return std::make_unique<torch::optim::AdamW>(adamw_param_groups(*model_, options), options);
+  return std::make_unique<detail::FusedAdamW>(adamw_param_groups(*model_, options), options);
 }
 
 LrSchedule Trainer::create_scheduler(std::int64_t num_training_steps) {

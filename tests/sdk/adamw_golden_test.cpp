@@ -3,7 +3,8 @@
 // tools/goldens/schedule_goldens.py with torch.optim.AdamW, transformers' two parameter groups
 // and get_scheduler("linear")), against Tenax's decay_parameter_names / adamw_param_groups,
 // LrSchedule and torch::nn::utils::clip_grad_norm_ — also across a capture and restore of the
-// optimizer state (state_capture.h) halfway.
+// optimizer state (state_capture.h) halfway. The same for the Trainer's FusedAdamW
+// (fused_adamw.h), which must give the goldens too, and against libtorch's AdamW directly.
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -17,6 +18,8 @@
 #include "tenax/sdk/lr_schedule.h"
 #include "tenax/sdk/optimizer_groups.h"
 #include "tenax/sdk/state_capture.h"
+#include "fused_adamw.h"
+#include "torch_compat.h"
 
 namespace tenax::sdk {
 namespace {
@@ -57,7 +60,8 @@ NamedTensors named_parameters(const torch::nn::Module& model) {
 /// One replay of the goldens: the model at its initial weights, the optimizer, the schedule.
 class Replay {
  public:
-  explicit Replay(const nlohmann::json& g) : g_(g), c_(g.at("config")) {
+  /// fused: the Trainer's detail::FusedAdamW instead of torch::optim::AdamW.
+  explicit Replay(const nlohmann::json& g, bool fused = false) : g_(g), c_(g.at("config")) {
     model_ = std::make_shared<TinyNet>(c_.at("in").get<std::int64_t>(), c_.at("hidden").get<std::int64_t>(),
                                        c_.at("out").get<std::int64_t>());
     {
@@ -75,7 +79,11 @@ class Replay {
     options.betas({c_.at("betas")[0].get<double>(), c_.at("betas")[1].get<double>()})
         .eps(c_.at("eps").get<double>())
         .weight_decay(c_.at("weight_decay").get<double>());
-    optimizer_ = std::make_unique<torch::optim::AdamW>(adamw_param_groups(*model_, options), options);
+    if (fused) {
+      optimizer_ = std::make_unique<detail::FusedAdamW>(adamw_param_groups(*model_, options), options);
+    } else {
+      optimizer_ = std::make_unique<torch::optim::AdamW>(adamw_param_groups(*model_, options), options);
+    }
     schedule_ = std::make_unique<LrSchedule>(
         LrScheduleOptions(LrSchedulerType::kLinear, c_.at("warmup_steps").get<std::int64_t>(), steps_)
             .base_lr(c_.at("lr").get<double>()));
@@ -90,6 +98,9 @@ class Replay {
     lr_ = schedule_->lr(step);
     for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr_);
     optimizer_->step();
+    if (auto* fused = dynamic_cast<detail::FusedAdamW*>(optimizer_.get())) {
+      EXPECT_TRUE(fused->last_step_fused()) << "FusedAdamW fell back to libtorch's AdamW at step " << step;
+    }
     return grad_norm;
   }
 
@@ -152,50 +163,150 @@ TEST_F(SdkAdamWGolden, TwoGroupsAsTransformersBuildsThem) {
 }
 
 TEST_F(SdkAdamWGolden, TenStepsWithScheduleAndClippingEqualTorch) {
-  Replay replay(g_);
-  const double base_lr = g_.at("config").at("lr").get<double>();
-  int clipped = 0;
-  for (std::int64_t step = 0; step < replay.steps(); ++step) {
-    const nlohmann::json& expected = g_.at("steps")[static_cast<std::size_t>(step)];
-    const double grad_norm = replay.step(step);
-    EXPECT_NEAR(replay.lr(), expected.at("lr").get<double>(), 1e-6 * base_lr) << "step " << step;
-    EXPECT_NEAR(replay.loss(), expected.at("loss").get<double>(), 1e-6) << "step " << step;
-    EXPECT_NEAR(grad_norm, expected.at("grad_norm").get<double>(), 1e-5) << "step " << step;
-    clipped += grad_norm > replay.max_grad_norm() ? 1 : 0;
-    replay.expect_parameters_after(step);
+  for (const bool fused : {false, true}) {
+    SCOPED_TRACE(fused ? "FusedAdamW" : "torch::optim::AdamW");
+    Replay replay(g_, fused);
+    const double base_lr = g_.at("config").at("lr").get<double>();
+    int clipped = 0;
+    for (std::int64_t step = 0; step < replay.steps(); ++step) {
+      const nlohmann::json& expected = g_.at("steps")[static_cast<std::size_t>(step)];
+      const double grad_norm = replay.step(step);
+      EXPECT_NEAR(replay.lr(), expected.at("lr").get<double>(), 1e-6 * base_lr) << "step " << step;
+      EXPECT_NEAR(replay.loss(), expected.at("loss").get<double>(), 1e-6) << "step " << step;
+      EXPECT_NEAR(grad_norm, expected.at("grad_norm").get<double>(), 1e-5) << "step " << step;
+      clipped += grad_norm > replay.max_grad_norm() ? 1 : 0;
+      replay.expect_parameters_after(step);
+    }
+    // The goldens exercise what they claim: clipping acts in some steps and not in others.
+    EXPECT_GT(clipped, 0);
+    EXPECT_LT(clipped, replay.steps());
   }
-  // The goldens exercise what they claim: clipping acts in some steps and not in others.
-  EXPECT_GT(clipped, 0);
-  EXPECT_LT(clipped, replay.steps());
 }
 
 // A resume in the middle: parameters and AdamW state of both groups captured by name after
 // 4 steps, restored into a fresh model and optimizer, which then go on exactly as the goldens.
 TEST_F(SdkAdamWGolden, StateCapturedAndRestoredMidwayContinuesOnTheGoldens) {
-  constexpr std::int64_t kResumeAt = 4;
-  std::map<std::string, torch::Tensor> saved;
-  {
-    Replay first(g_);
-    for (std::int64_t step = 0; step < kResumeAt; ++step) first.step(step);
-    const NamedTensors params = named_parameters(first.model());
-    for (const auto& [name, p] : params) saved["model/" + name] = p.detach().clone();
-    for (auto& [name, t] : capture_adamw_state(first.optimizer(), params)) saved[name] = t;
-  }
-  EXPECT_EQ(saved.size(), 6u * 4u) << "6 parameters, each with its value, exp_avg, exp_avg_sq and step";
+  for (const bool fused : {false, true}) {
+    SCOPED_TRACE(fused ? "FusedAdamW" : "torch::optim::AdamW");
+    constexpr std::int64_t kResumeAt = 4;
+    std::map<std::string, torch::Tensor> saved;
+    {
+      Replay first(g_, fused);
+      for (std::int64_t step = 0; step < kResumeAt; ++step) first.step(step);
+      const NamedTensors params = named_parameters(first.model());
+      for (const auto& [name, p] : params) saved["model/" + name] = p.detach().clone();
+      for (auto& [name, t] : capture_adamw_state(first.optimizer(), params)) saved[name] = t;
+    }
+    EXPECT_EQ(saved.size(), 6u * 4u) << "6 parameters, each with its value, exp_avg, exp_avg_sq and step";
 
-  Replay second(g_);
-  const NamedTensors params = named_parameters(second.model());
-  {
-    torch::NoGradGuard no_grad;
-    for (const auto& [name, p] : params) p.copy_(saved.at("model/" + name));
+    Replay second(g_, fused);
+    const NamedTensors params = named_parameters(second.model());
+    {
+      torch::NoGradGuard no_grad;
+      for (const auto& [name, p] : params) p.copy_(saved.at("model/" + name));
+    }
+    restore_adamw_state(second.optimizer(), params, [&](const std::string& name) {
+      const auto it = saved.find(name);
+      return it == saved.end() ? torch::Tensor() : it->second;
+    });
+    for (std::int64_t step = kResumeAt; step < second.steps(); ++step) {
+      second.step(step);
+      second.expect_parameters_after(step);
+    }
   }
-  restore_adamw_state(second.optimizer(), params, [&](const std::string& name) {
-    const auto it = saved.find(name);
-    return it == saved.end() ? torch::Tensor() : it->second;
-  });
-  for (std::int64_t step = kResumeAt; step < second.steps(); ++step) {
-    second.step(step);
-    second.expect_parameters_after(step);
+}
+
+// FusedAdamW against libtorch's AdamW on tensors large enough to be split over threads and to
+// leave vector tails (100,003 elements), two groups (weight decay and none), a parameter
+// without a gradient (skipped by both: no state, unchanged), and a different gradient each
+// step. The fused arithmetic rounds differently, so close, not equal; a wrong coefficient
+// (bias correction, decay, eps) would be off by ~lr = 1e-2.
+TEST(SdkFusedAdamW, MatchesLibtorchAdamWOnLargeTensorsAcrossThreads) {
+  torch::set_num_threads(2);
+  torch::manual_seed(3);
+  const std::vector<std::vector<std::int64_t>> shapes = {{100003}, {317, 129}, {7}, {64}};
+  std::vector<torch::Tensor> a_params, b_params;
+  for (const auto& shape : shapes) {
+    a_params.push_back(torch::randn(shape).requires_grad_(true));
+    b_params.push_back(a_params.back().detach().clone().requires_grad_(true));
+  }
+  const auto make = [](std::vector<torch::Tensor> ps, bool fused) -> std::unique_ptr<torch::optim::AdamW> {
+    torch::optim::AdamWOptions decay(1e-2), plain(1e-2);
+    decay.betas({0.9, 0.99}).eps(1e-6).weight_decay(0.1);
+    plain.betas({0.9, 0.99}).eps(1e-6).weight_decay(0.0);
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(std::vector<torch::Tensor>{ps[0], ps[1]}, std::make_unique<torch::optim::AdamWOptions>(decay));
+    groups.emplace_back(std::vector<torch::Tensor>{ps[2], ps[3]}, std::make_unique<torch::optim::AdamWOptions>(plain));
+    if (fused) return std::make_unique<detail::FusedAdamW>(std::move(groups), decay);
+    return std::make_unique<torch::optim::AdamW>(std::move(groups), decay);
+  };
+  auto reference = make(a_params, false);
+  auto fused = make(b_params, true);
+  const torch::Tensor frozen_before = b_params[3].detach().clone();
+  for (int step = 0; step < 6; ++step) {
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      if (k == 3) continue;  // never gets a gradient
+      const torch::Tensor g = torch::randn(shapes[k]) * (step + 1);
+      a_params[k].mutable_grad() = g.clone();
+      b_params[k].mutable_grad() = g.clone();
+    }
+    reference->step();
+    fused->step();
+    ASSERT_TRUE(static_cast<detail::FusedAdamW&>(*fused).last_step_fused()) << "step " << step;
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      const double diff = (a_params[k] - b_params[k]).abs().max().item<double>();
+      EXPECT_LE(diff, 4e-6) << "parameter " << k << " after step " << step + 1;
+    }
+  }
+  EXPECT_TRUE(torch::equal(b_params[3], frozen_before)) << "a parameter without a gradient must not move";
+  EXPECT_EQ(fused->state().size(), 3u) << "state for the three parameters that had gradients";
+  const auto& s = static_cast<torch::optim::AdamWParamState&>(
+      *fused->state().at(compat::optimizer_state_key(b_params[0])));
+  EXPECT_EQ(s.step(), 6);
+}
+
+// A step with a closure (the gradients exist only once step() has run it) is libtorch's.
+TEST(SdkFusedAdamW, AStepWithAClosureIsLibtorchsExactly) {
+  torch::manual_seed(5);
+  const torch::Tensor x = torch::randn({8, 4});
+  torch::Tensor a = torch::randn({4, 3}).requires_grad_(true);
+  torch::Tensor b = a.detach().clone().requires_grad_(true);
+  torch::optim::AdamW reference(std::vector<torch::Tensor>{a}, torch::optim::AdamWOptions(1e-2));
+  detail::FusedAdamW fused(std::vector<torch::Tensor>{b}, torch::optim::AdamWOptions(1e-2));
+  const auto closure_of = [&](torch::optim::Optimizer& o, torch::Tensor& w) {
+    return [&] {
+      o.zero_grad();
+      torch::Tensor loss = x.mm(w).pow(2).sum();
+      loss.backward();
+      return loss;
+    };
+  };
+  for (int step = 0; step < 3; ++step) {
+    const torch::Tensor la = reference.step(closure_of(reference, a));
+    const torch::Tensor lb = fused.step(closure_of(fused, b));
+    EXPECT_FALSE(fused.last_step_fused());
+    EXPECT_TRUE(torch::equal(la, lb)) << "the closure's loss is returned, step " << step;
+    EXPECT_TRUE(torch::equal(a, b)) << "step " << step;
+  }
+}
+
+// What the fused paths do not take (amsgrad here) goes to libtorch's AdamW, exactly.
+TEST(SdkFusedAdamW, AmsgradFallsBackToLibtorchExactly) {
+  torch::manual_seed(4);
+  torch::Tensor a = torch::randn({1000}).requires_grad_(true);
+  torch::Tensor b = a.detach().clone().requires_grad_(true);
+  torch::optim::AdamWOptions options(1e-2);
+  options.amsgrad(true).weight_decay(0.05);
+  torch::optim::AdamW reference(std::vector<torch::Tensor>{a}, options);
+  detail::FusedAdamW fused(std::vector<torch::Tensor>{b}, options);
+  for (int step = 0; step < 3; ++step) {
+    const torch::Tensor g = torch::randn({1000});
+    a.mutable_grad() = g.clone();
+    b.mutable_grad() = g.clone();
+    reference.step();
+    fused.step();
+    EXPECT_FALSE(fused.last_step_fused());
+    EXPECT_TRUE(torch::equal(a, b)) << "step " << step;
   }
 }
 
