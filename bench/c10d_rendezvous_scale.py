@@ -50,9 +50,10 @@ resolver timeout, on the connecting agent or on the server's loop. A cluster's r
 such lookups; so, as root, this script runs itself in a private mount namespace (unshare -m) in
 which /etc/hosts also names ::ffff:127.0.0.1 (the machine's /etc/hosts is not changed), and
 "local_reverse_dns" in the result says whether it did.
-Checks: round 0 has N agents with ranks 0..N-1, nobody's num_nodes_waiting() is above 0 and no
-keep-alive fails in the steady window, round 1 has the N-1 survivors with ranks 0..N-2. A failed
-check or a timeout prints RDZV_RESULT with "failed" (and whatever was measured) and exits 1.
+Checks: round 0 has N agents with ranks 0..N-1, round 1 has the N-1 survivors with ranks 0..N-2.
+Counted, not fatal: failed keep-alives (a heartbeat's compare-and-set that kept losing to others'
+for its 5 s timeout) and num_nodes_waiting() above 0 in the steady window. A failed check or a
+timeout prints RDZV_RESULT with "failed" (and whatever was measured) and exits 1.
 """
 import argparse
 import base64
@@ -172,7 +173,9 @@ def agents_main(conn, indices, port, nodes, monitor_interval):
     """One forked process: the agents `indices`, one driver thread each; commands from `conn`."""
     threading.stack_size(1 << 20)  # 2 threads per agent (driver, keep-alive): 1 MiB each is plenty
     failures = KeepAliveFailures()
-    logging.getLogger("torch.distributed.elastic.rendezvous.dynamic_rendezvous").addHandler(failures)
+    rdzv_log = logging.getLogger("torch.distributed.elastic.rendezvous.dynamic_rendezvous")
+    rdzv_log.addHandler(failures)
+    rdzv_log.propagate = False  # counted, not printed: a thousand agents' warnings say nothing more
     send_lock = threading.Lock()
 
     def send(msg):
@@ -284,6 +287,14 @@ class Run:
                        "last_call_s": LAST_CALL_S, "monitor_interval_s": a.monitor_interval}
         self.procs = []  # (process, connection, indices)
         self.service = None
+        self.observer = None
+
+    def state(self):
+        """The rendezvous state as the store holds it (the observer's read), or None."""
+        try:
+            return pickle.loads(base64.b64decode(self.observer.get(STATE_KEY)))
+        except Exception:  # noqa: BLE001 -- a read that fails is just skipped
+            return None
 
     def fail(self, why):
         self.result["failed"] = why
@@ -338,6 +349,8 @@ class Run:
             child_end.close()
             self.procs.append((p, parent_end, g))
         conns = [c for _, c, _ in self.procs]
+        self.observer = dist.TCPStore("127.0.0.1", port, is_master=False, multi_tenant=True,
+                                      timeout=timedelta(seconds=60))
         connected = self.collect("connected", conns, a.form_timeout)
         r["connect_s"] = time.monotonic() - t_connect
         r["connect_slowest_agent_s"] = max(x[1] for x in connected)
@@ -347,13 +360,21 @@ class Run:
 
         # Formation.
         go_at = time.monotonic() + 0.2
+        agents_cpu = sum(proc_cpu_s(p.pid) for p, _, _ in self.procs)
         for c in conns:
             c.send(("go", go_at))
-        formed = [x for batch in self.collect("formed", conns, a.form_timeout) for x in batch]
-        cpu2 = threads_cpu_s(spid)
+        try:
+            formed = [x for batch in self.collect("formed", conns, a.form_timeout) for x in batch]
+        finally:
+            # How far round 0 got, and what it cost the agents (on a cluster: N machines' CPU).
+            r["form_agents_cpu_s"] = sum(proc_cpu_s(p.pid) for p, _, _ in self.procs) - agents_cpu
+            r["form_service_cpu_s"] = threads_cpu_s(spid) - cpu1
+            st = self.state()
+            if st is not None:
+                r["round0_participants"] = len(st.participants)
+                r["round0_complete"] = bool(st.complete)
         r["form_s"] = max(x[1] for x in formed) - go_at
         r["form_median_s"] = sorted(x[1] for x in formed)[len(formed) // 2] - go_at
-        r["form_service_cpu_s"] = cpu2 - cpu1
         ranks = sorted(x[2] for x in formed)
         if ranks != list(range(a.nodes)) or {x[3] for x in formed} != {a.nodes} or {x[4] for x in formed} != {0}:
             self.fail(f"round 0: ranks/world sizes/rounds wrong: worlds {sorted({x[3] for x in formed})}, "
@@ -374,8 +395,7 @@ class Run:
         snap1 = self.collect("snap", conns, 60)
         wall = t1 - t0
         d = {k: sum(s1[k] - s0[k] for s0, s1 in zip(snap0, snap1)) for k in ("gets", "sets", "failed_sets", "bytes_in")}
-        observer = dist.TCPStore("127.0.0.1", port, is_master=False, multi_tenant=True, timeout=timedelta(seconds=60))
-        state_b64 = observer.get(STATE_KEY)
+        state_b64 = self.observer.get(STATE_KEY)
         beats = a.nodes * wall / KEEP_ALIVE_S
         r.update(steady_wall_s=wall, service_cpu_share=(s_cpu1 - s_cpu0) / wall,
                  service_us_per_heartbeat=(s_cpu1 - s_cpu0) / beats * 1e6,
@@ -383,10 +403,12 @@ class Run:
                  clients_cpu_share=(agents_cpu1 - agents_cpu0) / wall, state_bytes=len(state_b64),
                  store_gets_per_s=d["gets"] / wall, store_sets_per_s=d["sets"] / wall,
                  store_failed_sets_per_s=d["failed_sets"] / wall, store_get_payload_Bps=d["bytes_in"] / wall)
-        bad = [(k, sum(s[k] for s in snap1)) for k in ("waiting_seen", "keepalive_failures")]
-        if any(v for _, v in bad):
-            last = next((s["keepalive_failure_last"] for s in snap1 if s["keepalive_failure_last"]), "")
-            self.fail(f"steady window: {dict(bad)} (a torchrun agent would have restarted its workers) {last}")
+        # Failed keep-alives (a compare-and-set of the heartbeat that lost to others for 5 s) and
+        # num_nodes_waiting() > 0 (a torchrun agent would restart its workers) are counted, not
+        # fatal: they are how this rendezvous degrades under load.
+        for k in ("waiting_seen", "keepalive_failures"):
+            r[f"steady_{k}"] = sum(s1[k] - s0[k] for s0, s1 in zip(snap0, snap1))
+        r["keepalive_failures_to_steady_end"] = sum(s[k] for s in snap1 for k in ("keepalive_failures",))
 
         # The death, at a random point of the victim's keep-alive cycle.
         time.sleep(rng.uniform(0, KEEP_ALIVE_S))
@@ -403,10 +425,7 @@ class Run:
 
         def observe():  # when the state shows round 1 open and its last call started
             while not watching.is_set():
-                try:
-                    st = pickle.loads(base64.b64decode(observer.get(STATE_KEY)))
-                except Exception:  # noqa: BLE001 -- a read that fails is just skipped
-                    st = None
+                st = self.state()
                 now = time.monotonic()
                 if st is not None and st.round >= 1:
                     marks.setdefault("round1_open", now)
@@ -426,6 +445,9 @@ class Run:
         r["reform_s"] = max(x[1] for x in reformed) - death
         r["noticed_s"] = max(x[5] for x in reformed) - death
         r["reform_service_cpu_s"] = cpu4 - cpu3
+        st = self.state()
+        if st is not None:
+            r["round1_participants"] = len(st.participants)
         if "last_call_start" in marks:
             r["reform_after_last_call_s"] = max(x[1] for x in reformed) - marks["last_call_start"] - LAST_CALL_S
         ranks = sorted(x[2] for x in reformed)
