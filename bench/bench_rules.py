@@ -84,25 +84,38 @@ class RoundOrder:
         return order
 
 
-def run_on_quiet_machine(run, say, label, attempts=3, wait_s=5.0, max_wait_s=600.0, disturbed=None):
+def busy_cores(seconds=2.0) -> float:
+    """Cores the whole machine keeps busy now, measured over `seconds` (/proc/stat)."""
+    busy0 = cpu_busy_seconds()
+    time.sleep(seconds)
+    return (cpu_busy_seconds() - busy0) / seconds
+
+
+def run_on_quiet_machine(run, say, label, attempts=3, wait_s=5.0, max_wait_s=600.0, disturbed=None, load=None,
+                         max_load=None):
     """Calls run() -> dict until it starts on a machine whose 1-minute load is at most the core
     count (it waits up to max_wait_s for that first) and, when `disturbed(result)` is given, until
     that says no (e.g. other work came during the run). The dict gets 'load0' (the load at its
-    start) and 'reruns'. After `attempts` loaded runs the last result is kept, marked 'loaded'."""
-    cores = os.cpu_count()
+    start) and 'reruns'. After `attempts` loaded runs the last result is kept, marked 'loaded'.
+    `load` and `max_load` replace the 1-minute load average and the core count where the bench's
+    own previous run would dominate that average (a run that keeps 50 threads runnable leaves a
+    load above the core count for minutes after it ended): e.g. busy_cores() and 0.5, which see
+    only the work that runs now, when no run of the bench does."""
+    cores = max_load if max_load is not None else os.cpu_count()
+    load = load or (lambda: os.getloadavg()[0])
     result = {}
     for attempt in range(attempts):
         waited = 0.0
-        while os.getloadavg()[0] > cores and waited < max_wait_s:
+        while load() > cores and waited < max_wait_s:
             time.sleep(wait_s)
             waited += wait_s
-        load0 = os.getloadavg()[0]
+        load0 = load()
         result = run()
         result["load0"] = load0
         result["reruns"] = attempt
         again = "run again" if attempt + 1 < attempts else "kept, marked loaded"
         if load0 > cores:
-            say(f"  ({label}: load {load0:.2f} above {cores} cores at the start; {again})")
+            say(f"  ({label}: load {load0:.2f} above {cores} at the start; {again})")
         elif disturbed is not None and disturbed(result):
             say(f"  ({label}: other work ran beside it ({disturbed(result)}); {again})")
         else:
