@@ -44,7 +44,11 @@ struct Coefficients {
 // three x86 levels (GCC picks one at load time) and at -O3 -fno-math-errno (sdk/CMakeLists.txt)
 // so that the loop, sqrt included, is vectorised: 4 loads and 3 stores per element instead of
 // libtorch's 23 passes over memory.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under a sanitizer: target_clones' resolver is an ifunc that the dynamic loader runs
+// before the sanitizer's runtime is up, and its instrumented code crashes there (seen: the
+// TSan build's sdk_test died in adamw_range's resolver before main).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 void adamw_range(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
