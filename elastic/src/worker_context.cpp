@@ -121,15 +121,19 @@ class SupersededWatch final : public Store {
 
 struct JoinedGeneration {
   std::int64_t generation = 0;
+  int rank = 0;
+  int world_size = 1;
   std::unique_ptr<Communicator> communicator;
 };
 
 // In-process recovery: the communicator of the newest generation the agent declared, from
-// `first` on. A generation that loses a peer while it forms is left for the next one.
-JoinedGeneration join_declared_generation(Store& base, std::int64_t first, int rank, int world,
+// `first` on, as local rank `local_rank` of node `node_id` (the node's layout there gives the
+// rank and the world size: a lost node renumbers the others and shrinks the world). A
+// generation that loses a peer while it forms is left for the next one.
+JoinedGeneration join_declared_generation(Store& base, std::int64_t first, const std::string& node_id, int local_rank,
                                           const std::string& hostname, std::chrono::milliseconds connect_timeout,
                                           std::chrono::milliseconds timeout) {
-  const std::string who = "rank " + std::to_string(rank) + " of " + std::to_string(world);
+  const std::string who = "local rank " + std::to_string(local_rank) + " of node " + node_id;
   auto log = logger("tenax.elastic");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto left = [&] {
@@ -145,13 +149,31 @@ JoinedGeneration join_declared_generation(Store& base, std::int64_t first, int r
                          std::to_string(timeout.count()) + " ms; is `tenax run` still alive?");
     }
     target = std::max(target, stored_int(base, kLatestKey, left()));
-    PrefixStore view(generation_prefix(target), base);
-    SupersededWatch watch(view, base, target);
-    CommunicatorOptions options;
-    options.hostname = hostname;
-    options.timeout = std::max(std::min(connect_timeout, left()), std::chrono::milliseconds(1));
     try {
-      return {target, make_communicator(backend_from_env(), watch, rank, world, options)};
+      // Every node's agent writes its layout before it declares, but another node's agent may
+      // have declared this generation first; a generation superseded meanwhile is skipped.
+      SupersededWatch base_watch(base, base, target);
+      const std::vector<char> raw = base_watch.get(layout_key(target, node_id), left());
+      const std::string text(raw.begin(), raw.end());
+      const std::optional<NodeLayout> layout = parse_node_layout(text);
+      if (!layout) {
+        throw RendezvousError(who + ": the agent's layout '" + text + "' for generation " + std::to_string(target) +
+                              " is not '<rank offset> <world size>'");
+      }
+      const int rank = layout->rank_offset + local_rank;
+      if (rank >= layout->world_size) {
+        throw RendezvousError(who + ": rank " + std::to_string(rank) + " is outside generation " +
+                              std::to_string(target) + "'s world of " + std::to_string(layout->world_size));
+      }
+      PrefixStore view(generation_prefix(target), base);
+      SupersededWatch watch(view, base, target);
+      CommunicatorOptions options;
+      options.hostname = hostname;
+      options.timeout = std::max(std::min(connect_timeout, left()), std::chrono::milliseconds(1));
+      // A world shrunk to one rank needs no peers (and no connect).
+      return {target, rank, layout->world_size,
+              layout->world_size == 1 ? make_local_communicator()
+                                      : make_communicator(backend_from_env(), watch, rank, layout->world_size, options)};
     } catch (const PeerLostError& e) {
       log->warn("{}: generation {} did not form ({}); joining the next one", who, target, e.what());
       ++target;
@@ -162,35 +184,39 @@ JoinedGeneration join_declared_generation(Store& base, std::int64_t first, int r
 // A warm spare: started with the job's environment but no rank of its own, it has loaded
 // libtorch and run the program up to here when the agent hands it a lost rank's place.
 // It waits as long as the job runs (the agent stops its spares when the job ends).
-void wait_for_spare_assignment(Store& base, WorkerIdentity& id, int spare_id) {
-  logger("tenax.elastic")->info("warm spare {}: waiting for a rank to take over", spare_id);
+void wait_for_spare_assignment(Store& base, WorkerIdentity& id, const std::string& node_id, int spare_id) {
+  logger("tenax.elastic")->info("warm spare {} of node {}: waiting for a rank to take over", spare_id, node_id);
   std::vector<char> raw;
   for (;;) {
     try {
-      raw = base.get(spare_key(spare_id), std::chrono::hours(1));
+      raw = base.get(spare_key(node_id, spare_id), std::chrono::hours(1));
       break;
     } catch (const TimeoutError&) {
     }
   }
   const std::string text(raw.begin(), raw.end());
   const std::optional<SpareAssignment> assignment = parse_spare_assignment(text);
-  if (!assignment || assignment->rank >= id.world_size) {
+  if (!assignment || assignment->local_rank >= id.local_world_size) {
     throw RendezvousError("warm spare " + std::to_string(spare_id) + ": the agent's assignment '" + text +
-                          "' is not '<rank> <generation> <restart count>' with a rank below WORLD_SIZE=" +
-                          std::to_string(id.world_size));
+                          "' is not '<local rank> <generation> <restart count>' with a local rank below "
+                          "LOCAL_WORLD_SIZE=" + std::to_string(id.local_world_size));
   }
-  id.rank = assignment->rank;
-  id.local_rank = assignment->rank % id.local_world_size;
+  // The rank and the world size come with the generation it joins (join_declared_generation).
+  id.local_rank = assignment->local_rank;
   id.generation = assignment->generation;
   id.restart_count = assignment->restart_count;
   id.replacement = true;
-  // The program may read the torchrun variables itself: they now say who this process is.
-  ::setenv("RANK", std::to_string(id.rank).c_str(), 1);
   ::setenv("LOCAL_RANK", std::to_string(id.local_rank).c_str(), 1);
-  ::setenv("TENAX_GENERATION", std::to_string(id.generation).c_str(), 1);
   ::setenv("TENAX_RESTART_COUNT", std::to_string(id.restart_count).c_str(), 1);
   ::setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(id.restart_count).c_str(), 1);
   ::unsetenv(kSpareIdVariable);
+}
+
+// The program may read the torchrun variables itself: they say who this process is now.
+void export_rank(const WorkerIdentity& id) {
+  ::setenv("RANK", std::to_string(id.rank).c_str(), 1);
+  ::setenv("WORLD_SIZE", std::to_string(id.world_size).c_str(), 1);
+  ::setenv("TENAX_GENERATION", std::to_string(id.generation).c_str(), 1);
 }
 
 }  // namespace
@@ -208,6 +234,7 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
   const bool in_process = env::get(kRecoveryVariable).value_or("") == kRecoveryInProcess;
   // -1: not a spare.
   const int spare_id = env::get(kSpareIdVariable) ? int_var(kSpareIdVariable, env::require_int(kSpareIdVariable)) : -1;
+  const std::string node_id = env::get(kNodeIdVariable).value_or("local");
   id.replacement = env::get(kReplacementVariable).value_or("") == "1";
   if (spare_id >= 0) set_log_identity({-1, static_cast<int>(id.generation), "spare"});
   else set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
@@ -228,8 +255,7 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
     base = connect_store(*endpoint, timeout, keys);
     if (spare_id >= 0) {
       if (given) throw ConfigError(std::string(kSpareIdVariable) + " is set: a warm spare builds its own communicator");
-      wait_for_spare_assignment(*base, id, spare_id);
-      set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
+      wait_for_spare_assignment(*base, id, node_id, spare_id);
     }
     store = std::make_unique<PrefixStore>(generation_prefix(id.generation), *base);
   } else if (spare_id >= 0) {
@@ -248,16 +274,19 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
   std::unique_ptr<Communicator> communicator;
   if (given) {
     communicator = std::move(given);
-  } else if (id.world_size == 1) {
-    communicator = make_local_communicator();
   } else if (in_process && id.replacement && base) {
     // Another loss while this replacement starts makes the agent declare a newer generation.
     JoinedGeneration joined =
-        join_declared_generation(*base, id.generation, id.rank, id.world_size, options.hostname, timeout, timeout);
+        join_declared_generation(*base, id.generation, node_id, id.local_rank, options.hostname, timeout, timeout);
     id.generation = joined.generation;
+    id.rank = joined.rank;
+    id.world_size = joined.world_size;
+    export_rank(id);
     communicator = std::move(joined.communicator);
     store = std::make_unique<PrefixStore>(generation_prefix(id.generation), *base);
     set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
+  } else if (id.world_size == 1) {
+    communicator = make_local_communicator();
   } else {
     communicator = make_communicator(backend_from_env(), *store, id.rank, id.world_size, {options.hostname, timeout});
   }
@@ -284,6 +313,7 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
     ::signal(SIGPIPE, SIG_IGN);
   }
   context.store_factory_for_ = std::move(store_factory_for);
+  context.node_id_ = node_id;
   context.gloo_hostname_ = options.hostname;
   context.connect_timeout_ = timeout;
   logger("tenax.elastic")
@@ -350,6 +380,16 @@ void WorkerContext::announce_in_process_recovery() {
   if (in_process_ && base_store_) base_store_->add(ready_key(identity_.generation), 1);
 }
 
+bool WorkerContext::generation_superseded() {
+  if (!in_process_ || !store_) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_superseded_check_) return false;
+  next_superseded_check_ = now + kSupersededCheckInterval;
+  // The mark the agent adds under this generation's prefix when it declares the next one: one
+  // round trip that never blocks.
+  return store_->add(kSupersededKey, 0) > 0;
+}
+
 void WorkerContext::rejoin(std::chrono::milliseconds timeout) {
   const std::string who = "rank " + std::to_string(identity_.rank) + " of " + std::to_string(identity_.world_size);
   if (!in_process_ || !base_store_ || !store_factory_for_) {
@@ -360,9 +400,17 @@ void WorkerContext::rejoin(std::chrono::milliseconds timeout) {
   // now instead of at its collective's timeout.
   communicator_.reset();
   store_.reset();
-  JoinedGeneration joined = join_declared_generation(*base_store_, identity_.generation + 1, identity_.rank,
-                                                     identity_.world_size, gloo_hostname_, connect_timeout_, timeout);
+  JoinedGeneration joined = join_declared_generation(*base_store_, identity_.generation + 1, node_id_,
+                                                     identity_.local_rank, gloo_hostname_, connect_timeout_, timeout);
+  if (joined.rank != identity_.rank || joined.world_size != identity_.world_size) {
+    logger("tenax.elastic")
+        ->warn("rank {} of {} is rank {} of {} in generation {}", identity_.rank, identity_.world_size, joined.rank,
+               joined.world_size, joined.generation);
+  }
   identity_.generation = joined.generation;
+  identity_.rank = joined.rank;
+  identity_.world_size = joined.world_size;
+  export_rank(identity_);
   communicator_ = std::move(joined.communicator);
   store_ = std::make_unique<PrefixStore>(generation_prefix(joined.generation), *base_store_);
   open_store_ = store_factory_for_(joined.generation);

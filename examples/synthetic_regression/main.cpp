@@ -9,10 +9,18 @@
 // --fail-signal STOP it SIGSTOPs itself instead: a hung worker for `tenax run --hang-timeout`.
 // --fail-on-heal yes: under `tenax run --recovery in-process`, the first replacement of a lost
 // rank SIGKILLs itself while it heals (a second failure while the new generation forms).
+// --sample-log PATH: each process appends to PATH.<pid>, at the start of every optimizer step,
+// "<generation> <step> <world size> <rank> <sample index>...": the samples of its slice of that
+// step's global batch, so that a test can check every sample is seen once per epoch however the
+// world changed (the newest generation's lines for a step are the ones that counted).
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <mutex>
 #include <string>
+#include <unistd.h>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -41,10 +49,48 @@ class SyntheticRegression final : public tenax::sdk::Dataset {
     targets_ = at::sin(inputs_.matmul(w)) + 0.05 * at::randn({size, 1}, gen);
   }
   std::int64_t size() const override { return inputs_.size(0); }
-  Example get(std::int64_t i) const override { return {inputs_[i], targets_[i]}; }
+  Example get(std::int64_t i) const override {
+    if (record_) {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      loaded_.push_back(i);
+    }
+    return {inputs_[i], targets_[i]};
+  }
+  /// --sample-log: remember every index loaded.
+  void record() { record_ = true; }
+  /// The last `n` indices loaded (a step redone after a loss loaded its samples again).
+  std::vector<std::int64_t> last_loaded(std::int64_t n) const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto count = std::min<std::size_t>(loaded_.size(), static_cast<std::size_t>(n));
+    std::vector<std::int64_t> out(loaded_.end() - static_cast<std::ptrdiff_t>(count), loaded_.end());
+    loaded_.clear();
+    return out;
+  }
 
  private:
   torch::Tensor inputs_, targets_;
+  bool record_ = false;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::int64_t> loaded_;
+};
+
+/// --sample-log: one line per optimizer step, written before the step runs (see the top).
+class SampleLog final : public tenax::sdk::TrainerCallback {
+ public:
+  SampleLog(const std::string& path, std::shared_ptr<const SyntheticRegression> data)
+      : out_(path + "." + std::to_string(::getpid()), std::ios::app), data_(std::move(data)) {
+    if (!out_) throw tenax::ConfigError("--sample-log: cannot open " + path + "." + std::to_string(::getpid()));
+  }
+  void on_step_begin(const tenax::sdk::TrainingArguments&, tenax::sdk::TrainerState& state,
+                     tenax::sdk::TrainerControl&) override {
+    out_ << state.generation << ' ' << state.global_step << ' ' << state.world_size << ' ' << state.rank;
+    for (std::int64_t i : data_->last_loaded(state.train_batch_size / state.world_size)) out_ << ' ' << i;
+    out_ << std::endl;  // flushed: the process may be killed at any moment
+  }
+
+ private:
+  std::ofstream out_;
+  std::shared_ptr<const SyntheticRegression> data_;
 };
 
 /// MLP with dropout, so that restoring the RNG state matters for bit-exact resume.
@@ -80,6 +126,7 @@ struct Options {
   int preempt_signal = SIGUSR1;
   std::int64_t dataset_size = 4096;
   std::int64_t features = 16;
+  std::string sample_log;
 };
 
 constexpr const char* kUsage =
@@ -87,7 +134,7 @@ constexpr const char* kUsage =
     "       [--logging-steps N] [--per-device-batch N] [--learning-rate X] [--seed N]\n"
     "       [--dataset-size N] [--fail-at-step S --fail-rank R [--fail-signal KILL|STOP]]\n"
     "       [--preempt-at-step S [--preempt-signal USR1|TERM]] [--fail-on-heal yes]\n"
-    "       [--handle-preemption yes|no]\n";
+    "       [--handle-preemption yes|no] [--sample-log PATH]\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "synthetic_regression: " << message << "\n" << kUsage;
@@ -126,6 +173,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--learning-rate") o.args.learning_rate = as_double();
     else if (flag == "--seed") o.args.seed = static_cast<std::uint64_t>(as_int());
     else if (flag == "--dataset-size") o.dataset_size = as_int();
+    else if (flag == "--sample-log") o.sample_log = value;
     else if (flag == "--fail-at-step") o.fail_at_step = as_int();
     else if (flag == "--fail-rank") o.fail_rank = static_cast<int>(as_int());
     else if (flag == "--fail-signal") {
@@ -162,6 +210,7 @@ int main(int argc, char** argv) {
     torch::manual_seed(options.args.seed);  // same initial weights on every rank
     auto model = std::make_shared<Regressor>(options.features);
     auto data = std::make_shared<SyntheticRegression>(options.dataset_size, options.features, options.args.seed + 1);
+    if (!options.sample_log.empty()) data->record();
     // The model and data need no peer: built before the WorkerContext, they are ready in a warm
     // spare (`tenax run --recovery in-process`) by the time it is given a lost rank's place.
     auto context = tenax::elastic::WorkerContext::from_env();
@@ -180,6 +229,7 @@ int main(int argc, char** argv) {
       trainer.add_callback(std::make_shared<tenax::examples::FailureWhileHealing>(context.identity().replacement,
                                                                                  context.restart_count()));
     }
+    if (!options.sample_log.empty()) trainer.add_callback(std::make_shared<SampleLog>(options.sample_log, data));
     if (options.preempt_at_step >= 0) {
       trainer.add_callback(std::make_shared<tenax::examples::PreemptionInjection>(options.preempt_at_step, options.preempt_signal));
     }

@@ -177,12 +177,37 @@ class RunLoop {
   void requeue_if_slurm_rank0(int node_rank);
   GenerationRecord run_generation(GenerationPlan plan, int restart_count);
   WorkerEnvironment environment_for(const GenerationPlan& plan, int local, int restart_count) const;
-  bool in_process_recovery() const { return options_.recovery == RecoveryMode::kInProcess && !plan_; }
+  bool in_process_recovery() const { return options_.recovery == RecoveryMode::kInProcess; }
+  // --node-id across nodes; one node is "local". Names the node's layout and spares in the store.
+  const std::string& node_id() const { return plan_ ? plan_->node_id : kLocalNodeId; }
+  // Starts this node's workers of `plan` (the spares too), or, after an in-process recovery
+  // across nodes, carries on the workers that outlived the last generation (continue_in_process).
+  // Empty when one could not be started (logged, the restart asked for).
+  std::vector<Worker> start_workers(GenerationPlan& plan, int restart_count);
+  // Multi-node in-process recovery, after the rendezvous formed `plan`: the workers carried
+  // from the last generation go on in it (ranks from the new layout: a lost node shrinks the
+  // world), the lost ones are replaced. False, with the reason logged, when they cannot: the
+  // caller stops them and starts the generation afresh, from the newest checkpoint.
+  bool continue_in_process(std::vector<Worker>& workers, GenerationPlan& plan, int restart_count);
+  // Multi-node: keeps `workers` alive for the next generation when the policy allows it (the
+  // lost ones killed first); false when they must be stopped (the reason logged).
+  bool carry_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
+                        const GenerationPlan& plan, int restart_count);
+  // What in-process recovery needs from the workers of `plan`'s generation (recovery_policy.h),
+  // read from the job's store; `lost` are the indices of the lost workers.
+  LossFacts loss_facts(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
+                       const GenerationPlan& plan, int restart_count);
+  // Tells the workers that generation `next` replaces `lost_generation`: this node's layout in
+  // it, the declaration every survivor waits for, and the mark that wakes waits of the old one.
+  void declare_generation(elastic::Store& store, int lost_generation, const GenerationPlan& next);
+  // Puts a warm spare or a new process in lost worker `w`'s place in generation plan.generation;
+  // returns how ("warm spare 3", "a new process").
+  std::string replace_worker(elastic::Store& store, Worker& w, const GenerationPlan& plan, int restart_count);
   // In-process recovery (recovery_policy.h): when the policy allows it, the `lost` workers are
   // replaced (by a warm spare or a new process) as generation plan.generation + 1 while the
   // others keep running; plan.generation is advanced. False: restart the generation instead.
   bool replace_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
-                          GenerationPlan& plan, int restart_count, SparePool* spares);
+                          GenerationPlan& plan, int restart_count);
   // This agent's own connection to its key-value service (in-process recovery's messages).
   elastic::Store& recovery_store();
   bool hung(Worker& w);
@@ -195,7 +220,8 @@ class RunLoop {
   void stop_workers(std::vector<Worker>& workers) {
     stop_workers(workers, kRestartStopSignal, options_.grace_period);
   }
-  GenerationRecord finish_record(int generation, Outcome outcome, std::vector<Worker>& workers);
+  // `reap`: wait for the workers' exit (false for the workers carried into the next generation).
+  GenerationRecord finish_record(int generation, Outcome outcome, std::vector<Worker>& workers, bool reap = true);
   void write_summary(int exit_code, Outcome outcome, int restarts);
   void set_identity(int generation) {
     LogIdentity identity;
@@ -234,6 +260,17 @@ class RunLoop {
   int ready_generation_ = -1;  // a generation of this run_generation() in which every rank healed in process
   Clock::time_point refill_spares_after_{};  // no new warm spare before (kSpareRefillDelay)
   std::vector<nlohmann::json> recoveries_;  // agent.json "in_process_recoveries"
+  std::optional<SparePool> spares_;         // --recovery in-process: this node's warm spares
+  std::string store_endpoint_;              // the workers' store (recovery_store() connects to it)
+  std::string recovery_store_endpoint_;     // where recovery_store_ is connected
+  // Multi-node in-process recovery: the workers that outlive a generation, waiting in rejoin
+  // for the next one; with the generation and world they were in, and their store.
+  std::vector<Worker> carried_;
+  int carried_generation_ = -1;
+  int carried_world_ = 0;
+  std::string carried_store_endpoint_;
+  int multi_restarts_ = 0;  // run_multi's restarts so far (each in-process recovery is one)
+  static inline const std::string kLocalNodeId = "local";
 };
 
 int RunLoop::run() {
@@ -397,6 +434,7 @@ int RunLoop::run_multi() {
     gplan.master_port = assigned->master_port;
     gplan.store_endpoint = assigned->store_endpoint;
     // TENAX_RESTART_COUNT counts the job's re-formed generations, the same on every node.
+    multi_restarts_ = restarts;
     GenerationRecord record = run_generation(gplan, generation);
     record.master_port = gplan.master_port;
     final_outcome = record.outcome;
@@ -475,6 +513,12 @@ int RunLoop::run_multi() {
     log_->warn("re-joining the rendezvous for generation {} (restart {} of {})", generation + 1, restarts,
                options_.max_restarts);
   }
+  if (!carried_.empty()) {
+    // Workers kept for an in-process recovery that will not come (the job gives up or stops).
+    stop_workers(carried_);
+    carried_.clear();
+  }
+  spares_.reset();
   if (final_outcome == Outcome::kPreempted && exit_code == kPreemptedExitCode) {
     write_summary(exit_code, final_outcome, restarts);
     // Before any generation formed, the node-list position stands in for the node rank.
@@ -860,6 +904,7 @@ WorkerEnvironment RunLoop::environment_for(const GenerationPlan& plan, int local
   values.keys_file = keys_file_.string();
   values.fence_dir = keys_file_.parent_path().string();  // the job's shared control directory
   values.recovery = in_process_recovery() ? elastic::kRecoveryInProcess : "restart";
+  values.node_id = node_id();
   if (plan_) {
     values.local_rank = local;
     values.local_world_size = options_.nproc_per_node;
@@ -874,30 +919,56 @@ WorkerEnvironment RunLoop::environment_for(const GenerationPlan& plan, int local
 }
 
 elastic::Store& RunLoop::recovery_store() {
+  // The workers' store: the agent's own on one node; across nodes the rendezvous host's, which
+  // moves with the host.
+  const std::string wanted = store_endpoint_.empty() ? endpoint_ : store_endpoint_;
+  if (recovery_store_ && recovery_store_endpoint_ != wanted) recovery_store_.reset();
   if (!recovery_store_) {
     std::optional<elastic::JobKeys> keys;
     if (std::filesystem::exists(keys_file_)) keys = elastic::read_job_keys(keys_file_);
-    recovery_store_ = elastic::connect_store(endpoint_, std::chrono::seconds(10), keys);
+    recovery_store_ = elastic::connect_store(wanted, std::chrono::seconds(10), keys);
+    recovery_store_endpoint_ = wanted;
   }
   return *recovery_store_;
 }
 
-GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restart_count) {
+std::vector<Worker> RunLoop::start_workers(GenerationPlan& plan, int restart_count) {
   const int n = options_.nproc_per_node;
-  int generation = plan.generation;
+  if (!carried_.empty()) {
+    std::vector<Worker> workers = std::move(carried_);
+    carried_.clear();
+    if (continue_in_process(workers, plan, restart_count)) return workers;
+    stop_workers(workers);
+    spares_.reset();
+  }
   if (plan_) {
     log_->info("starting {} (generation {}, node rank {} of {}, ranks {}..{} of {}): {}", plural(n, "worker"),
-               generation, plan.node_rank, plan.num_nodes, plan.rank_offset, plan.rank_offset + n - 1,
+               plan.generation, plan.node_rank, plan.num_nodes, plan.rank_offset, plan.rank_offset + n - 1,
                plan.world_size, shell_words(options_.command));
   } else {
-    log_->info("starting {} (generation {}): {}", plural(n, "worker"), generation,
+    log_->info("starting {} (generation {}): {}", plural(n, "worker"), plan.generation,
                shell_words(options_.command));
   }
-
+  // Across nodes under in-process recovery every worker starts as a replacement: it heals from
+  // whichever workers of the generation hold state (another node's survivors), and when none
+  // does, every rank of it restores from disk together. So no node needs to know what the
+  // others did with their workers: each generation has one way to start, the same everywhere.
+  const bool as_replacements = plan_ && in_process_recovery();
+  if (as_replacements) {
+    try {
+      declare_generation(recovery_store(), plan.generation - 1, plan);
+    } catch (const Error& e) {
+      log_->error("cannot declare generation {} to the workers ({}); the job cannot start", plan.generation,
+                  e.what());
+      if (client_) (void)client_->request_restart("node " + plan_->node_id + " could not reach the job's store");
+      return {};
+    }
+  }
   std::vector<Worker> workers(static_cast<std::size_t>(n));
   for (int local = 0; local < n; ++local) {
     Worker& w = workers[static_cast<std::size_t>(local)];
-    const WorkerEnvironment values = environment_for(plan, local, restart_count);
+    WorkerEnvironment values = environment_for(plan, local, restart_count);
+    values.replacement = as_replacements;
     const int rank = values.rank;
     w.rank = rank;
     w.local_rank = local;
@@ -917,24 +988,41 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restart_count)
       if (client_) (void)client_->request_restart("worker rank " + std::to_string(rank) + " on " + host_ +
                                                   " could not be started");
       stop_workers(workers);
-      return finish_record(generation, Outcome::kFailed, workers);
+      return {};
     }
   }
   ready_generation_ = -1;
   // Warm spares start after the workers, so that they never delay the job's own start.
-  std::optional<SparePool> spares;
+  spares_.reset();
   if (in_process_recovery() && options_.spares > 0) {
-    spares.emplace(
+    spares_.emplace(
         options_.spares,
-        [this, &plan, restart_count](int id) {
+        [this, plan, restart_count](int id) {
           WorkerEnvironment values = environment_for(plan, 0, restart_count);
           values.progress_file.clear();  // a waiting spare makes no progress and is never hung
           values.spare_id = id;
           return WorkerProcess::spawn(options_.command, worker_environment(inherited_env_, values));
         },
         &next_spare_id_, log_);
-    spares->fill();
+    spares_->fill();
   }
+  return workers;
+}
+
+GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restart_count) {
+  const int n = options_.nproc_per_node;
+  store_endpoint_ = plan.store_endpoint;
+  std::vector<Worker> workers = start_workers(plan, restart_count);
+  int generation = plan.generation;
+  if (workers.empty()) return finish_record(generation, Outcome::kFailed, workers);
+  // The spares outlive this generation only with the workers that are carried into the next.
+  struct SparesGuard {
+    RunLoop& loop;
+    ~SparesGuard() {
+      if (loop.carried_.empty()) loop.spares_.reset();
+    }
+  } spares_guard{*this};
+  SparePool* spares = spares_ ? &*spares_ : nullptr;
 
   std::optional<Clock::time_point> preempt_deadline;
   for (;;) {
@@ -1013,10 +1101,17 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restart_count)
         }
       }
     }
-    if (failed && !preempt_deadline &&
-        replace_in_process(workers, lost, config_error, plan, restart_count, spares ? &*spares : nullptr)) {
+    if (failed && !preempt_deadline && !plan_ && replace_in_process(workers, lost, config_error, plan, restart_count)) {
       generation = plan.generation;
       continue;
+    }
+    if (failed && !preempt_deadline && plan_ && carry_in_process(workers, lost, config_error, plan, restart_count)) {
+      // The other nodes' workers keep theirs too: the rendezvous ends this generation for all.
+      const Status asked = client_->request_restart(failure);
+      if (!asked.is_ok()) log_->warn("the rendezvous service did not confirm the restart: {}", asked.to_string());
+      GenerationRecord record = finish_record(generation, Outcome::kRendezvousRestart, carried_, /*reap=*/false);
+      record.reason = failure;
+      return record;
     }
     if (failed) {
       if (client_ && !config_error) {
@@ -1052,6 +1147,13 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restart_count)
         if (lost) {
           log_->error("{}; stopping the {} local {} (they cannot go on without a rendezvous; finding it again)",
                       rdzv.message(), n, n == 1 ? "worker" : "workers");
+        } else if (in_process_recovery() && carry_in_process(workers, {}, false, plan, restart_count)) {
+          log_->warn("{}; the local workers of node {} keep their processes and wait for the next generation",
+                     rdzv.message(), plan_->node_id);
+          GenerationRecord record =
+              finish_record(generation, Outcome::kRendezvousRestart, carried_, /*reap=*/false);
+          record.reason = rdzv.message();
+          return record;
         } else {
           log_->warn("{}; stopping the local workers of node {} and joining the next generation", rdzv.message(),
                      plan_->node_id);
@@ -1077,37 +1179,78 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restart_count)
   }
 }
 
-bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
-                                 GenerationPlan& plan, int restart_count, SparePool* spares) {
-  if (options_.recovery != RecoveryMode::kInProcess) return false;
+LossFacts RunLoop::loss_facts(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
+                              const GenerationPlan& plan, int restart_count) {
   LossFacts facts;
   facts.mode = options_.recovery;
-  facts.multi_node = plan_ != nullptr;
   facts.config_error = config_error;
   facts.world_size = plan.world_size;
-  // Replacements that have not healed hold no state: if only they are left, nobody survived.
+  // Replacements that have not healed hold no state: if only they are left on the only node,
+  // nobody survived. (Across nodes another node's workers may still hold it.)
   const auto holds_state = [&](std::size_t i) {
     return std::find(lost.begin(), lost.end(), i) == lost.end() && !workers[i].unhealed_replacement;
   };
   int holders = 0;
   for (std::size_t i = 0; i < workers.size(); ++i) holders += holds_state(i) ? 1 : 0;
-  facts.lost = holders == 0 ? facts.world_size : static_cast<int>(lost.size());
-  facts.restarts_used = restart_count + in_process_recoveries_;
+  facts.lost = holders == 0 && !plan_ ? facts.world_size : static_cast<int>(lost.size());
+  // Across nodes TENAX_RESTART_COUNT is the generation's number; the agent's own count decides.
+  facts.restarts_used = plan_ ? multi_restarts_ : restart_count + in_process_recoveries_;
   facts.max_restarts = options_.max_restarts;
-  if (!facts.multi_node) {
-    try {
-      facts.ready = recovery_store().add(elastic::ready_key(plan.generation), 0);
-      // Every rank healed in process in an earlier generation of this run: the survivors still
-      // can, whatever this generation's count says (a loss while it heals comes before that).
-      if (facts.ready >= facts.world_size) {
-        ready_generation_ = plan.generation;
-        for (Worker& w : workers) w.unhealed_replacement = false;  // every rank healed
-      }
-      if (ready_generation_ >= 0) facts.ready = facts.world_size;
-    } catch (const Error& e) {
-      log_->warn("cannot read which workers heal in process ({}); restarting instead", e.what());
-      return false;
-    }
+  facts.ready = recovery_store().add(elastic::ready_key(plan.generation), 0);
+  // Every rank healed in process in an earlier generation of this run: the survivors still
+  // can, whatever this generation's count says (a loss while it heals comes before that).
+  if (facts.ready >= facts.world_size) {
+    ready_generation_ = plan.generation;
+    for (Worker& w : workers) w.unhealed_replacement = false;  // every rank healed
+  }
+  if (ready_generation_ >= 0) facts.ready = facts.world_size;
+  return facts;
+}
+
+void RunLoop::declare_generation(elastic::Store& store, int lost_generation, const GenerationPlan& next) {
+  auto put = [&store](const std::string& key, const std::string& value) {
+    store.set(key, std::vector<char>(value.begin(), value.end()));
+  };
+  // The layout first: a survivor that sees the declaration reads it at once.
+  put(elastic::layout_key(next.generation, node_id()),
+      elastic::format_node_layout({plan_ ? next.rank_offset : 0, next.world_size}));
+  const std::string number = std::to_string(next.generation);
+  put(elastic::kLatestKey, number);
+  // Survivors wait for the generation after theirs; across nodes the rendezvous may have
+  // numbered the new one further on.
+  for (int g = lost_generation + 1; g <= next.generation; ++g) put(elastic::declared_key(g), number);
+  store.add(elastic::generation_prefix(lost_generation) + elastic::kSupersededKey, 1);
+}
+
+std::string RunLoop::replace_worker(elastic::Store& store, Worker& w, const GenerationPlan& plan, int restart_count) {
+  std::error_code ec;
+  if (!w.progress_file.empty()) std::filesystem::remove(w.progress_file, ec);  // the lost worker's
+  std::string how;
+  if (std::optional<Spare> spare = spares_ ? spares_->take() : std::nullopt) {
+    const std::string assignment = elastic::format_spare_assignment({w.local_rank, plan.generation, restart_count});
+    store.set(elastic::spare_key(node_id(), spare->id), std::vector<char>(assignment.begin(), assignment.end()));
+    w.process.emplace(std::move(spare->process));
+    how = "warm spare " + std::to_string(spare->id);
+  } else {
+    WorkerEnvironment values = environment_for(plan, w.local_rank, restart_count);
+    values.replacement = true;
+    w.process.emplace(WorkerProcess::spawn(options_.command, worker_environment(inherited_env_, values)));
+    how = "a new process";
+  }
+  w.stopped_by_agent = false;
+  w.unhealed_replacement = true;
+  return how;
+}
+
+bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
+                                 GenerationPlan& plan, int restart_count) {
+  if (options_.recovery != RecoveryMode::kInProcess) return false;
+  LossFacts facts;
+  try {
+    facts = loss_facts(workers, lost, config_error, plan, restart_count);
+  } catch (const Error& e) {
+    log_->warn("cannot read which workers heal in process ({}); restarting instead", e.what());
+    return false;
   }
   const LossDecision decision = decide_on_loss(facts);
   if (decision.action != LossAction::kReplaceInProcess) {
@@ -1143,29 +1286,11 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
   try {
     elastic::Store& store = recovery_store();
     // Declared before any replacement exists: survivors may already be waiting for it.
-    const std::string number = std::to_string(next);
-    store.set(elastic::kLatestKey, std::vector<char>(number.begin(), number.end()));
-    store.set(elastic::declared_key(next), std::vector<char>(number.begin(), number.end()));
-    store.add(elastic::generation_prefix(lost_generation) + elastic::kSupersededKey, 1);
+    declare_generation(store, lost_generation, plan);
     for (std::size_t i : lost) {
       Worker& w = workers[i];
       const pid_t old_pid = w.process->pid();
-      std::error_code ec;
-      if (!w.progress_file.empty()) std::filesystem::remove(w.progress_file, ec);  // the lost worker's
-      std::string how;
-      if (std::optional<Spare> spare = spares ? spares->take() : std::nullopt) {
-        const std::string assignment = elastic::format_spare_assignment({w.rank, next, restart_count + in_process_recoveries_});
-        store.set(elastic::spare_key(spare->id), std::vector<char>(assignment.begin(), assignment.end()));
-        w.process.emplace(std::move(spare->process));
-        how = "warm spare " + std::to_string(spare->id);
-      } else {
-        WorkerEnvironment values = environment_for(plan, w.local_rank, restart_count + in_process_recoveries_);
-        values.replacement = true;
-        w.process.emplace(WorkerProcess::spawn(options_.command, worker_environment(inherited_env_, values)));
-        how = "a new process";
-      }
-      w.stopped_by_agent = false;
-      w.unhealed_replacement = true;
+      const std::string how = replace_worker(store, w, plan, restart_count + in_process_recoveries_);
       log_->warn("in-process recovery: rank {} (pid {}) is replaced by {} (pid {}) in generation {}; the other "
                  "workers keep their processes ({}) and heal it from their memory",
                  w.rank, old_pid, how, w.process->pid(), next, fmt::join(survivors, ", "));
@@ -1181,6 +1306,107 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
   recoveries_.push_back(std::move(record));
   // A new spare loads libtorch (about half a core-second): started at once, it would compete
   // with the heal for this node's cores. The pool refills once the heal has had its moment.
+  refill_spares_after_ = Clock::now() + kSpareRefillDelay;
+  return true;
+}
+
+bool RunLoop::carry_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
+                               const GenerationPlan& plan, int restart_count) {
+  if (!in_process_recovery()) return false;
+  LossFacts facts;
+  try {
+    facts = loss_facts(workers, lost, config_error, plan, restart_count);
+  } catch (const Error& e) {
+    log_->warn("cannot read which workers heal in process ({}); restarting instead", e.what());
+    return false;
+  }
+  const LossDecision decision = decide_on_loss(facts);
+  if (decision.action != LossAction::kReplaceInProcess) {
+    log_->warn("in-process recovery is not possible: {}; every worker restarts from the newest checkpoint",
+               decision.why_not);
+    return false;
+  }
+  // A hung worker is killed, not waited on: its peers' connections to it close, which wakes them.
+  for (std::size_t i : lost) {
+    Worker& w = workers[i];
+    if (!w.process->status()) w.process->signal_group(SIGKILL);
+    w.process->reap(WorkerProcess::kReapTimeout);
+  }
+  carried_ = std::move(workers);
+  workers.clear();
+  carried_generation_ = plan.generation;
+  carried_world_ = plan.world_size;
+  carried_store_endpoint_ = plan.store_endpoint;
+  return true;
+}
+
+bool RunLoop::continue_in_process(std::vector<Worker>& workers, GenerationPlan& plan, int restart_count) {
+  std::string why_not;
+  const bool any_live = std::any_of(workers.begin(), workers.end(), [](Worker& w) { return !w.ended(); });
+  const bool any_finished = std::any_of(workers.begin(), workers.end(), [](Worker& w) {
+    return w.process && w.process->status() && w.process->status()->succeeded();
+  });
+  if (plan.world_size > carried_world_) {
+    why_not = "the world grows from " + std::to_string(carried_world_) + " to " + std::to_string(plan.world_size) +
+              " ranks, and new ranks start from a checkpoint";
+  } else if (plan.store_endpoint != carried_store_endpoint_) {
+    why_not = "the job's store moved to " + plan.store_endpoint + " (the rendezvous host was lost), and the "
+              "workers' connections to the old one went with it";
+  } else if (any_finished) {
+    why_not = "a worker of this node already finished";
+  }
+  if (!why_not.empty()) {
+    log_->warn("generation {} formed, but in-process recovery is not possible: {}; this node's workers restart from "
+               "the newest checkpoint",
+               plan.generation, why_not);
+    return false;
+  }
+  const auto started = Clock::now();
+  ++in_process_recoveries_;
+  nlohmann::json record;
+  record["lost_generation"] = carried_generation_;
+  record["generation"] = plan.generation;
+  record["world_size"] = plan.world_size;
+  record["lost_world_size"] = carried_world_;
+  nlohmann::json replaced = nlohmann::json::array();
+  nlohmann::json survivor_records = nlohmann::json::array();
+  std::vector<std::string> survivors;
+  try {
+    elastic::Store& store = recovery_store();
+    declare_generation(store, carried_generation_, plan);
+    for (Worker& w : workers) {
+      const int old_rank = w.rank;
+      w.rank = plan.rank_offset + w.local_rank;
+      if (!w.ended()) {
+        // Its wait in rejoin made no progress: the hang timeout starts again from now.
+        std::error_code ec;
+        if (!w.progress_file.empty() && std::filesystem::exists(w.progress_file, ec)) {
+          std::filesystem::last_write_time(w.progress_file, std::filesystem::file_time_type::clock::now(), ec);
+        }
+        survivors.push_back("rank " + std::to_string(old_rank) + (old_rank == w.rank ? "" : " -> " + std::to_string(w.rank)) +
+                            " pid " + std::to_string(w.process->pid()));
+        survivor_records.push_back({{"rank", w.rank}, {"lost_rank", old_rank}, {"pid", w.process->pid()}});
+        continue;
+      }
+      const pid_t old_pid = w.process ? w.process->pid() : -1;
+      const std::string how = replace_worker(store, w, plan, restart_count);
+      log_->warn("in-process recovery: rank {} (pid {}) is replaced by {} (pid {}) as rank {} of generation {}",
+                 old_rank, old_pid, how, w.process->pid(), w.rank, plan.generation);
+      replaced.push_back({{"rank", w.rank}, {"lost_pid", old_pid}, {"pid", w.process->pid()}, {"by", how}});
+    }
+  } catch (const Error& e) {
+    log_->error("in-process recovery failed ({}); this node's workers restart from the newest checkpoint", e.what());
+    return false;
+  }
+  log_->warn("in-process recovery: generation {} formed with {} (was {}); this node's workers keep their processes "
+             "({}){}",
+             plan.generation, plural(plan.world_size, "rank"), carried_world_,
+             survivors.empty() ? std::string("none survived") : fmt::format("{}", fmt::join(survivors, ", ")),
+             any_live ? " and heal from the job's memory" : "");
+  record["replaced"] = std::move(replaced);
+  record["survivors"] = std::move(survivor_records);
+  record["agent_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  recoveries_.push_back(std::move(record));
   refill_spares_after_ = Clock::now() + kSpareRefillDelay;
   return true;
 }
@@ -1230,8 +1456,8 @@ void RunLoop::stop_workers(std::vector<Worker>& workers, int signal, std::chrono
   }
 }
 
-GenerationRecord RunLoop::finish_record(int generation, Outcome outcome,
-                                        std::vector<Worker>& workers) {
+GenerationRecord RunLoop::finish_record(int generation, Outcome outcome, std::vector<Worker>& workers,
+                                        bool reap) {
   GenerationRecord record;
   record.generation = generation;
   record.outcome = outcome;
@@ -1243,7 +1469,7 @@ GenerationRecord RunLoop::finish_record(int generation, Outcome outcome,
       record.workers.push_back(std::move(j));
       continue;
     }
-    w.process->reap(WorkerProcess::kReapTimeout);
+    if (reap) w.process->reap(WorkerProcess::kReapTimeout);
     j["started"] = true;
     j["pid"] = w.process->pid();
     j["stopped_by_agent"] = w.stopped_by_agent;
@@ -1328,7 +1554,8 @@ const std::vector<std::string>& worker_env_names() {
                                                  "TENAX_RUN_DIR",
                                                  "TENAX_RECOVERY",
                                                  elastic::kJobKeysVariable,
-                                                 elastic::kFenceDirVariable};
+                                                 elastic::kFenceDirVariable,
+                                                 elastic::kNodeIdVariable};
   return names;
 }
 
@@ -1384,6 +1611,7 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& inhe
   put(elastic::kRecoveryVariable, v.recovery);
   if (v.replacement) put(elastic::kReplacementVariable, "1");
   if (v.spare_id >= 0) put(elastic::kSpareIdVariable, std::to_string(v.spare_id));
+  put(elastic::kNodeIdVariable, v.node_id);
   return env;
 }
 

@@ -103,6 +103,7 @@ struct WorkerEnvironment {
   std::string recovery = "restart";
   bool replacement = false;  ///< TENAX_REPLACEMENT=1: takes a lost rank's place, heals from peers
   int spare_id = -1;         ///< TENAX_SPARE_ID when >= 0: a warm spare waiting for a rank
+  std::string node_id = "local";  ///< TENAX_NODE_ID: --node-id, naming the node's layout and spares
 };
 std::vector<std::string> worker_environment(const std::vector<std::string>& inherited,
                                             const WorkerEnvironment& values);

@@ -7,8 +7,6 @@ LossDecision decide_on_loss(const LossFacts& f) {
   if (f.mode != RecoveryMode::kInProcess) return d;
   if (f.config_error) {
     d.why_not = "a worker exited with a usage or configuration error, which a new process would repeat";
-  } else if (f.multi_node) {
-    d.why_not = "--recovery in-process covers one node; a multi-node job restarts its workers";
   } else if (f.lost >= f.world_size) {
     d.why_not = "no worker survived to heal the others from";
   } else if (f.ready < f.world_size) {

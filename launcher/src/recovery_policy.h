@@ -14,7 +14,6 @@ namespace tenax::launcher {
 
 struct LossFacts {
   RecoveryMode mode = RecoveryMode::kRestart;
-  bool multi_node = false;
   bool config_error = false;      ///< a lost worker exited 2: a new process would fail the same way
   int world_size = 1;
   int lost = 0;                   ///< workers of this generation that died or were found hung

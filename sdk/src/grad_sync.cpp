@@ -233,9 +233,16 @@ int GradSync::unpack_extras(const Bucket& last, std::int64_t mirror_bytes) {
   // Summed, not averaged (reduce_bucket divides the gradients only): each value is one rank's.
   const torch::Tensor packed = last.flat.narrow(0, last.numel, per_rank * world).to(torch::kCPU).contiguous();
   const float* in = packed.data_ptr<float>();
+  // Field by field (synchronize's contract): a preemption on one rank and a regroup request on
+  // another both survive the reduction.
   int flag = 0;
-  for (std::int64_t r = 0; r < world; ++r) {
-    flag = std::max(flag, static_cast<int>(std::lround(in[r * per_rank + mirror_slots])));
+  for (int field = 0; field < kFlagFields; ++field) {
+    int largest = 0;
+    for (std::int64_t r = 0; r < world; ++r) {
+      const int value = static_cast<int>(std::lround(in[r * per_rank + mirror_slots]));
+      largest = std::max(largest, (value >> (8 * field)) & 0xFF);
+    }
+    flag |= largest << (8 * field);
   }
   if (mirror_bytes == 0) return flag;
   torch::Tensor table = torch::empty({world, mirror_bytes}, torch::kUInt8);

@@ -47,6 +47,9 @@ using Clock = std::chrono::steady_clock;
 // How long a survivor waits for the agent to declare the next generation and for its peers
 // (a warm spare at once, a fresh process after it has loaded libtorch) to connect.
 constexpr std::chrono::seconds kRejoinTimeout{120};
+// The fields of GradSync's step flag: a preemption signal's number, and a regroup request.
+constexpr int kSignalFlags = 0xFF;
+constexpr int kRegroupFlag = 1 << 8;
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -418,9 +421,10 @@ void Trainer::log_training(double window_loss, std::int64_t window_steps, double
 
 void Trainer::report_save(const SaveResult& result, bool must_succeed) {
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
-  // The peer this rank waited on is gone and a newer generation is declared: the training loop
-  // recovers in process (Trainer::train), and the healed generation takes the save again.
-  if (result.superseded) throw PeerLostError(result.error);
+  // The peer this rank waited on is gone and a newer generation is declared, or (across nodes)
+  // the rendezvous formed a newer one while this rank trained on: the training loop recovers in
+  // process (Trainer::train), and the healed generation takes the save again.
+  if (result.superseded || (result.fenced && run_ && run_->heals_in_process)) throw PeerLostError(result.error);
   if (result.committed) {
     log->info("saved checkpoint {} (step stalled {:.3f} s for the snapshot; write + commit {:.3f} s)",
               result.dir.string(), result.snapshot_seconds, result.write_seconds);
@@ -531,17 +535,22 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
     // takes its state from a peer's memory, not from disk (heal_from_peers).
     notify([&](TrainerCallback& cb) { cb.on_restart(args_, state_, control_); });
     r.holds_state = false;
-    heal_until_healed(Clock::now(), /*rejoin_first=*/false);
-    notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
-    progress_.report(state_.global_step);
-    if (args_.handle_preemption_signals) r.preemption.emplace();
-    r.start = r.window_start = Clock::now();
-    return state_.global_step;
+    if (heal_until_healed(Clock::now(), /*rejoin_first=*/false)) {
+      notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
+      progress_.report(state_.global_step);
+      if (args_.handle_preemption_signals) r.preemption.emplace();
+      r.start = r.window_start = Clock::now();
+      return state_.global_step;
+    }
+    // No rank of this generation holds training state: every one is a replacement (across
+    // nodes every worker starts as one, so in a job's first generation, or after every worker
+    // was lost). They all start from the newest checkpoint, below, together.
+    r.holds_state = true;
   }
   // Identical replicas first, then a per-rank random stream (dropout differs across ranks).
   r.grad_sync->broadcast_parameters(0);
   torch::manual_seed(derived_seed(args_.seed, rank, 0));
-  if (context_.generation() > 0 || context_.restart_count() > 0) {
+  if ((context_.generation() > 0 || context_.restart_count() > 0) && !context_.identity().replacement) {
     notify([&](TrainerCallback& cb) { cb.on_restart(args_, state_, control_); });
   }
   skipped_steps_ = 0;
@@ -609,10 +618,14 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
   // With in-process recovery every rank's random state (after this step's dropout) rides in
   // the gradient allreduce: whoever completes the step holds what a replacement continues from.
   // So does the preemption flag: every rank learns of a signal in the step's own collective.
+  // So is a regroup: the agent declared a newer generation that no failed collective of this
+  // one told this rank about (GradSync's flag fields: a signal's number, then this request).
   r.preemption_from_step.reset();
-  const int preemption = r.grad_sync->synchronize(r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor(),
-                                                  r.preemption ? r.preemption->requested() : 0);
-  if (r.preemption) r.preemption_from_step = preemption;
+  const int request = (r.preemption ? r.preemption->requested() : 0) |
+                      (r.heals_in_process && context_.generation_superseded() ? kRegroupFlag : 0);
+  const int agreed =
+      r.grad_sync->synchronize(r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor(), request);
+  if (r.preemption) r.preemption_from_step = agreed & kSignalFlags;
   if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(r.params, args_.max_grad_norm);
   const double lr = args_.learning_rate * r.schedule->multiplier(step);
   for (auto& group : r.optimizer->param_groups()) group.options().set_lr(lr);
@@ -651,6 +664,15 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
   control_.should_epoch_stop = false;
   if (epoch_end) notify([&](TrainerCallback& cb) { cb.on_epoch_end(args_, state_, control_); });
   act_on_control(lr);
+  if ((agreed & kRegroupFlag) != 0) {
+    // Every rank completed this step and agreed in its collective: they leave together, so the
+    // next generation heals with nothing to redo.
+    logger("tenax.trainer", LogPolicy::kRankZeroOnly)
+        ->warn("the agents declared a generation after {} while it ran; every rank leaves it after step {} and "
+               "regroups",
+               context_.generation(), state_.global_step);
+    heal_until_healed(Clock::now(), /*rejoin_first=*/true);
+  }
   return loss_value;
 }
 
@@ -665,7 +687,7 @@ bool Trainer::recover_in_process(const std::string& why) {
   return true;
 }
 
-void Trainer::heal_until_healed(Clock::time_point since, bool rejoin_first) {
+bool Trainer::heal_until_healed(Clock::time_point since, bool rejoin_first) {
   Run& r = *run_;
   for (bool rejoin = rejoin_first;; rejoin = true) {
     if (rejoin) {
@@ -682,8 +704,7 @@ void Trainer::heal_until_healed(Clock::time_point since, bool rejoin_first) {
       r.grad_sync->set_mirrors(mirrors);
     }
     try {
-      heal_from_peers(since);
-      return;
+      return heal_from_peers(since);
     } catch (const PeerLostError& e) {
       logger("tenax.trainer")->warn("generation {} lost a peer while it healed ({}); joining the next one",
                                     context_.generation(), e.what());
@@ -694,7 +715,7 @@ void Trainer::heal_until_healed(Clock::time_point since, bool rejoin_first) {
   }
 }
 
-void Trainer::heal_from_peers(Clock::time_point since) {
+bool Trainer::heal_from_peers(Clock::time_point since) {
   Run& r = *run_;
   elastic::Communicator& comm = context_.communicator();
   const int rank = context_.rank();
@@ -702,9 +723,12 @@ void Trainer::heal_from_peers(Clock::time_point since) {
       detail::exchange_heal_status(comm, {r.holds_state ? state_.global_step : -1});
   const std::optional<detail::HealPlan> plan = detail::plan_heal(statuses);
   if (!plan) {
-    throw RendezvousError("generation " + std::to_string(context_.generation()) +
-                          ": no rank holds training state to heal from (every rank is a replacement); the job must "
-                          "restart from its newest checkpoint");
+    // Every rank sees the same statuses: they all say so, and begin() starts them from disk.
+    logger("tenax.trainer", LogPolicy::kRankZeroOnly)
+        ->warn("generation {}: no rank holds training state to heal from (every rank is a replacement); starting "
+               "from the newest checkpoint",
+               context_.generation());
+    return false;
   }
   const NamedTensors params = named_parameters();
   NamedTensors outgoing;
@@ -735,6 +759,7 @@ void Trainer::heal_from_peers(Clock::time_point since) {
         const auto it = param_by_key.find(name);
         return it == param_by_key.end() ? torch::Tensor() : it->second;
       });
+  std::int64_t global_batch = r.plan.global_batch;
   if (rank != plan->source) {
     std::map<std::string, torch::Tensor> by_name(received.begin(), received.end());
     auto lookup = [&](const std::string& n) {
@@ -757,16 +782,21 @@ void Trainer::heal_from_peers(Clock::time_point since) {
     }
     skipped_steps_ = progress.at("skipped_steps").get<std::int64_t>();
     last_committed = progress.at("last_committed").get<std::int64_t>();
+    global_batch = progress.at("train_batch_size").get<std::int64_t>();
   }
-  // Every rank, the source too, continues its own random stream from where the healed step
-  // left it: its row of the mirrors that travelled with that step's gradients.
-  const torch::Tensor& mirrors = r.grad_sync->mirrors();
-  if (!mirrors.defined() || mirrors.size(0) != context_.world_size()) {
+  adapt_to_world(global_batch);
+  // Every rank, the source too, continues the random stream of its rank number from where the
+  // healed step left it: that row of the mirrors that travelled with that step's gradients.
+  // The rank number, not the process, owns the stream, as it owns the slice of each global
+  // batch: a renumbered world stays bit-identical, and a shrunk one keeps the first rows.
+  const torch::Tensor mirrors = r.grad_sync->mirrors();
+  if (!mirrors.defined() || mirrors.size(0) < context_.world_size()) {
     throw RendezvousError("healing generation " + std::to_string(context_.generation()) + ": rank " +
                           std::to_string(plan->source) + " holds no mirrored RNG state for " +
                           std::to_string(context_.world_size()) + " ranks");
   }
   restore_cpu_rng_state(mirrors[rank].clone());
+  r.grad_sync->set_mirrors(mirrors.narrow(0, 0, context_.world_size()).clone());
   r.grad_sync->zero_grad();
   r.holds_state = true;
   r.last_saved = last_committed;
@@ -787,6 +817,32 @@ void Trainer::heal_from_peers(Clock::time_point since) {
                                                           state_.global_step, state_.global_step - 1 + skipped_steps_);
     if (flow.save) save({});
   }
+  return true;
+}
+
+void Trainer::adapt_to_world(std::int64_t global_batch) {
+  Run& r = *run_;
+  const int world = context_.world_size();
+  state_.rank = context_.rank();
+  if (world == state_.world_size && global_batch == r.plan.global_batch) return;
+  const int was_world = state_.world_size;
+  const std::int64_t was_accumulation = accumulation_steps_;
+  // DESIGN.md decision 4: the global batch stays; gradient accumulation makes up for the ranks
+  // that are gone. The data order and the schedule are functions of the step: they go on.
+  // A world that cannot divide the global batch is refused here (ConfigError, exit 2).
+  r.plan = detail::plan_run(args_, world,
+                            train_dataset_ ? std::optional<std::int64_t>(train_dataset_->size()) : std::nullopt,
+                            global_batch, args_.output_dir);
+  accumulation_steps_ = r.plan.accumulation_steps;
+  if (r.sampler && r.plan.global_batch != r.sampler->global_batch()) {
+    r.sampler.emplace(train_dataset_->size(), r.plan.global_batch, args_.seed);
+  }
+  state_.world_size = world;
+  state_.train_batch_size = r.plan.global_batch;
+  logger("tenax.trainer", LogPolicy::kRankZeroOnly)
+      ->warn("the world is {} ranks now (was {}): {} per device x {} accumulation (was {}) keeps the global batch {}",
+             world, was_world, args_.per_device_train_batch_size, accumulation_steps_, was_accumulation,
+             r.plan.global_batch);
 }
 
 void Trainer::act_on_control(double lr) {

@@ -33,6 +33,8 @@
 
 namespace fs = std::filesystem;
 using tenax::testing::ChildProcess;
+using tenax::testing::is_spare;
+using tenax::testing::worker_pid;
 
 namespace {
 
@@ -83,25 +85,6 @@ std::vector<std::string> words(const std::string& text) {
   std::vector<std::string> out;
   for (std::string w; in >> w;) out.push_back(w);
   return out;
-}
-
-// The environment of a live process (for the rank of a worker, or whether it is a spare).
-// NUL-separated, with a NUL in front so that every entry reads "\0NAME=value\0".
-std::string environ_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  return std::string(1, '\0') + std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-bool is_spare(pid_t pid) { return environ_of(pid).find(std::string("TENAX_SPARE_ID=") ) != std::string::npos; }
-
-// The agent's child that runs `rank` (not a spare), or -1.
-pid_t worker_pid(const ChildProcess& agent, int rank) {
-  for (pid_t child : agent.children()) {
-    const std::string env = environ_of(child);
-    if (env.find("TENAX_SPARE_ID=") != std::string::npos) continue;
-    if (env.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos) return child;
-  }
-  return -1;
 }
 
 char proc_state(pid_t pid) {

@@ -6,9 +6,14 @@
 // Run directories are "run-node%n", so the job's key file lands where both agents see it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <random>
+#include <iostream>
+#include <sstream>
 #include <thread>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -113,14 +118,16 @@ struct TwoNodes {
 };
 
 TwoNodes start_two(const std::string& name, const std::string& nnodes, const std::vector<std::string>& extra,
-                   int max_steps = kMaxSteps) {
+                   int max_steps = kMaxSteps, const std::vector<std::string>& agent_extra = {}) {
   TwoNodes t;
   t.out = base_dir() / name;
   fs::remove_all(t.out);
   fs::create_directories(t.out);
   const int port = tenax::testing::free_port();
-  t.node0 = std::make_unique<ChildProcess>(agent_args(t.out, 0, nnodes, port, max_steps, extra), t.out / "node0.log", kEnv);
-  t.node1 = std::make_unique<ChildProcess>(agent_args(t.out, 1, nnodes, port, max_steps, extra), t.out / "node1.log", kEnv);
+  t.node0 = std::make_unique<ChildProcess>(agent_args(t.out, 0, nnodes, port, max_steps, extra, agent_extra),
+                                           t.out / "node0.log", kEnv);
+  t.node1 = std::make_unique<ChildProcess>(agent_args(t.out, 1, nnodes, port, max_steps, extra, agent_extra),
+                                           t.out / "node1.log", kEnv);
   return t;
 }
 
@@ -323,6 +330,155 @@ TEST(IntegrationMultiNode, AStandbyRendezvousTakesOverWhenTheServingOneIsKilled)
   EXPECT_TRUE(fs::exists(final_checkpoint(out, kSteps) / "manifest.json")) << logs();
   standby.signal(SIGTERM);
   ASSERT_EQ(standby.wait(30s), 0) << logs();
+}
+
+// Issue 13, across nodes: under --recovery in-process the workers that survive a loss keep their
+// processes when the rendezvous re-forms the job, whichever node the loss was on.
+
+// The pid of every worker of a node's first generation, from its agent.json.
+std::vector<int> first_pids(const nlohmann::json& s) {
+  std::vector<int> out;
+  for (const auto& w : s["history"][0]["workers"]) out.push_back(w["pid"].get<int>());
+  return out;
+}
+
+// The survivors of the node's last in-process recovery keep the first generation's pids.
+void expect_survivors_kept_their_processes(const nlohmann::json& s) {
+  ASSERT_FALSE(s["in_process_recoveries"].empty()) << s.dump(2);
+  const std::vector<int> first = first_pids(s);
+  for (const auto& survivor : s["in_process_recoveries"].back()["survivors"]) {
+    EXPECT_NE(std::find(first.begin(), first.end(), survivor["pid"].get<int>()), first.end())
+        << "a survivor of the recovery is not a worker of the first generation: its process was replaced\n"
+        << s.dump(2);
+  }
+}
+
+// --sample-log's lines, "<generation> <step> <world> <rank> <index>...", from every process.
+// For each step, the lines of the newest generation that ran it are the ones whose gradients
+// counted (an older generation's attempt of that step was redone).
+std::map<std::int64_t, std::vector<std::int64_t>> samples_per_step(const fs::path& dir, const std::string& stem) {
+  std::map<std::int64_t, std::pair<std::int64_t, std::vector<std::int64_t>>> newest;  // step -> (generation, indices)
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind(stem + ".", 0) != 0) continue;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream words(line);
+      std::int64_t generation = 0, step = 0, world = 0, rank = 0;
+      if (!(words >> generation >> step >> world >> rank)) continue;
+      const auto it = newest.find(step);
+      if (it == newest.end() || generation > it->second.first) {
+        newest[step] = {generation, {}};
+      } else if (generation < it->second.first) {
+        continue;
+      }
+      auto& indices = newest[step].second;
+      for (std::int64_t i = 0; words >> i;) indices.push_back(i);
+    }
+  }
+  std::map<std::int64_t, std::vector<std::int64_t>> out;
+  for (auto& [step, entry] : newest) out[step] = std::move(entry.second);
+  return out;
+}
+
+// Issue 13, point 4: a whole node is lost (agent and workers SIGKILLed) under --nnodes 1:2. The
+// survivor does not restart: its worker keeps its process, becomes the whole world, keeps the
+// global batch through gradient accumulation, and every sample is seen once per epoch.
+TEST(IntegrationMultiNode, ALostNodeShrinksTheJobInProcessAndEverySampleIsSeenOncePerEpoch) {
+  constexpr int kSteps = 600;
+  constexpr int kDataset = 512;  // x 16 per step (2 ranks x 8): 32 steps per epoch
+  const unsigned seed = std::random_device{}();
+  std::cout << "kill delay seed " << seed << "\n";
+  std::mt19937 random(seed);
+  const fs::path samples = base_dir() / "shrink-samples";
+  fs::remove_all(samples);
+  fs::create_directories(samples);
+  TwoNodes t = start_two("shrink", "1:2",
+                         {"--dataset-size", std::to_string(kDataset), "--per-device-batch", "8", "--sample-log",
+                          (samples / "log").string()},
+                         kSteps, {"--recovery", "in-process", "--spares", "0"});
+  const fs::path first_save = t.out / "train" / "checkpoints" / tenax::storage::step_dir_name(100) / "manifest.json";
+  ASSERT_TRUE(tenax::testing::wait_for_path(first_save, 60s)) << t.logs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 400)(random)));
+  t.node1->kill_node();
+  ASSERT_EQ(t.node0->wait(kGuard), 0) << t.logs();
+  const auto s = summary(t.out, 0);
+  EXPECT_EQ(s["outcome"], "finished") << s.dump(2);
+  expect_survivors_kept_their_processes(s);
+  EXPECT_EQ(s["in_process_recoveries"].back()["world_size"], 1) << s.dump(2);
+  const std::string log0 = t.node0->log();
+  EXPECT_NE(log0.find("healed from rank 0"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("the world is 1 ranks now (was 2): 8 per device x 2 accumulation (was 1) keeps the global batch 16"),
+            std::string::npos)
+      << log0;
+  EXPECT_EQ(log0.find("resumed from"), std::string::npos) << "healed from memory, not from disk\n" << log0;
+  EXPECT_TRUE(fs::exists(final_checkpoint(t.out, kSteps) / "manifest.json")) << log0;
+
+  const auto steps = samples_per_step(samples, "log");
+  ASSERT_EQ(steps.size(), static_cast<std::size_t>(kSteps)) << "every step 0.." << kSteps - 1 << " ran";
+  constexpr int kPerEpoch = kDataset / 16;
+  for (int epoch = 0; epoch < kSteps / kPerEpoch; ++epoch) {
+    std::vector<std::int64_t> seen;
+    for (int step = epoch * kPerEpoch; step < (epoch + 1) * kPerEpoch; ++step) {
+      const auto& indices = steps.at(step);
+      EXPECT_EQ(indices.size(), 16u) << "step " << step << " trained on a global batch of " << indices.size();
+      seen.insert(seen.end(), indices.begin(), indices.end());
+    }
+    std::sort(seen.begin(), seen.end());
+    std::vector<std::int64_t> every(kDataset);
+    for (int i = 0; i < kDataset; ++i) every[static_cast<std::size_t>(i)] = i;
+    EXPECT_EQ(seen, every) << "epoch " << epoch << ": not every sample exactly once";
+  }
+}
+
+// A worker SIGKILLed on node 1 (its node lives on): node 1 puts its warm spare in the lost rank's
+// place, node 0's worker keeps its process, both heal through the re-formed rendezvous, and the
+// job ends bit-identical to an uninterrupted run: the same world, the same ranks.
+TEST(IntegrationMultiNode, AWorkerLostOnOneNodeIsReplacedWhileTheOtherNodeKeepsItsProcess) {
+  TwoNodes t = start_two("in-process-worker", "2", {"--fail-at-step", "30", "--fail-rank", "1"}, kMaxSteps,
+                         {"--recovery", "in-process", "--spares", "1"});
+  ASSERT_EQ(t.node0->wait(kGuard), 0) << t.logs();
+  ASSERT_EQ(t.node1->wait(kGuard), 0) << t.logs();
+  const auto s0 = summary(t.out, 0);
+  const auto s1 = summary(t.out, 1);
+  expect_survivors_kept_their_processes(s0);
+  ASSERT_FALSE(s1["in_process_recoveries"].empty()) << s1.dump(2);
+  EXPECT_EQ(s1["in_process_recoveries"].back()["replaced"][0]["by"], "warm spare 0") << s1.dump(2);
+  EXPECT_NE(t.logs().find("healed from rank 0"), std::string::npos) << t.logs();
+  EXPECT_NE(t.logs().find("0 steps lost"), std::string::npos) << t.logs();
+  EXPECT_EQ(t.logs().find("resumed from"), std::string::npos) << "healed from memory, not from disk\n" << t.logs();
+  tenax::testing::expect_bit_identical_models(final_checkpoint(reference()), final_checkpoint(t.out));
+}
+
+// Workers SIGKILLed from outside, by pid, at random moments (whatever phase they are in: a step,
+// a save, the rendezvous of the last recovery), one on each node in a random order: each is
+// replaced in process, and the job ends bit-identical to an uninterrupted run.
+TEST(IntegrationMultiNode, WorkersKilledByPidAtRandomMomentsOnEitherNodeHealInProcess) {
+  constexpr int kSteps = 1500;
+  const fs::path expected = final_checkpoint(reference(kSteps), kSteps);
+  const unsigned seed = std::random_device{}();
+  std::cout << "kill seed " << seed << "\n";
+  std::mt19937 random(seed);
+  TwoNodes t = start_two("in-process-random", "2", {}, kSteps, {"--recovery", "in-process", "--spares", "1"});
+  const fs::path first_save = t.out / "train" / "checkpoints" / tenax::storage::step_dir_name(100) / "manifest.json";
+  ASSERT_TRUE(tenax::testing::wait_for_path(first_save, 60s)) << t.logs();
+  const int first = std::uniform_int_distribution<int>(0, 1)(random);
+  for (int node : {first, 1 - first}) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(100, 1500)(random)));
+    ChildProcess& agent = node == 0 ? *t.node0 : *t.node1;
+    const pid_t victim = tenax::testing::worker_pid(agent, node);  // one worker per node: rank = node
+    ASSERT_GT(victim, 0) << "node " << node << " has no worker that started as rank " << node << "\n" << t.logs();
+    std::cout << "killing node " << node << "'s worker, pid " << victim << "\n";
+    ::kill(victim, SIGKILL);
+  }
+  ASSERT_EQ(t.node0->wait(kGuard), 0) << t.logs();
+  ASSERT_EQ(t.node1->wait(kGuard), 0) << t.logs();
+  for (int node : {0, 1}) {
+    const auto s = summary(t.out, node);
+    EXPECT_EQ(s["outcome"], "finished") << s.dump(2);
+    EXPECT_FALSE(s["in_process_recoveries"].empty()) << s.dump(2);
+  }
+  EXPECT_EQ(t.logs().find("resumed from"), std::string::npos) << "healed from memory, not from disk\n" << t.logs();
+  tenax::testing::expect_bit_identical_models(expected, final_checkpoint(t.out, kSteps));
 }
 
 }  // namespace

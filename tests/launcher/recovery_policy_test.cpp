@@ -46,7 +46,6 @@ TEST(LauncherRecoveryPolicy, EveryReasonToFallBackToTheDiskPathIsNamed) {
   };
   const std::vector<Case> cases = {
       {[](LossFacts& f) { f.config_error = true; }, "configuration error"},
-      {[](LossFacts& f) { f.multi_node = true; }, "covers one node"},
       {[](LossFacts& f) { f.lost = 3; }, "no worker survived"},
       {[](LossFacts& f) { f.ready = 2; }, "only 2 of 3 workers"},
       {[](LossFacts& f) { f.restarts_used = 3; }, "restart budget is spent"},
@@ -80,11 +79,26 @@ TEST(LauncherRecoveryPolicy, RecoveryAndSparesFlags) {
                ConfigError);
 }
 
+TEST(LauncherRecoveryPolicy, NodeLayoutsRoundTripAndBadOnesAreRefused) {
+  const elastic::NodeLayout a{3, 6};
+  const auto back = elastic::parse_node_layout(elastic::format_node_layout(a));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->rank_offset, 3);
+  EXPECT_EQ(back->world_size, 6);
+  // A rank offset at or beyond the world names no rank of it.
+  for (const char* bad : {"", "3", "3 6 1", "-1 6", "6 6", "0 0", "x 6"}) {
+    EXPECT_FALSE(elastic::parse_node_layout(bad)) << bad;
+  }
+  EXPECT_EQ(elastic::layout_key(7, "node-000001"), "recovery/layout/7/node-000001");
+  EXPECT_NE(elastic::spare_key("node-000000", 0), elastic::spare_key("node-000001", 0))
+      << "two nodes' spares with the same id must not share an assignment";
+}
+
 TEST(LauncherRecoveryPolicy, SpareAssignmentsRoundTripAndBadOnesAreRefused) {
   const elastic::SpareAssignment a{2, 5, 1};
   const auto back = elastic::parse_spare_assignment(elastic::format_spare_assignment(a));
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->rank, 2);
+  EXPECT_EQ(back->local_rank, 2);
   EXPECT_EQ(back->generation, 5);
   EXPECT_EQ(back->restart_count, 1);
   for (const char* bad : {"", "2", "2 5", "2 5 1 9", "-1 5 1", "2 x 1", "2 5 -1"}) {

@@ -93,18 +93,20 @@ TEST_P(SdkGradSyncTest, TheLargestFlagOfAnyRankComesBackToEveryRankWithTheGradie
     auto b = torch::ones({5}).set_requires_grad(true);
     GradSync sync(comm, {w, b}, GradSyncOptions{16});
     auto& mine = agreed[static_cast<size_t>(r)];
-    for (int round = 0; round < 4; ++round) {
+    for (int round = 0; round < 5; ++round) {
       sync.zero_grad();
       (w * static_cast<float>(r + round)).sum().backward();
       (b * 2.0f).sum().backward();
       // Round 0: nobody; 1: the last rank (signal 10); 2: rank 0 says 15, the last rank 10;
-      // 3: the largest value allowed, with a mirror beside it.
+      // 3: the largest value allowed, with a mirror beside it; 4: rank 0 a signal (10) in the low
+      // field, the last rank a regroup request (1) in the next: each field is reduced on its own.
       int flag = 0;
       if (round == 1 && r == world - 1) flag = 10;
       if (round == 2) flag = r == 0 ? 15 : (r == world - 1 ? 10 : 0);
       if (round == 3 && r == world - 1) flag = GradSync::kMaxFlag;
+      if (round == 4) flag = (r == 0 ? 10 : 0) | (r == world - 1 ? 1 << 8 : 0);
       const torch::Tensor mirror =
-          round == 3 ? torch::full({7}, static_cast<std::uint8_t>(40 + r), torch::kUInt8) : torch::Tensor();
+          round >= 3 ? torch::full({7}, static_cast<std::uint8_t>(40 + r), torch::kUInt8) : torch::Tensor();
       mine.push_back(sync.synchronize(mirror, flag));
     }
     grads[static_cast<size_t>(r)] = torch::cat({w.grad().reshape({-1}), b.grad()}).clone();
@@ -113,9 +115,9 @@ TEST_P(SdkGradSyncTest, TheLargestFlagOfAnyRankComesBackToEveryRankWithTheGradie
     EXPECT_THROW(sync.synchronize({}, GradSync::kMaxFlag + 1), ConfigError);
   });
   const float mean_r = static_cast<float>(world - 1) / 2.0f;
-  const torch::Tensor expected = torch::cat({torch::full({12}, mean_r + 3.0f), torch::full({5}, 2.0f)});
+  const torch::Tensor expected = torch::cat({torch::full({12}, mean_r + 4.0f), torch::full({5}, 2.0f)});
   for (int r = 0; r < world; ++r) {
-    EXPECT_EQ(agreed[static_cast<size_t>(r)], (std::vector<int>{0, 10, 15, GradSync::kMaxFlag}))
+    EXPECT_EQ(agreed[static_cast<size_t>(r)], (std::vector<int>{0, 10, 15, GradSync::kMaxFlag, (1 << 8) | 10}))
         << "rank " << r;
     EXPECT_TRUE(torch::allclose(grads[static_cast<size_t>(r)], expected)) << "rank " << r;
     ASSERT_EQ(mirrors[static_cast<size_t>(r)].sizes(), (std::vector<std::int64_t>{world, 7}));

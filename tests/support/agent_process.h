@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -134,6 +135,26 @@ class ChildProcess {
   std::filesystem::path log_;
   std::optional<int> exit_code_;
 };
+
+/// The environment of a live process (for the rank of a worker, or whether it is a spare), as it
+/// started: NUL-separated, with a NUL in front so that every entry reads "\0NAME=value\0".
+inline std::string environ_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  return std::string(1, '\0') + std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// Whether the process started as a warm spare (`tenax run --spares K`).
+inline bool is_spare(pid_t pid) { return environ_of(pid).find("TENAX_SPARE_ID=") != std::string::npos; }
+
+/// The agent's child that started as `rank` (not a spare), or -1.
+inline pid_t worker_pid(const ChildProcess& agent, int rank) {
+  for (pid_t child : agent.children()) {
+    const std::string env = environ_of(child);
+    if (env.find("TENAX_SPARE_ID=") != std::string::npos) continue;
+    if (env.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos) return child;
+  }
+  return -1;
+}
 
 /// Waits until `path` exists (false at the deadline).
 inline bool wait_for_path(const std::filesystem::path& path, std::chrono::seconds timeout) {

@@ -15,7 +15,7 @@
 // else this host's name on a multi-node world (MASTER_ADDR is another node's address there);
 // 127.0.0.1 when none applies.
 // In-process recovery (in_process_recovery.h): under `tenax run --recovery in-process` a rank
-// whose collective failed calls rejoin() and goes on in the next generation with the same rank;
+// whose collective failed calls rejoin() and goes on in the next generation with the same local rank;
 // a warm spare (TENAX_SPARE_ID) waits inside from_env() until the agent gives it a rank.
 // Thread-safety: not shareable; owned by the training thread. Destruction never waits on peers:
 // call finalize(timeout) for an orderly collective teardown.
@@ -101,12 +101,20 @@ class WorkerContext {
   /// Whether the agent recovers this job in process (TENAX_RECOVERY=in-process): a lost peer is
   /// replaced while this process lives on, and rejoin() finds the next generation.
   bool recovers_in_process() const { return in_process_; }
+  /// Whether the agent declared a newer generation while this one still runs (a rendezvous
+  /// across nodes re-formed the job without any collective of this generation failing: a node
+  /// wrongly presumed dead, or this node's peer lost elsewhere). Asks the store at most once a
+  /// second (kSupersededCheckInterval) and false in between; false unless recovers_in_process().
+  bool generation_superseded();
+  static constexpr std::chrono::seconds kSupersededCheckInterval{1};
   /// Tells the agent that this rank heals in process in its current generation (the agent
   /// replaces a lost peer only when every live rank said so). No-op unless recovers_in_process().
   void announce_in_process_recovery();
   /// After a collective of this generation failed: releases the communicator (closing its
   /// connections wakes the peers still blocked on this rank), waits until the agent declares a
-  /// newer generation, and builds that generation's communicator, keeping this rank. Tries the
+  /// newer generation, and builds that generation's communicator. The local rank is kept; the
+  /// rank and the world size are those of this node's layout in that generation (a lost node
+  /// renumbers the others and shrinks the world: read rank() and world_size() again). Tries the
   /// newest declared generation again when a peer is lost while it forms. Throws
   /// RendezvousError when this context cannot rejoin (not recovers_in_process()), TimeoutError
   /// when no generation formed within `timeout`.
@@ -135,6 +143,8 @@ class WorkerContext {
   // Set by from_env() under `tenax run`: how rejoin() builds the next generation's communicator.
   bool in_process_ = false;
   std::function<StoreFactory(std::int64_t generation)> store_factory_for_;
+  std::chrono::steady_clock::time_point next_superseded_check_{};
+  std::string node_id_ = "local";  // TENAX_NODE_ID: names this node's layout in the job's store
   std::string gloo_hostname_;
   std::chrono::milliseconds connect_timeout_{kDefaultStoreTimeout};
 };

@@ -60,11 +60,13 @@ class GradSync {
   /// returned, mirrors() holds every rank's bytes. A step's gradients and the ranks' mirrored
   /// states (their RNG, for in-process recovery) so arrive together or not at all: a rank that
   /// completed the step holds what a replacement needs to continue from it.
-  /// `flag` (0 <= flag < 2^24; a preemption signal's number) rides there too, one slot per rank:
-  /// the return value is the largest flag of any rank, the same on every rank. A request that
-  /// every rank must agree on at a step boundary so costs no collective of its own.
+  /// `flag` (0 <= flag < 2^24) rides there too, one slot per rank: three 8-bit fields (the low
+  /// one a preemption signal's number, the next the Trainer's regroup request), and each field
+  /// of the return value is the largest of that field on any rank, the same on every rank. A
+  /// request that every rank must agree on at a step boundary so costs no collective of its own.
   int synchronize(const torch::Tensor& mirror = {}, int flag = 0);
   static constexpr int kMaxFlag = (1 << 24) - 1;
+  static constexpr int kFlagFields = 3;
 
   /// [world size, mirror bytes] uint8: every rank's `mirror` of the last synchronize() that
   /// completed with one; undefined before.

@@ -201,11 +201,16 @@ class Trainer {
   bool recover_in_process(const std::string& why);
   /// heal_from_peers() until it succeeds: a peer lost while a generation heals sends every rank
   /// to the next one. `rejoin_first`: leave the current generation before the first try.
-  void heal_until_healed(std::chrono::steady_clock::time_point since, bool rejoin_first);
+  /// False when no rank holds state (heal_from_peers).
+  bool heal_until_healed(std::chrono::steady_clock::time_point since, bool rejoin_first);
   /// Collective over the new generation: the rank with the newest state sends its parameters,
   /// optimizer state, step and every rank's mirrored RNG state; every rank continues from there.
-  /// `since`: when the failure was noticed (for the log's recovery time).
-  void heal_from_peers(std::chrono::steady_clock::time_point since);
+  /// `since`: when the failure was noticed (for the log's recovery time). False, on every rank,
+  /// when no rank holds state to send (every one is a replacement): nothing changed.
+  bool heal_from_peers(std::chrono::steady_clock::time_point since);
+  /// After a rejoin: this rank's number, and the plan for the world's size, which a lost node
+  /// shrank (the same `global_batch` through gradient accumulation).
+  void adapt_to_world(std::int64_t global_batch);
 
   template <typename Fn>
   void notify(Fn&& fn) {
