@@ -249,8 +249,12 @@ void Membership::run_clocks(Clock::time_point now) {
   if (!round_active() || waiting_.empty()) return;
   const int joined = static_cast<int>(waiting_.size());
   if (joined >= options_.max_nodes()) return form();
+  // The last call is for nodes that may still come to a job's first generation (up to MAX). A
+  // re-form closes as soon as every live member of the ending generation has joined again:
+  // waiting longer would hold the survivors idle for a node that is gone (in-process recovery
+  // waits on exactly this), and a node that comes later opens a round of its own.
   const bool window_over = min_reached_ && now - *min_reached_ >= options_.last_call();
-  if (joined >= options_.min_nodes() && window_over && outstanding() == 0) return form();
+  if (joined >= options_.min_nodes() && (window_over || running_) && outstanding() == 0) return form();
   if (now - *round_opened_ >= options_.join_timeout()) {
     if (joined >= options_.min_nodes()) return form();
     std::vector<std::string> who;

@@ -41,6 +41,10 @@ class Driver {
   Outbox beat(const std::string& node, std::int64_t generation) {
     return take(membership.handle(route(node), HeartbeatMsg{node, generation}, now));
   }
+  // The node's agent asks for a restart (one of its workers died).
+  Outbox ask_restart(const std::string& node, std::int64_t generation, const std::string& reason) {
+    return take(membership.handle(route(node), RestartMsg{node, generation, reason}, now));
+  }
   // Lets `duration` pass in ticks; `alive` nodes heartbeat for `generation` every interval.
   void run_for(milliseconds duration, const std::vector<std::string>& alive, std::int64_t generation) {
     const auto end = now + duration;
@@ -236,6 +240,39 @@ TEST(elastic_membership, TheLastCallWaitsForMoreNodesThenFormsWithThoseThatCame)
   const auto assigned = d.sent_to_as<AssignMsg>("node-c");
   ASSERT_EQ(assigned.size(), 1u);
   EXPECT_EQ(assigned[0].assignment.num_nodes, 2);
+}
+
+// A re-form does not wait for the last call: once every live member of the ending generation has
+// joined again, the next generation forms (a lost node is not waited for).
+TEST(elastic_membership, AReformClosesAsSoonAsEveryLiveMemberHasJoinedAgain) {
+  Driver d(options(1, 2));
+  d.join("node-a");
+  d.join("node-b");
+  d.run_for(milliseconds(1000), {"node-a"}, 0);  // node-b lost: declared dead, restart asked
+  ASSERT_TRUE(d.membership.snapshot().restart_requested);
+  d.join("node-a", 0);
+  d.run_for(milliseconds(20), {"node-a"}, 0);  // one tick or two, far inside the 200 ms last call
+  const auto assigned = d.sent_to_as<AssignMsg>("node-a");
+  ASSERT_EQ(assigned.size(), 2u) << "the re-form waited for the last call";
+  EXPECT_EQ(assigned.back().assignment.generation, 1);
+  EXPECT_EQ(assigned.back().assignment.num_nodes, 1);
+}
+
+// ...but while a live member has not joined again, the round waits for it.
+TEST(elastic_membership, AReformWaitsForALiveMemberThatHasNotJoinedYet) {
+  Driver d(options(1, 2));
+  d.join("node-a");
+  d.join("node-b");
+  d.run_for(milliseconds(200), {"node-a", "node-b"}, 0);
+  d.ask_restart("node-b", 0, "a worker of node-b died");
+  d.join("node-a", 0);
+  d.run_for(milliseconds(300), {"node-a", "node-b"}, 0);  // past the last call; node-b alive, not joined
+  EXPECT_EQ(d.sent_to_as<AssignMsg>("node-a").size(), 1u) << "formed without a live member";
+  d.join("node-b", 0);
+  d.run_for(milliseconds(20), {"node-a", "node-b"}, 0);
+  const auto assigned = d.sent_to_as<AssignMsg>("node-b");
+  ASSERT_EQ(assigned.size(), 2u);
+  EXPECT_EQ(assigned.back().assignment.num_nodes, 2);
 }
 
 // The measurement behind the heartbeat defaults: the worst silence of a node that stayed alive.

@@ -184,10 +184,11 @@ TEST(IntegrationMultiNode, LostNodeLeavesTheOtherToFinishAlone) {
 // restart without a preemption signal, nobody saves-and-exits-3, the woken agent joins the next
 // generation, and the job ends bit-identical. (Before: every worker voted preemption, both
 // agents ended "preempted" with exit 3.)
-void pause_one_agent_and_finish(const std::string& name, int paused_node) {
+void pause_one_agent_and_finish(TwoNodes& t, const std::string& name, int paused_node,
+                                const std::vector<std::string>& agent_extra = {}) {
   constexpr int kSteps = 1500;
   const fs::path expected = final_checkpoint(reference(kSteps), kSteps);
-  TwoNodes t = start_two(name, "2", {}, kSteps);
+  t = start_two(name, "2", {}, kSteps, agent_extra);
   const fs::path first_save = t.out / "train" / "checkpoints" / tenax::storage::step_dir_name(100) / "manifest.json";
   ASSERT_TRUE(tenax::testing::wait_for_path(first_save, 60s)) << t.logs();
   ChildProcess& paused = paused_node == 0 ? *t.node0 : *t.node1;
@@ -207,13 +208,15 @@ void pause_one_agent_and_finish(const std::string& name, int paused_node) {
 }
 
 TEST(IntegrationMultiNode, APausedAgentIsAFalseAlarmThatCostsARestartNotTheJob) {
-  pause_one_agent_and_finish("pause-agent", 1);
+  TwoNodes t;
+  pause_one_agent_and_finish(t, "pause-agent", 1);
 }
 
 // The same with the agent that hosts the rendezvous: its lease expires, the other node takes
 // over hosting, and the woken host stands down and follows it.
 TEST(IntegrationMultiNode, APausedRendezvousHostIsReplacedAndFollowsTheNewHost) {
-  pause_one_agent_and_finish("pause-host", 0);
+  TwoNodes t;
+  pause_one_agent_and_finish(t, "pause-host", 0);
 }
 
 // Issue 12, point 3: the node hosting the rendezvous is lost for good (agent and workers
@@ -479,6 +482,24 @@ TEST(IntegrationMultiNode, WorkersKilledByPidAtRandomMomentsOnEitherNodeHealInPr
   }
   EXPECT_EQ(t.logs().find("resumed from"), std::string::npos) << "healed from memory, not from disk\n" << t.logs();
   tenax::testing::expect_bit_identical_models(expected, final_checkpoint(t.out, kSteps));
+}
+
+// The false alarm under --recovery in-process: no worker died and no collective failed, yet the
+// rendezvous re-formed the job. The workers learn it from the store, agree in a step's allreduce
+// to leave together after it, and heal with nothing to redo: no worker is replaced, every one
+// keeps its process, and the job ends bit-identical.
+TEST(IntegrationMultiNode, APausedAgentUnderInProcessRecoveryCostsNoWorkerItsProcess) {
+  TwoNodes t;
+  pause_one_agent_and_finish(t, "pause-agent-in-process", 1, {"--recovery", "in-process", "--spares", "0"});
+  if (HasFatalFailure()) return;
+  for (int node : {0, 1}) {
+    const auto s = summary(t.out, node);
+    expect_survivors_kept_their_processes(s);
+    for (const auto& recovery : s["in_process_recoveries"]) {
+      EXPECT_TRUE(recovery["replaced"].empty()) << "no worker was lost, none is replaced\n" << s.dump(2);
+    }
+  }
+  EXPECT_NE(t.logs().find("regroups"), std::string::npos) << t.logs();
 }
 
 }  // namespace
