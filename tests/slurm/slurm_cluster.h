@@ -121,13 +121,20 @@ inline void fixture_log(const std::string& what) {
       << run("date -u +%T.%3N") << " " << name << " (pid " << ::getpid() << "): " << what << "\n";
 }
 
-/// What a node's slurmd left behind: the last lines of its log and console, and the kernel's
-/// lines about slurm processes (a segfault shows there when no core is written).
-inline std::string slurmd_evidence(const std::string& node) {
-  const std::string log = std::string(SLURM_STATE_DIR) + "/log/slurmd-" + node;
-  return "\n--- tail " + log + ".log ---\n" + run("grep -v pmix " + log + ".log 2>/dev/null | tail -n 15") +
-         "\n--- tail " + log + ".console ---\n" + run("tail -n 5 " + log + ".console 2>/dev/null") +
-         "\n--- dmesg (slurm) ---\n" + run("dmesg 2>/dev/null | grep -i slurm | tail -n 5");
+/// What a node's slurmd (pid `pid`, 0 if unknown) left behind: the last lines of its log and
+/// console, the signals sent to it with their senders (signals.log: tests/slurm/signal_watch.sh;
+/// a SIGKILL or an unhandled SIGUSR1 kills slurmd without a line in its log), and the kernel's
+/// lines about slurm processes (a segfault or the OOM killer shows there when no core is written).
+inline std::string slurmd_evidence(const std::string& node, long pid) {
+  const std::string dir = std::string(SLURM_STATE_DIR) + "/log/";
+  const std::string log = dir + "slurmd-" + node;
+  std::string text = "\n--- tail " + log + ".log ---\n" + run("grep -v pmix " + log + ".log 2>/dev/null | tail -n 15") +
+                     "\n--- tail " + log + ".console ---\n" + run("tail -n 5 " + log + ".console 2>/dev/null");
+  if (pid > 0) {
+    text += "\n--- signals to pid " + std::to_string(pid) + " (" + dir + "signals.log: sender, sig, target) ---\n" +
+            run("grep -E ' pid=" + std::to_string(pid) + " ' " + dir + "signals.log 2>/dev/null | tail -n 8");
+  }
+  return text + "\n--- dmesg (slurm) ---\n" + run("dmesg 2>/dev/null | grep -i slurm | tail -n 5");
 }
 
 /// Brings a broken cluster back: resumes the nodes Slurm took out of service and restarts the
@@ -280,14 +287,16 @@ class SlurmClusterTest : public ::testing::Test {
     for (const auto& [node, pid] : slurmd_at_start_) {
       for (const std::string& death : slurmd_deaths({{node, pid}}, now)) {
         fixture_log(death + " while this test ran");
-        damage.push_back(death + " while this test ran (or one beside it under ctest -j2)" + slurmd_evidence(node));
+        damage.push_back(death + " while this test ran (or one beside it under ctest -j2)" + slurmd_evidence(node, pid));
       }
     }
     for (const NodeStatus& node : node_status()) {
       if (!out_of_service(node)) continue;
       const std::string what = "node " + node.name + " is " + node.state + " (reason: " + node.reason + ")";
       fixture_log(what + " after this test");
-      damage.push_back(what + " after this test" + slurmd_evidence(node.name));
+      const auto seen = slurmd_at_start_.find(node.name);
+      damage.push_back(what + " after this test" +
+                       slurmd_evidence(node.name, seen == slurmd_at_start_.end() ? 0 : seen->second));
     }
     slurmd_at_start_ = now;
     return damage;
