@@ -111,6 +111,20 @@ inline std::string joined(const std::vector<std::string>& lines, const std::stri
   return out;
 }
 
+/// Pids of the slurmstepd processes of job `job` on this host (every node of the local cluster is
+/// this host), found by their process titles: "slurmstepd: [279.0]", "slurmstepd: [279.batch]".
+inline std::vector<long> slurmstepds_of(const std::string& job) {
+  std::vector<long> pids;
+  const std::string title = "slurmstepd: [" + job + ".";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (read_text(entry.path() / "cmdline").rfind(title, 0) == 0) pids.push_back(std::stol(name));
+  }
+  return pids;
+}
+
 /// `what`, stamped with the time and the running test, on stderr (ctest shows it with the
 /// test's output) and in SLURM_STATE_DIR/log/fixture.log (one file for the whole run).
 inline void fixture_log(const std::string& what) {
@@ -255,11 +269,23 @@ class SlurmClusterTest : public ::testing::Test {
   // to avoid exactly this, so without the test's shortcut a requeued job never meets it. The job
   // shows PENDING only after the revocation (COMPLETING until every node's epilog is done), so a
   // credential issued once the clock has passed the second it was seen PENDING is newer.
+  // Nor before every node is done with the first run: a slurmstepd of that run can outlive the
+  // requeue on a loaded node (seen with stress-ng beside the tests: node2 logged the old step's
+  // "[279.0] done with job" 0.1 s after the requeued run's step 279.0 had been launched there).
+  // The same job id is the same freezer cgroup (slurm_node2/uid_0/job_279/step_0), which the old
+  // step removed under the new one: "proctrack_g_add: Bad address", "Slurmd could not execve
+  // job", and that rank never ran. So the job is released once no slurmstepd of it is left (30 s
+  // at most; all nodes are this host).
   // `update` (e.g. "TimeLimit=10") is applied to the pending job first. Returns the state seen
   // ("PENDING", or whatever it was at the deadline).
   std::string start_requeued_job_now(std::chrono::seconds timeout, const std::string& update = "") const {
+    using namespace std::chrono_literals;
     const std::string pending = wait_for({"PENDING"}, timeout);
     if (pending != "PENDING") return pending;
+    const auto drained_by = std::chrono::steady_clock::now() + 30s;
+    while (!slurmstepds_of(job_).empty() && std::chrono::steady_clock::now() < drained_by) {
+      std::this_thread::sleep_for(100ms);
+    }
     if (!update.empty()) run("scontrol update JobId=" + job_ + " " + update + " 2>&1");
     const auto seen = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
     while (std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()) <= seen) {
