@@ -1,6 +1,8 @@
 #include "user_state_mirror.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include <torch/torch.h>
@@ -68,7 +70,36 @@ std::map<std::string, torch::Tensor> decode(const std::string& row, const NamedT
 void UserStateMirror::stage(elastic::Communicator& comm) {
   const std::string mine = encode(captured(state_, comm.rank()));
   row_bytes_ = mine.size();
-  staged_ = elastic::allgather_strings(comm, mine);
+  const std::size_t world = static_cast<std::size_t>(comm.size());
+  if (capacity_ > 0) {
+    // One allgather per step: every rank's row in a slot of the agreed capacity, after its length;
+    // a row that outgrew it (a blob that grew) sends kOverflow instead, and since every rank then
+    // reads the same slots, every rank falls back below together.
+    std::string slot(capacity_, '\0');
+    const bool fits = mine.size() + sizeof(std::uint64_t) <= capacity_;
+    const std::uint64_t length = fits ? mine.size() : kOverflow;
+    std::memcpy(slot.data(), &length, sizeof length);
+    if (fits) std::memcpy(slot.data() + sizeof length, mine.data(), mine.size());
+    std::string all(capacity_ * world, '\0');
+    comm.allgather(slot.data(), all.data(), capacity_);
+    staged_.clear();
+    for (std::size_t r = 0; r < world; ++r) {
+      std::uint64_t n = 0;
+      std::memcpy(&n, all.data() + r * capacity_, sizeof n);
+      if (n == kOverflow) break;
+      staged_.emplace_back(all.data() + r * capacity_ + sizeof n, static_cast<std::size_t>(n));
+    }
+    if (staged_.size() == world) return;
+  }
+  staged_ = elastic::allgather_strings(comm, mine);  // two allgathers: lengths, then the rows
+  set_capacity(staged_);
+}
+
+void UserStateMirror::set_capacity(const std::vector<std::string>& rows) {
+  // Every rank computes it from the same rows, so every rank agrees on it without a collective.
+  std::size_t longest = 0;
+  for (const std::string& row : rows) longest = std::max(longest, row.size());
+  capacity_ = longest + longest / 8 + sizeof(std::uint64_t);  // some room for a blob that grows
 }
 
 void UserStateMirror::commit(std::int64_t step) {
@@ -112,6 +143,7 @@ void UserStateMirror::heal(elastic::Communicator& comm, std::int64_t step) {
     }
     step_ = step;
   }
+  set_capacity(committed_);  // the replacement's too: every rank stages alike from here on
   const std::map<std::string, torch::Tensor> mine =
       decode(committed_[static_cast<std::size_t>(rank)], captured(state_, rank), rank);
   state_.restore(rank, [&](const std::string& name) {

@@ -10,14 +10,16 @@
 // committed copy: the survivors' solver state rolls back in memory to that step (their own bytes),
 // the replacement gets its piece from the copy. So no rank needs a solver state that the job never
 // had on every rank at once, and any number of simultaneous losses is healed while one rank lives.
-// The cost is one allgather of (replicated + per-rank bytes) x world size per step, and as much host
-// memory on every rank: right for the state of the solvers that embed Tenax today (a few MB per
-// rank); for a large world with large fields a copy at one buddy rank would scale, at the price of
-// a point-to-point exchange the Communicator does not offer yet and of losing a rank with its buddy.
+// The cost is one allgather of (replicated + per-rank bytes) x world size per step (the first, and
+// any step whose state outgrew the agreed slot, take two), and as much host memory on every rank:
+// right for the state of the solvers that embed Tenax today (a few MB per rank); for a large world
+// with large fields a copy at one buddy rank would scale, at the price of a point-to-point
+// exchange the Communicator does not offer yet and of losing a rank together with its buddy.
 // Thread-safety: training thread only; stage() and heal() are collective.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -46,11 +48,16 @@ class UserStateMirror {
   void heal(elastic::Communicator& comm, std::int64_t step);
 
  private:
+  static constexpr std::uint64_t kOverflow = std::numeric_limits<std::uint64_t>::max();
+  /// The slot size of the one-allgather stage: the longest row with some room, from `rows`.
+  void set_capacity(const std::vector<std::string>& rows);
+
   const UserState& state_;
   std::vector<std::string> committed_;  ///< one row per rank
   std::vector<std::string> staged_;
   std::int64_t step_ = -1;
   std::size_t row_bytes_ = 0;
+  std::size_t capacity_ = 0;  ///< 0 until the first stage (or heal) agreed on one
 };
 
 }  // namespace tenax::sdk::detail
