@@ -41,7 +41,7 @@ module tenax
   ! ---- Constants (tenax.h) -----------------------------------------------------------------
   integer(c_int), parameter, public :: TENAX_OK = 0, TENAX_ERR_INVALID_ARGUMENT = 1, TENAX_ERR_NOT_INITIALIZED = 2, &
                                        TENAX_ERR_CONFIG = 3, TENAX_ERR_IO = 4, TENAX_ERR_PEER = 5, &
-                                       TENAX_ERR_INTERNAL = 6
+                                       TENAX_ERR_INTERNAL = 6, TENAX_RECOVERED = 7
   integer(c_int), parameter, public :: TENAX_EXIT_PREEMPTED = 3, TENAX_MAX_DIMS = 8
   integer(c_int), parameter, public :: TENAX_FLOAT32 = 0, TENAX_FLOAT64 = 1, TENAX_INT64 = 2
   integer(c_int), parameter, public :: TENAX_ORDER_C = 0, TENAX_ORDER_F = 1
@@ -89,7 +89,8 @@ module tenax
             c_tenax_model_load_torchscript, c_tenax_model_load_bert, c_tenax_model_create_from_config, &
             c_tenax_model_free, c_tenax_trainer_create, c_tenax_trainer_free, c_tenax_register_state, &
             c_tenax_checkpoint_restore, c_tenax_train_step, c_tenax_predict, c_tenax_checkpoint_save, &
-            c_tenax_checkpoint_wait, c_tenax_preemption_requested, c_tenax_log_metrics, c_tenax_optimizer_step
+            c_tenax_checkpoint_wait, c_tenax_preemption_requested, c_tenax_log_metrics, c_tenax_optimizer_step, &
+            c_tenax_enable_in_process_recovery
   interface
     type(c_ptr) function c_tenax_last_error() bind(c, name='tenax_last_error')
       import :: c_ptr
@@ -212,6 +213,11 @@ module tenax
       import :: c_ptr, c_int
       type(c_ptr), value :: trainer
     end function c_tenax_checkpoint_wait
+    integer(c_int) function c_tenax_enable_in_process_recovery(trainer) &
+        bind(c, name='tenax_enable_in_process_recovery')
+      import :: c_ptr, c_int
+      type(c_ptr), value :: trainer
+    end function c_tenax_enable_in_process_recovery
     integer(c_int) function c_tenax_preemption_requested(trainer, requested) &
         bind(c, name='tenax_preemption_requested')
       import :: c_ptr, c_int, c_int32_t
@@ -243,7 +249,7 @@ module tenax
             tenax_model_load_torchscript, tenax_model_load_bert, tenax_model_create_from_config, tenax_model_free, &
             tenax_trainer_create, tenax_trainer_free, tenax_register_state, tenax_checkpoint_restore, &
             tenax_train_step, tenax_predict, tenax_checkpoint_save, tenax_checkpoint_wait, &
-            tenax_preemption_requested, tenax_log_metrics, tenax_optimizer_step
+            tenax_preemption_requested, tenax_log_metrics, tenax_optimizer_step, tenax_enable_in_process_recovery
 
   !> widths as default or 8-byte integers: tenax_model_create_mlp(model, [2, 64, 1], 'tanh', TENAX_LOSS_MSE)
   interface tenax_model_create_mlp
@@ -569,6 +575,13 @@ contains
     integer(c_int32_t), intent(in) :: step
     status = checkpoint_save_i8(trainer, int(step, c_int64_t))
   end function checkpoint_save_i4
+
+  !> Not collective, on every rank, before the restore and the first step: this program handles
+  !> TENAX_RECOVERED from every collective call (tenax.h says what it means and what it costs).
+  integer(c_int) function tenax_enable_in_process_recovery(trainer) result(status)
+    type(tenax_trainer), intent(in) :: trainer
+    status = from_c(c_tenax_enable_in_process_recovery(trainer%ptr))
+  end function tenax_enable_in_process_recovery
 
   !> Collective. Waits until the save in flight is committed.
   integer(c_int) function tenax_checkpoint_wait(trainer) result(status)

@@ -29,6 +29,21 @@
  *   tenax_register_state(tr, "u", u, TENAX_FLOAT64, 2, shape, TENAX_ORDER_C, TENAX_PER_RANK);
  *   tenax_checkpoint_restore(tr, &step);                        // -1: nothing saved yet
  *   for (; step < nsteps; ++step) { solve(u); tenax_train_step(tr, &x, &y, &loss); ... }
+ *
+ * In-process recovery (`tenax run --recovery in-process`): a program that calls
+ * tenax_enable_in_process_recovery and treats TENAX_RECOVERED as below keeps its process when a
+ * peer dies: the call that noticed the loss heals the job (a warm spare or a new process takes the
+ * dead rank's place and heals from a live peer's memory) and returns TENAX_RECOVERED. Every rank
+ * then stands at the last completed optimizer step, and every registered array holds what it held
+ * when that tenax_train_step was called (the survivors' arrays are put back in memory; the
+ * replacement's come from the copy its peers keep). Go on as if that tenax_train_step had just
+ * returned TENAX_OK: with state registered (the solver step among it), that is `continue` in the
+ * solver loop:
+ *   tenax_enable_in_process_recovery(tr);                       // before restore / first step
+ *   if (tenax_checkpoint_restore(tr, &opt_step) == TENAX_RECOVERED) { ... }   // a replacement
+ *   while (step < nsteps) {
+ *     if (solve_and_train(...) == TENAX_RECOVERED) continue;    // u, t and step were put back
+ *   }
  */
 #ifndef TENAX_H
 #define TENAX_H
@@ -60,7 +75,13 @@ typedef enum tenax_status {
   TENAX_ERR_PEER = 5,             /* a rank was lost or timed out, or a newer generation formed:
                                      end the process with a non-zero status; the launcher or a
                                      requeue resumes from the last checkpoint */
-  TENAX_ERR_INTERNAL = 6          /* anything else (a libtorch error, out of memory): the message says */
+  TENAX_ERR_INTERNAL = 6,         /* anything else (a libtorch error, out of memory): the message says */
+  TENAX_RECOVERED = 7             /* not an error, only after tenax_enable_in_process_recovery: a peer
+                                     was lost and the job healed in process. The call did not
+                                     complete (a step not taken, a save not made); every rank stands
+                                     at the last completed optimizer step (tenax_optimizer_step) with
+                                     its registered arrays as they were when that tenax_train_step
+                                     was called: go on from there (see the top of this file) */
 } tenax_status;
 
 typedef enum tenax_dtype { TENAX_FLOAT32 = 0, TENAX_FLOAT64 = 1, TENAX_INT64 = 2 } tenax_dtype;
@@ -166,13 +187,30 @@ TENAX_API tenax_status tenax_trainer_free(tenax_trainer** trainer);
 TENAX_API tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, const tenax_array* array,
                                             int32_t scope /* tenax_scope */);
 
+/* Not collective (every rank calls it), before tenax_checkpoint_restore and the first step: this
+ * program handles TENAX_RECOVERED from every collective call of this trainer and of its context
+ * (tenax_train_step, tenax_checkpoint_save/_wait/_restore, tenax_preemption_requested,
+ * tenax_allreduce, tenax_allgather). Under `tenax run --recovery in-process` a lost peer is then
+ * healed in process; otherwise the call changes nothing. Without it such a job says at the start
+ * that it cannot heal in process, and a lost peer restarts every worker from the newest checkpoint
+ * (a program that did not expect TENAX_RECOVERED is never handed one).
+ * The price, paid at every tenax_train_step: every rank's registered arrays are copied to every
+ * rank (one allgather of world size x the registered bytes, and as much host memory), since a
+ * rank's piece of the domain lives nowhere else; README ("In-process recovery") gives figures.
+ * A second trainer of the same context, or a call after the first step, is
+ * TENAX_ERR_INVALID_ARGUMENT. */
+TENAX_API tenax_status tenax_enable_in_process_recovery(tenax_trainer* trainer);
+
 /* Collective. Restores the newest committed checkpoint under output_dir that verifies (falling
  * back to older ones): model, optimizer, LR schedule position, this rank's RNG and every
  * registered array. *step is the step given to tenax_checkpoint_save, or -1 when there is none
  * (nothing is changed then). Call it once, after registering state and before the first step:
  * the first tenax_train_step, tenax_checkpoint_save or tenax_preemption_requested starts the run
  * without a restore. A restore that fails (a checkpoint of another model, a state array of
- * another shape: TENAX_ERR_IO) leaves the trainer unusable: free it; the checkpoints are kept. */
+ * another shape: TENAX_ERR_IO) leaves the trainer unusable: free it; the checkpoints are kept.
+ * In a process that replaces a lost rank (in-process recovery) nothing is read from disk: the
+ * model, optimizer, schedule, RNG and registered arrays come from live peers, the call returns
+ * TENAX_RECOVERED and *step is the optimizer step healed to. */
 TENAX_API tenax_status tenax_checkpoint_restore(tenax_trainer* trainer, int64_t* step);
 
 /* Collective. One optimizer step on this rank's batch: forward, loss, backward, gradient average

@@ -5,6 +5,8 @@
 #include "error_boundary.h"
 #include "handles.h"
 #include "live_handles.h"
+#include "step_recovery.h"
+#include "tenax/sdk/recovered_error.h"
 
 using tenax::capi::guarded;
 using tenax::capi::InvalidArgument;
@@ -54,7 +56,13 @@ tenax_status tenax_checkpoint_restore(tenax_trainer* trainer, int64_t* step) {
       throw InvalidArgument("trainer: tenax_checkpoint_restore after the first step, save or restore; "
                             "call it once, before the first tenax_train_step");
     }
-    const auto label = tenax::capi::ensure_begun(t, /*resume=*/true);
+    std::optional<std::int64_t> label;
+    try {
+      label = tenax::capi::ensure_begun(t, /*resume=*/true);
+    } catch (const tenax::RecoveredError& e) {
+      out = e.step();  // a replacement healed from a peer: TENAX_RECOVERED, *step the optimizer step
+      throw;
+    }
     t.last_saved_step = label;
     out = label.value_or(-1);
   });
@@ -69,7 +77,7 @@ tenax_status tenax_checkpoint_save(tenax_trainer* trainer, int64_t step) {
                             std::to_string(*t.last_saved_step) + "; checkpoint steps must increase");
     }
     tenax::capi::ensure_begun(t, /*resume=*/false);
-    t.trainer->save_checkpoint(step);
+    tenax::capi::recovering(&t, [&] { t.trainer->save_checkpoint(step); });
     t.last_saved_step = step;
   });
 }
@@ -77,7 +85,7 @@ tenax_status tenax_checkpoint_save(tenax_trainer* trainer, int64_t step) {
 tenax_status tenax_checkpoint_wait(tenax_trainer* trainer) {
   return guarded("tenax_checkpoint_wait", [&] {
     tenax_trainer& t = live(trainer, "trainer", "tenax_trainer");
-    if (t.begun && !t.begin_failed) t.trainer->wait_for_checkpoint();
+    if (t.begun && !t.begin_failed) tenax::capi::recovering(&t, [&] { t.trainer->wait_for_checkpoint(); });
   });
 }
 
@@ -87,7 +95,7 @@ tenax_status tenax_preemption_requested(tenax_trainer* trainer, int32_t* request
     int32_t& out = out_argument(requested, "requested");
     out = 0;
     tenax::capi::ensure_begun(t, /*resume=*/false);  // begin() installs the signal handlers
-    out = t.trainer->preemption_agreed();
+    tenax::capi::recovering(&t, [&] { out = t.trainer->preemption_agreed(); });
   });
 }
 

@@ -5,6 +5,7 @@
 #include "error_boundary.h"
 #include "handles.h"
 #include "live_handles.h"
+#include "step_recovery.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/communicator.h"
@@ -124,7 +125,9 @@ tenax_status tenax_allreduce(tenax_context* ctx, void* data, int64_t count, int3
     if (count < 0) throw InvalidArgument("count: " + std::to_string(count) + " is negative");
     if (data == nullptr && count > 0) throw InvalidArgument("data: NULL for " + std::to_string(count) + " elements");
     if (count == 0) return;
-    context.worker->communicator().allreduce(data, static_cast<std::size_t>(count), type, reduce);
+    tenax::capi::recovering(context.recovering, [&] {
+      context.worker->communicator().allreduce(data, static_cast<std::size_t>(count), type, reduce);
+    });
   });
 }
 
@@ -135,7 +138,9 @@ tenax_status tenax_allgather(tenax_context* ctx, const void* in, void* out, int6
     if (bytes_per_rank == 0) return;
     if (in == nullptr) throw InvalidArgument("in: NULL");
     if (out == nullptr) throw InvalidArgument("out: NULL");
-    context.worker->communicator().allgather(in, out, static_cast<std::size_t>(bytes_per_rank));
+    tenax::capi::recovering(context.recovering, [&] {
+      context.worker->communicator().allgather(in, out, static_cast<std::size_t>(bytes_per_rank));
+    });
   });
 }
 

@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include "tenax/core/error.h"
+#include "tenax/sdk/recovered_error.h"
 
 namespace tenax::capi {
 namespace {
@@ -33,6 +34,9 @@ void clear_last_error() noexcept { last_error.clear(); }
 tenax_status status_of_current_exception(const char* function) noexcept {
   try {
     throw;
+  } catch (const RecoveredError& e) {
+    record(function, e.what());
+    return TENAX_RECOVERED;
   } catch (const InvalidArgument& e) {
     record(function, e.what());
     return TENAX_ERR_INVALID_ARGUMENT;
@@ -81,6 +85,7 @@ const char* tenax_status_name(int32_t status) {
     case TENAX_ERR_IO: return "TENAX_ERR_IO";
     case TENAX_ERR_PEER: return "TENAX_ERR_PEER";
     case TENAX_ERR_INTERNAL: return "TENAX_ERR_INTERNAL";
+    case TENAX_RECOVERED: return "TENAX_RECOVERED";
   }
   return "TENAX_ERR_UNKNOWN";
 }

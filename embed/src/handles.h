@@ -22,6 +22,9 @@
 struct tenax_context {
   std::unique_ptr<tenax::elastic::WorkerContext> worker;
   int trainers = 0;  ///< live trainers borrowing `worker`
+  /// The trainer that heals a lost peer in process (tenax_enable_in_process_recovery): the
+  /// context's own collectives (tenax_allreduce, tenax_allgather) heal through it. Borrowed.
+  tenax_trainer* recovering = nullptr;
 };
 
 struct tenax_model {
@@ -37,6 +40,7 @@ struct tenax_trainer {
   std::unique_ptr<tenax::sdk::Trainer> trainer;  ///< declared last: destroyed first
   bool begun = false;                            ///< Trainer::begin was called (restore or first step)
   bool begin_failed = false;                     ///< ... and threw: the trainer is unusable
+  bool recovers_steps = false;                   ///< tenax_enable_in_process_recovery was called
   std::optional<std::int64_t> last_saved_step;   ///< saved or restored: the next save must be later
 };
 

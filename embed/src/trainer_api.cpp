@@ -9,7 +9,9 @@
 #include "handles.h"
 #include "live_handles.h"
 #include "model_config.h"
+#include "step_recovery.h"
 #include "tenax/core/error.h"
+#include "tenax/sdk/recovered_error.h"
 #include "tenax/sdk/training_arguments_io.h"
 
 using tenax::capi::guarded;
@@ -86,12 +88,24 @@ std::optional<std::int64_t> ensure_begun(tenax_trainer& trainer, bool resume) {
   if (trainer.begun) return std::nullopt;
   // A begin() that throws part-way must not run twice: the trainer is marked and refused after.
   trainer.begun = true;
+  std::optional<std::int64_t> label;
   try {
-    return trainer.trainer->begin(resume);
+    label = trainer.trainer->begin(resume);
   } catch (...) {
     trainer.begin_failed = true;
     throw;
   }
+  // A replacement (warm spare or new process in a lost rank's place) healed in begin(): its
+  // registered arrays now hold the job's state, which the caller has not seen; whatever it was
+  // about to do (restore, or a step on a batch made from its initial state) is not done.
+  if (trainer.recovers_steps && trainer.context->worker->identity().replacement) {
+    const std::int64_t step = trainer.trainer->state().global_step;
+    throw RecoveredError("this process replaces a lost rank and healed from a live peer, not from disk: every rank "
+                         "stands at optimizer step " + std::to_string(step) +
+                             " with the registered arrays of that step's tenax_train_step; go on from there",
+                         step);
+  }
+  return label;
 }
 
 }  // namespace tenax::capi
@@ -134,10 +148,28 @@ tenax_status tenax_trainer_free(tenax_trainer** trainer) {
       }
     }
     --t.context->trainers;
+    if (t.context->recovering == handle) t.context->recovering = nullptr;
     tenax::capi::forget_handle(handle);
     delete handle;
     handle = nullptr;
     if (failure) std::rethrow_exception(failure);
+  });
+}
+
+tenax_status tenax_enable_in_process_recovery(tenax_trainer* trainer) {
+  return guarded("tenax_enable_in_process_recovery", [&] {
+    tenax_trainer& t = live(trainer, "trainer", "tenax_trainer");
+    if (t.begun) {
+      throw InvalidArgument("trainer: tenax_enable_in_process_recovery after the first step, save or restore; call "
+                            "it before them, after registering the state arrays");
+    }
+    if (t.context->recovering != nullptr && t.context->recovering != &t) {
+      throw InvalidArgument("trainer: another trainer of this context already heals in process (the context's "
+                            "collectives heal through one trainer)");
+    }
+    t.recovers_steps = true;
+    t.context->recovering = &t;
+    t.trainer->enable_step_recovery();
   });
 }
 

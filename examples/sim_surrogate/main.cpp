@@ -152,6 +152,11 @@ int run(int argc, char** argv) {
   check(tenax_register_state(trainer, "field", &field, TENAX_PER_RANK), "tenax_register_state(field)");
   check(tenax_register_state(trainer, "time", &time_array, TENAX_REPLICATED), "tenax_register_state(time)");
   check(tenax_register_state(trainer, "step", &step_array, TENAX_REPLICATED), "tenax_register_state(step)");
+  // Under `tenax run --recovery in-process` a lost rank is then healed while this process lives on:
+  // any collective call below may return TENAX_RECOVERED, with field, time and step put back to
+  // what they were at the last completed tenax_train_step (the loop below goes on from there).
+  // Everything else this loop keeps follows from those three, or is only reported.
+  if (!o.ignore_recovery) check(tenax_enable_in_process_recovery(trainer), "tenax_enable_in_process_recovery");
 
   progress.say("2-D heat equation, %lld x %lld cells on %d rank(s) (halo over %s), %lld solver steps; surrogate %s; "
                "a checkpoint every %lld steps in %s/checkpoints",
@@ -161,21 +166,31 @@ int run(int argc, char** argv) {
                static_cast<long long>(o.save_every), o.output_dir.c_str());
 
   std::int64_t restored = -1;
-  check(tenax_checkpoint_restore(trainer, &restored), "tenax_checkpoint_restore");
+  const tenax_status restore_status = tenax_checkpoint_restore(trainer, &restored);
   const char* restarts = std::getenv("TENAX_RESTART_COUNT");
-  if (restored < 0) {
-    progress.say("no checkpoint in %s/checkpoints: starting at solver step 0", o.output_dir.c_str());
+  if (restore_status == TENAX_RECOVERED) {
+    // This process replaces a lost rank: its strip, the time and the step came from live peers.
+    std::fprintf(stdout, "[sim] rank %d replaces a lost rank: healed from live peers (not from disk) at solver step %lld "
+                 "(t = %.6g, optimizer step %lld)\n", rank, static_cast<long long>(step), time,
+                 static_cast<long long>(restored));
+    std::fflush(stdout);
+    restored = step;
   } else {
-    if (restored != step) {
-      throw std::runtime_error("the checkpoint is labelled solver step " + std::to_string(restored) +
-                               " but holds step " + std::to_string(step) + ": it was not written by this program");
+    check(restore_status, "tenax_checkpoint_restore");
+    if (restored < 0) {
+      progress.say("no checkpoint in %s/checkpoints: starting at solver step 0", o.output_dir.c_str());
+    } else {
+      if (restored != step) {
+        throw std::runtime_error("the checkpoint is labelled solver step " + std::to_string(restored) +
+                                 " but holds step " + std::to_string(step) + ": it was not written by this program");
+      }
+      progress.say("resumed at solver step %lld (t = %.6g) from %s/checkpoints%s; %lld steps to go",
+                   static_cast<long long>(step), time, o.output_dir.c_str(),
+                   restarts != nullptr && std::string(restarts) != "0"
+                       ? (" after restart " + std::string(restarts) + " by the agent").c_str()
+                       : "",
+                   static_cast<long long>(o.steps > step ? o.steps - step : 0));
     }
-    progress.say("resumed at solver step %lld (t = %.6g) from %s/checkpoints%s; %lld steps to go",
-                 static_cast<long long>(step), time, o.output_dir.c_str(),
-                 restarts != nullptr && std::string(restarts) != "0"
-                     ? (" after restart " + std::string(restarts) + " by the agent").c_str()
-                     : "",
-                 static_cast<long long>(o.steps > step ? o.steps - step : 0));
   }
 
   std::vector<double> inputs(static_cast<std::size_t>(o.batch * kStencil));
@@ -198,52 +213,67 @@ int run(int argc, char** argv) {
   const auto loop_start = Clock::now();
   auto window_start = loop_start;
   std::int64_t window_first = step;
+  std::int64_t recoveries = 0;
   while (step < o.steps) {
-    const std::int64_t n = step + 1;
-    halo->exchange(strip);
-    const bool train = o.train_every > 0 && n % o.train_every == 0;
-    std::vector<Cell> cells;
-    if (train) {
-      cells = strip.sample_cells(o.sample_seed, n, o.batch);
-      strip.stencils(cells, inputs.data());
-    }
-    strip.step();
-    time += strip.dt();
-    step = n;
-    if (train) {
-      strip.values(cells, labels.data());
-      check(tenax_train_step(trainer, &input_array, &label_array, &loss), "tenax_train_step");
-      ++timing.train_steps;
-    }
-    if (step % o.save_every == 0 || step == o.steps) save(step);
+    try {
+      const std::int64_t n = step + 1;
+      halo->exchange(strip);
+      const bool train = o.train_every > 0 && n % o.train_every == 0;
+      std::vector<Cell> cells;
+      if (train) {
+        cells = strip.sample_cells(o.sample_seed, n, o.batch);
+        strip.stencils(cells, inputs.data());
+      }
+      strip.step();
+      time += strip.dt();
+      step = n;
+      if (train) {
+        strip.values(cells, labels.data());
+        check(tenax_train_step(trainer, &input_array, &label_array, &loss), "tenax_train_step");
+        ++timing.train_steps;
+      }
+      if (step % o.save_every == 0 || step == o.steps) save(step);
 
-    std::int32_t signal = 0;
-    check(tenax_preemption_requested(trainer, &signal), "tenax_preemption_requested");
-    if (signal != 0) {
-      if (last_saved != step) save(step);
-      check(tenax_checkpoint_wait(trainer), "tenax_checkpoint_wait");
-      progress.say("preempted by %s at solver step %lld (t = %.6g): checkpoint committed; exiting %d so that the "
-                   "job is requeued (the same command resumes at step %lld)",
-                   signal_name(signal), static_cast<long long>(step), time, TENAX_EXIT_PREEMPTED,
-                   static_cast<long long>(step));
-      check(tenax_trainer_free(&trainer), "tenax_trainer_free");
-      check(tenax_finalize(&ctx), "tenax_finalize");
-      if (use_mpi) mpi_finalize();
-      return TENAX_EXIT_PREEMPTED;
-    }
-    faults.after_step(step);
+      std::int32_t signal = 0;
+      check(tenax_preemption_requested(trainer, &signal), "tenax_preemption_requested");
+      if (signal != 0) {
+        if (last_saved != step) save(step);
+        check(tenax_checkpoint_wait(trainer), "tenax_checkpoint_wait");
+        progress.say("preempted by %s at solver step %lld (t = %.6g): checkpoint committed; exiting %d so that the "
+                     "job is requeued (the same command resumes at step %lld)",
+                     signal_name(signal), static_cast<long long>(step), time, TENAX_EXIT_PREEMPTED,
+                     static_cast<long long>(step));
+        check(tenax_trainer_free(&trainer), "tenax_trainer_free");
+        check(tenax_finalize(&ctx), "tenax_finalize");
+        if (use_mpi) mpi_finalize();
+        return TENAX_EXIT_PREEMPTED;
+      }
+      faults.after_step(step);
 
-    if (step % o.log_every == 0 || step == o.steps) {
-      const double rate = static_cast<double>(step - window_first) / std::max(1e-9, seconds_since(window_start));
-      std::int64_t opt_step = 0;
-      check(tenax_optimizer_step(trainer, &opt_step), "tenax_optimizer_step");
-      progress.say("step %lld/%lld (%.0f%%)  t = %.6g  surrogate loss %.3e (rank 0, optimizer step %lld)  "
-                   "%.0f steps/s, ETA %.0f s",
-                   static_cast<long long>(step), static_cast<long long>(o.steps),
-                   100.0 * static_cast<double>(step) / static_cast<double>(o.steps), time, loss,
-                   static_cast<long long>(opt_step), rate, static_cast<double>(o.steps - step) / std::max(rate, 1e-9));
+      if (step % o.log_every == 0 || step == o.steps) {
+        const double rate = static_cast<double>(step - window_first) / std::max(1e-9, seconds_since(window_start));
+        std::int64_t opt_step = 0;
+        check(tenax_optimizer_step(trainer, &opt_step), "tenax_optimizer_step");
+        progress.say("step %lld/%lld (%.0f%%)  t = %.6g  surrogate loss %.3e (rank 0, optimizer step %lld)  "
+                     "%.0f steps/s, ETA %.0f s",
+                     static_cast<long long>(step), static_cast<long long>(o.steps),
+                     100.0 * static_cast<double>(step) / static_cast<double>(o.steps), time, loss,
+                     static_cast<long long>(opt_step), rate, static_cast<double>(o.steps - step) / std::max(rate, 1e-9));
+        window_start = Clock::now();
+        window_first = step;
+      }
+    } catch (const TenaxFailure& e) {
+      if (e.status() != TENAX_RECOVERED) throw;
+      // A peer was lost and the job healed in process: field, time and step are those of the last
+      // completed training step on every rank (a save or training step cut short is not redone
+      // here: the job goes on from after it, and the next scheduled save is taken as usual).
+      ++recoveries;
+      progress.say("a rank was lost; healed in process without restarting this process: going on from solver step %lld "
+                   "(t = %.6g), the field rolled back in memory (%s)",
+                   static_cast<long long>(step), time, e.what());
       window_start = Clock::now();
       window_first = step;
+      last_saved = step;  // as in the replacement: every rank agrees on what a preemption saves
     }
   }
   timing.loop_seconds = seconds_since(loop_start);
@@ -272,6 +302,7 @@ int run(int argc, char** argv) {
     const std::uint64_t digest = write_result(o.result, result);
     progress.say("done: solver step %lld, t = %.6g; field and surrogate written to %s (digest %016" PRIx64 ")",
                  static_cast<long long>(step), time, o.result.c_str(), digest);
+    if (recoveries > 0) progress.say("recovered in process %lld time(s)", static_cast<long long>(recoveries));
     progress.say("timing: steps=%lld loop_s=%.6f per_step_us=%.3f train_steps=%lld saves=%lld save_s=%.6f "
                  "per_save_ms=%.4f",
                  static_cast<long long>(timing.steps), timing.loop_seconds,

@@ -35,6 +35,9 @@ surrogate and checkpoints:
   --sample-seed N        which cells are sampled                                    [1234]
   --probes N             probe stencils written to the result                       [16]
   --sync-save            wait for each checkpoint to commit (the bench's baseline)
+  --ignore-recovery      do not handle TENAX_RECOVERED (as a program written before it):
+                         under `tenax run --recovery in-process` a lost rank then
+                         restarts every rank from the checkpoint
   --log-every N          a progress line every N solver steps                       [200]
 faults (first generation only; see fault_hooks.h):
   --fail-at-step S --fail-rank R      rank R SIGKILLs itself after step S
@@ -74,6 +77,10 @@ Options parse_options(int argc, char** argv) {
     }
     if (flag == "--sync-save") {
       o.sync_save = true;
+      continue;
+    }
+    if (flag == "--ignore-recovery") {
+      o.ignore_recovery = true;
       continue;
     }
     if (i + 1 >= argc) usage_error(flag + " needs a value");

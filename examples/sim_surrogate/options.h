@@ -30,6 +30,9 @@ struct Options {
   std::int64_t probes = 16;            ///< probe stencils in the result file
   std::uint64_t sample_seed = 1234;    ///< which cells are sampled for training
   bool sync_save = false;              ///< wait for every checkpoint to commit (the bench's baseline)
+  /// Do not call tenax_enable_in_process_recovery: behave as a program written before it (a lost
+  /// peer under `--recovery in-process` then restarts every worker from the checkpoint).
+  bool ignore_recovery = false;
   HaloTransport halo = HaloTransport::kAuto;
   FaultOptions faults;
 };

@@ -29,6 +29,7 @@
 #include "tenax/sdk/sampler.h"
 #include "run_plan.h"
 #include "step_flow.h"
+#include "user_state_mirror.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
 
@@ -151,6 +152,8 @@ struct Trainer::Run {
   bool holds_state = true;
   /// train() under `tenax run --recovery in-process`: RNG mirrored every step, losses healed.
   bool heals_in_process = false;
+  /// With enable_step_recovery() and user state: every rank's registered state at the last step.
+  std::optional<detail::UserStateMirror> user_mirror;
   /// The preemption signal the ranks agreed on in the last step's gradient allreduce; read (and
   /// cleared) by the next preemption_agreed(), which then needs no collective of its own.
   std::optional<int> preemption_from_step;
@@ -471,7 +474,7 @@ TrainOutput Trainer::train() {
       micro_batches.push_back(load_batch({first, first + args_.per_device_train_batch_size}));
     }
     try {
-      step(micro_batches);
+      take_step(micro_batches);  // this loop recovers by itself, whatever enable_step_recovery() said
       if ((preempt_signal = preemption_agreed()) != 0) break;
     } catch (const PeerLostError& e) {
       if (!recover_in_process(e.what())) throw;
@@ -526,10 +529,19 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   r.grad_sync.emplace(context_.communicator(), r.params, grad_sync_options(args_));
   notify([&](TrainerCallback& cb) { cb.on_init_end(args_, state_, control_); });
 
-  // In-process recovery needs the loop of train(): a caller that drives step() itself (the C
-  // API) cannot redo a step it was not told failed, so such a run never offers to heal and the
-  // agent restarts it from disk (issue 13, point 6, is open).
-  r.heals_in_process = context_.recovers_in_process() && r.plan.has_dataset;
+  // In-process recovery needs a loop that knows a step failed: train()'s, or that of a caller
+  // that drives step() itself and said it handles RecoveredError (enable_step_recovery(); the C
+  // API's tenax_enable_in_process_recovery). Any other such caller could not redo a step it was
+  // not told failed: its run never offers to heal, says why, and the agent restarts it from disk.
+  r.heals_in_process = context_.recovers_in_process() && (r.plan.has_dataset || step_recovery_);
+  if (context_.recovers_in_process() && !r.heals_in_process) {
+    log->warn("in-process recovery was asked for (`tenax run --recovery in-process`), but this program drives the "
+              "steps itself and did not say it handles a healed step (Trainer::enable_step_recovery, "
+              "tenax_enable_in_process_recovery): a lost peer restarts every worker from the newest checkpoint");
+  }
+  if (step_recovery_ && r.heals_in_process && user_state_ != nullptr && !user_state_->empty()) {
+    r.user_mirror.emplace(*user_state_);
+  }
   if (context_.identity().replacement) {
     // A warm spare or a fresh process in a lost rank's place: the job runs on, and this rank
     // takes its state from a peer's memory, not from disk (heal_from_peers).
@@ -559,6 +571,11 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
     // Every rank's random state at the start, so that a replacement can continue a peer's
     // stream before the first step has mirrored it (the steps mirror it in their allreduce).
     r.grad_sync->gather_mirrors(capture_cpu_rng_state());
+    // Likewise the registered state: a loss before the first step goes back to this point.
+    if (r.user_mirror) {
+      r.user_mirror->stage(context_.communicator());
+      r.user_mirror->commit(state_.global_step);
+    }
     context_.announce_in_process_recovery();
   }
   if (!restored) {
@@ -596,6 +613,34 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
 
 double Trainer::step(const std::vector<Batch>& micro_batches) {
   Run& r = run("step()");
+  if (!step_recovery_ || !r.heals_in_process) return take_step(micro_batches);
+  // The heal happens here, inside the call, so that the caller learns only that its step did
+  // not complete and where the job stands (RecoveredError).
+  std::optional<std::int64_t> healed;
+  try {
+    return take_step(micro_batches);
+  } catch (const PeerLostError& e) {
+    if (!(healed = recover(e.what()))) throw;
+  } catch (const TimeoutError& e) {
+    if (!(healed = recover(e.what()))) throw;
+  }
+  throw RecoveredError("the step did not complete: a peer was lost and the job healed in process; every rank stands at "
+                       "optimizer step " + std::to_string(*healed) +
+                       ", the last one completed, with its registered state as it was when that step was called; go "
+                       "on from there",
+                       *healed);
+}
+
+std::optional<std::int64_t> Trainer::recover(const std::string& why) {
+  if (!step_recovery_ || !recover_in_process(why)) return std::nullopt;
+  // A preemption answer from a step whose later collective failed is this rank's alone: the next
+  // preemption_agreed() must ask every rank (the replacement has no such answer).
+  run_->preemption_from_step.reset();
+  return state_.global_step;
+}
+
+double Trainer::take_step(const std::vector<Batch>& micro_batches) {
+  Run& r = run("step()");
   if (static_cast<std::int64_t>(micro_batches.size()) != accumulation_steps_) {
     throw ConfigError("Trainer::step: got " + std::to_string(micro_batches.size()) +
                       " micro-batches, the run accumulates gradient_accumulation_steps = " +
@@ -605,6 +650,10 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
   const std::int64_t data_step = step + skipped_steps_;  // which global batch of the data order
   notify([&](TrainerCallback& cb) { cb.on_step_begin(args_, state_, control_); });
 
+  // Every rank's registered state as the caller hands it to this step; it becomes the point a heal
+  // goes back to once the step's gradients are in (before the backward: GradSync may own the
+  // communicator from prepare_for_backward() on).
+  if (r.user_mirror) r.user_mirror->stage(context_.communicator());
   // Gradients accumulate locally over the micro-batches and are synchronised once, after the last.
   r.grad_sync->zero_grad();  // in place: gradients stay views into the buckets
   torch::Tensor loss;
@@ -640,6 +689,7 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
   ++r.window_steps;
   ++r.steps_run;
   state_.global_step = step + 1;
+  if (r.user_mirror) r.user_mirror->commit(state_.global_step);
   state_.epoch = static_cast<double>(data_step + 1) / static_cast<double>(r.plan.steps_per_epoch);
   progress_.report(state_.global_step);
   // transformers' DefaultFlowCallback: the strategies raise the flags before the callbacks
@@ -704,7 +754,10 @@ bool Trainer::heal_until_healed(Clock::time_point since, bool rejoin_first) {
       r.grad_sync->set_mirrors(mirrors);
     }
     try {
-      return heal_from_peers(since);
+      const bool healed = heal_from_peers(since);
+      // The registered state of the step the job healed to, on every rank (the survivors too).
+      if (healed && r.user_mirror) r.user_mirror->heal(context_.communicator(), state_.global_step);
+      return healed;
     } catch (const PeerLostError& e) {
       logger("tenax.trainer")->warn("generation {} lost a peer while it healed ({}); joining the next one",
                                     context_.generation(), e.what());

@@ -3,8 +3,9 @@
  *   capi_test PART WORK_DIR TORCHSCRIPT_DIR
  *
  * PART is one of mlp, orders, float64, state, torchscript, bad_input, config, metrics,
- * preemption (one process), bert (TORCHSCRIPT_DIR is then the assets directory holding
- * all-minilm-l6-v2) or two_ranks (under `tenax run --nproc-per-node 2` or `mpirun -n 2`). Each
+ * preemption, recovery_arguments (one process), bert (TORCHSCRIPT_DIR is then the assets directory
+ * holding all-minilm-l6-v2), two_ranks (under `tenax run --nproc-per-node 2` or `mpirun -n 2`) or
+ * recovery (under `tenax run --nproc-per-node 2 --recovery in-process`). Each
  * part works in a fresh directory made under WORK_DIR. Exit status 0 when every CHECK held. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -748,6 +750,134 @@ static void part_two_ranks(tenax_context* ctx) {
   CHECK_OK(tenax_model_free(&model));
 }
 
+/* TENAX_RECOVERED is a status of its own, named, and never an error code; asking for in-process
+ * recovery is checked like any other argument, and outside `tenax run --recovery in-process` it
+ * changes nothing (the steps are those of a run without it). */
+static void part_recovery_arguments(tenax_context* ctx) {
+  static float x[kRows][kFeatures], y[kRows][1];
+  char dir[4200];
+  tenax_model* model = make_mlp();
+  tenax_trainer* trainer;
+  tenax_trainer* second;
+  tenax_array in = array2(x, TENAX_FLOAT32, TENAX_ORDER_C, kRows, kFeatures);
+  tenax_array label = array2(y, TENAX_FLOAT32, TENAX_ORDER_C, kRows, 1);
+  int s;
+  CHECK(TENAX_RECOVERED == 7);
+  CHECK(strcmp(tenax_status_name(TENAX_RECOVERED), "TENAX_RECOVERED") == 0);
+  CHECK(strcmp(tenax_status_name(TENAX_ERR_INTERNAL), "TENAX_ERR_INTERNAL") == 0);
+  CHECK(strcmp(tenax_status_name(8), "TENAX_ERR_UNKNOWN") == 0);
+  CHECK_FAILS(tenax_enable_in_process_recovery(NULL), TENAX_ERR_INVALID_ARGUMENT, "trainer");
+  make_data(x, y, 0);
+  fresh_dir("recovery-arguments", dir, sizeof dir);
+  trainer = make_trainer(ctx, model, dir);
+  CHECK_OK(tenax_enable_in_process_recovery(trainer));
+  CHECK_OK(tenax_enable_in_process_recovery(trainer)); /* the same trainer again: harmless */
+  second = make_trainer(ctx, model, dir);
+  CHECK_FAILS(tenax_enable_in_process_recovery(second), TENAX_ERR_INVALID_ARGUMENT, "another trainer");
+  CHECK_OK(tenax_trainer_free(&second));
+  for (s = 0; s < 3; ++s) CHECK_OK(tenax_train_step(trainer, &in, &label, NULL));
+  CHECK_FAILS(tenax_enable_in_process_recovery(trainer), TENAX_ERR_INVALID_ARGUMENT, "after the first step");
+  CHECK_OK(tenax_trainer_free(&trainer));
+  /* Freed, it no longer holds the context's recovery: another trainer may take it. */
+  second = make_trainer(ctx, model, dir);
+  CHECK_OK(tenax_enable_in_process_recovery(second));
+  CHECK_OK(tenax_trainer_free(&second));
+  CHECK_OK(tenax_model_free(&model));
+}
+
+/* Under `tenax run --nproc-per-node 2 --recovery in-process`: rank 1 SIGKILLs itself at solver
+ * step 8 of the first generation, before that step's tenax_train_step. Rank 0 keeps its process:
+ * its tenax_train_step returns TENAX_RECOVERED with its registered arrays put back to the last
+ * completed step (7); the replacement's tenax_checkpoint_restore returns TENAX_RECOVERED with
+ * optimizer step 7 and rank 1's field of step 7, which only rank 0's copy held. Both go on and
+ * end where an uninterrupted run ends: every field where 20 solver steps put it, the same model on
+ * both ranks. A job that fell back to restarting from disk would fail here (restore says OK). */
+static void part_recovery(tenax_context* ctx) {
+  static float x[kRows][kFeatures], y[kRows][1], probe_x[4][kFeatures], probe[4][1], all[2][4][1];
+  static char dir[4200];
+  double field[3];
+  int64_t step = 0, healed = -2, optimizer_step = -1;
+  int32_t rank = -1, world = -1;
+  int recoveries = 0, i;
+  const char* restarts = getenv("TENAX_RESTART_COUNT");
+  const int first_generation = restarts == NULL || strcmp(restarts, "0") == 0;
+  tenax_model* model = make_mlp();
+  tenax_trainer* trainer;
+  tenax_status status;
+  tenax_array in = array2(x, TENAX_FLOAT32, TENAX_ORDER_C, kRows, kFeatures);
+  tenax_array label = array2(y, TENAX_FLOAT32, TENAX_ORDER_C, kRows, 1);
+  tenax_array probe_in = array2(probe_x, TENAX_FLOAT32, TENAX_ORDER_C, 4, kFeatures);
+  tenax_array probe_out = array2(probe, TENAX_FLOAT32, TENAX_ORDER_C, 4, 1);
+  tenax_array field_array = array2(field, TENAX_FLOAT64, TENAX_ORDER_C, 3, 1);
+  tenax_array step_array = array2(&step, TENAX_INT64, TENAX_ORDER_C, 1, 1);
+  field_array.ndim = 1;
+  step_array.ndim = 1;
+  CHECK_OK(tenax_rank(ctx, &rank));
+  CHECK_OK(tenax_world_size(ctx, &world));
+  CHECK(world == 2);
+  if (world != 2) return;
+  /* No collective before the restore: a replacement starts here while its peer is mid-loop. */
+  snprintf(dir, sizeof dir, "%s/recovery", work_dir);
+  mkdir(dir, 0700);
+  for (i = 0; i < 3; ++i) field[i] = 100.0 * rank + i;
+  for (i = 0; i < 4; ++i) {
+    probe_x[i][0] = 0.25f * i - 0.5f;
+    probe_x[i][1] = 0.1f * i;
+  }
+  trainer = make_trainer(ctx, model, dir);
+  CHECK_OK(tenax_register_state(trainer, "field", &field_array, TENAX_PER_RANK));
+  CHECK_OK(tenax_register_state(trainer, "step", &step_array, TENAX_REPLICATED));
+  CHECK_OK(tenax_enable_in_process_recovery(trainer));
+  status = tenax_checkpoint_restore(trainer, &healed);
+  if (first_generation) {
+    CHECK(status == TENAX_OK);
+    CHECK(healed == -1);
+  } else {
+    CHECK(status == TENAX_RECOVERED);
+    CHECK(strstr(tenax_last_error(), "healed from a live peer") != NULL);
+    CHECK(healed == 7);
+    CHECK(step == 7);
+    for (i = 0; i < 3; ++i) CHECK(field[i] == 100.0 * rank + i + 7.0 * (rank + 1));
+    printf("  rank %d replaces the lost rank: %s -> optimizer step %lld, solver step %lld, field %.1f %.1f %.1f\n",
+           rank, tenax_status_name(status), (long long)healed, (long long)step, field[0], field[1], field[2]);
+  }
+  while (step < 20) {
+    for (i = 0; i < 3; ++i) field[i] += rank + 1; /* the solver's step */
+    ++step;
+    if (rank == 1 && step == 8 && first_generation) {
+      fflush(stdout);
+      raise(SIGKILL);
+    }
+    make_data(x, y, rank + (int)step);
+    status = tenax_train_step(trainer, &in, &label, NULL);
+    if (status == TENAX_RECOVERED) {
+      ++recoveries;
+      CHECK(strstr(tenax_last_error(), "optimizer step 7") != NULL);
+      CHECK_OK(tenax_optimizer_step(trainer, &optimizer_step));
+      CHECK(optimizer_step == 7);
+      CHECK(step == 7); /* put back: the step of the last completed tenax_train_step */
+      for (i = 0; i < 3; ++i) CHECK(field[i] == 100.0 * rank + i + 7.0 * (rank + 1));
+      printf("  rank %d kept its process: %s (%s)\n", rank, tenax_status_name(status), tenax_last_error());
+      continue;
+    }
+    if (status != TENAX_OK) {
+      fprintf(stderr, "tenax_train_step at step %lld: %s: %s\n", (long long)step, tenax_status_name(status),
+              tenax_last_error());
+      ++failures;
+      return;
+    }
+  }
+  CHECK(recoveries == (first_generation ? 1 : 0));
+  CHECK_OK(tenax_optimizer_step(trainer, &optimizer_step));
+  CHECK(optimizer_step == 20);
+  for (i = 0; i < 3; ++i) CHECK(field[i] == 100.0 * rank + i + 20.0 * (rank + 1));
+  CHECK_OK(tenax_predict(trainer, &probe_in, &probe_out));
+  CHECK_OK(tenax_allgather(ctx, probe, all, sizeof probe));
+  CHECK(memcmp(all[0], all[1], sizeof probe) == 0);
+  CHECK_OK(tenax_trainer_free(&trainer));
+  CHECK_OK(tenax_model_free(&model));
+}
+
 /* Checkpoints are named only by the caller's steps: the Trainer's own save schedule (save_steps,
  * by optimizer step) would mix its names with the solver's, and a resume could then restore the
  * fields of another time. Defaults save nothing on their own; asking for a schedule is refused. */
@@ -819,6 +949,10 @@ int main(int argc, char** argv) {
     part_labels(ctx);
   } else if (strcmp(part, "two_ranks") == 0) {
     part_two_ranks(ctx);
+  } else if (strcmp(part, "recovery_arguments") == 0) {
+    part_recovery_arguments(ctx);
+  } else if (strcmp(part, "recovery") == 0) {
+    part_recovery(ctx);
   } else {
     fprintf(stderr, "unknown part '%s'\n", part);
     return 2;

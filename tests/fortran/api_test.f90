@@ -115,7 +115,12 @@ program api_test
   call expect_ok(tenax_register_state(trainer, 'u', u, TENAX_PER_RANK), 'register u again')
   call expect_ok(tenax_register_state(trainer, 'solver_step', solver_step, TENAX_REPLICATED), &
                  'register solver_step again')
+  ! Outside `tenax run --recovery in-process` asking for it changes nothing; after the first call
+  ! that begins the run it is refused, naming the order.
+  call expect_ok(tenax_enable_in_process_recovery(trainer), 'tenax_enable_in_process_recovery')
   call expect_ok(tenax_checkpoint_restore(trainer, step), 'restore the saved checkpoint')
+  call expect_status(tenax_enable_in_process_recovery(trainer), TENAX_ERR_INVALID_ARGUMENT, 'after the first step', &
+                     'tenax_enable_in_process_recovery after the restore')
   call check(step == 42, 'restore returns the label given to the save')
   call check(all(transfer(u, [0_int64]) == transfer(u_saved, [0_int64])), 'u is restored byte for byte')
   call check(solver_step(1) == 42, 'solver_step is restored')
@@ -128,6 +133,7 @@ program api_test
   call expect_ok(tenax_model_free(model), 'free the second model')
   call expect_ok(tenax_finalize(ctx), 'tenax_finalize')
   call check(tenax_status_name(TENAX_ERR_CONFIG) == 'TENAX_ERR_CONFIG', 'tenax_status_name')
+  call check(tenax_status_name(TENAX_RECOVERED) == 'TENAX_RECOVERED', 'tenax_status_name of TENAX_RECOVERED')
 
   if (failures > 0) then
     write (error_unit, '(i0, a, i0, a)') failures, ' of ', checks, ' checks failed'

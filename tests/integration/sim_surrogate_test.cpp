@@ -9,6 +9,9 @@
 //     kills it and restarts the job, which resumes and ends identical;
 //   - SIGUSR1 to the agent, and to the ranks themselves: every rank stops at the same solver
 //     step, saves, exits 3; the next run resumes at that step and ends identical;
+//   - under `tenax run --recovery in-process`: a rank killed by pid at a random solver step is
+//     healed in process (the survivor keeps its process and its memory; a warm spare heals from
+//     it); a program that does not handle TENAX_RECOVERED falls back to the checkpoint, saying why;
 //   - under mpirun (2 MPI ranks, MPI halo, tenax_init_mpi): the same final field as under
 //     `tenax run`, and a rank SIGKILLed by pid then a second mpirun (recovery = rerun, as a
 //     requeue would) ends identical to an uninterrupted mpirun.
@@ -22,6 +25,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -287,13 +291,59 @@ INSTANTIATE_TEST_SUITE_P(
                       ),
     [](const ::testing::TestParamInfo<KillCase>& info) { return std::string(info.param.name); });
 
-// Asked for in-process recovery, a simulation that drives the steps through the C API is not
-// healed in process (it cannot redo a step it was not told failed): the agent says why and the
-// job restarts from its checkpoint, bit-identical as before; no rank waits for a heal.
-TEST_F(SimSurrogate, UnderInProcessRecoveryAKilledRankFallsBackToTheCheckpointSayingWhy) {
+// ---- In-process recovery of the step loop (issue 13, point 6) -------------------------------
+
+// Under `tenax run --recovery in-process` a rank frozen at a random solver step (seeded, printed)
+// and SIGKILLed by pid is healed in process: the surviving rank keeps its process (same pid in the
+// final generation), its collective call returns TENAX_RECOVERED with its field, time and step put
+// back in memory to the last completed training step, a warm spare takes the lost rank's place and
+// heals from the survivor's memory (model, optimizer, schedule, RNG, and the lost rank's strip from
+// the copy every rank keeps), nothing is read from disk, and the final field and surrogate equal,
+// byte for byte, those of the uninterrupted run.
+TEST_F(SimSurrogate, UnderInProcessRecoveryAKilledRankIsHealedWhileTheSurvivorKeepsItsProcess) {
+  expect_reference_ok();
+  const unsigned seed = std::random_device{}();
+  std::mt19937 pick(seed);
+  const int stop_at = std::uniform_int_distribution<int>(10, kSteps - 20)(pick);
+  const int victim = std::uniform_int_distribution<int>(0, 1)(pick);
+  SCOPED_TRACE("seed " + std::to_string(seed) + ": rank " + std::to_string(victim) + " killed after solver step " +
+               std::to_string(stop_at));
+  const std::string name = "in-process";
+  auto job = start_tenax_run(name, {"--stop-at-step", std::to_string(stop_at), "--stop-rank", std::to_string(victim)},
+                             /*fresh=*/true, {"--recovery", "in-process", "--spares", "1"});
+  const auto frozen = wait_for_stopped_descendant(job->pid(), std::chrono::seconds(120));
+  ASSERT_TRUE(frozen.has_value()) << job->log();
+  ASSERT_EQ(::kill(*frozen, SIGKILL), 0);
+  const Outcome r = finish(*job, name);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_EQ(r.agent["restarts"], 0) << "no worker was restarted from disk\n" << r.agent.dump(2);
+  const auto& recoveries = r.agent["in_process_recoveries"];
+  ASSERT_EQ(recoveries.size(), 1u) << r.agent.dump(2) << r.log;
+  ASSERT_EQ(r.agent["history"].size(), 1u) << r.agent.dump(2);
+  EXPECT_EQ(recoveries[0]["replaced"][0]["rank"], victim) << r.agent.dump(2);
+  const auto& final_workers = r.agent["history"][0]["workers"];
+  ASSERT_EQ(recoveries[0]["survivors"].size(), 1u) << r.agent.dump(2);
+  for (const auto& survivor : recoveries[0]["survivors"]) {
+    const int rank = survivor["rank"];
+    EXPECT_EQ(final_workers[static_cast<std::size_t>(rank)]["pid"], survivor["pid"])
+        << "rank " << rank << " kept its process\n" << r.agent.dump(2);
+  }
+  EXPECT_NE(r.log.find("healed from rank " + std::to_string(1 - victim)), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("0 steps lost"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("healed from live peers (not from disk)"), std::string::npos) << "the replacement says so\n" << r.log;
+  EXPECT_EQ(r.log.find("resumed at solver step"), std::string::npos) << "nothing was restored from disk\n" << r.log;
+  EXPECT_EQ(r.log.find("in-process recovery is not possible"), std::string::npos) << r.log;
+  EXPECT_EQ(result_of(name), result_of("reference")) << "the final field or surrogate differs from the uninterrupted run";
+}
+
+// A program that does not say it handles TENAX_RECOVERED (here the example with --ignore-recovery,
+// as one written before the status existed) is never handed one: it says at the start why it
+// cannot heal in process, the agent says why it restarts instead, and the job resumes from its
+// checkpoint, bit-identical as before; no rank waits for a heal.
+TEST_F(SimSurrogate, UnderInProcessRecoveryAProgramThatIgnoresTheStatusFallsBackToTheCheckpointSayingWhy) {
   expect_reference_ok();
   const std::string name = "in-process-fallback";
-  auto job = start_tenax_run(name, {"--stop-at-step", "110", "--stop-rank", "1"}, /*fresh=*/true,
+  auto job = start_tenax_run(name, {"--stop-at-step", "110", "--stop-rank", "1", "--ignore-recovery"}, /*fresh=*/true,
                              {"--recovery", "in-process", "--spares", "1"});
   const auto frozen = wait_for_stopped_descendant(job->pid(), std::chrono::seconds(120));
   ASSERT_TRUE(frozen.has_value()) << job->log();
@@ -302,6 +352,7 @@ TEST_F(SimSurrogate, UnderInProcessRecoveryAKilledRankFallsBackToTheCheckpointSa
   ASSERT_EQ(r.exit_code, 0) << r.log;
   EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();
   EXPECT_TRUE(r.agent["in_process_recoveries"].empty()) << r.agent.dump();
+  EXPECT_NE(r.log.find("did not say it handles a healed step"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("in-process recovery is not possible: only 0 of 2 workers"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("resumed at solver step 100 "), std::string::npos) << r.log;
   EXPECT_EQ(result_of(name), result_of("reference"));

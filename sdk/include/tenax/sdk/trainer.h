@@ -39,6 +39,7 @@
 #include "tenax/sdk/lr_schedule.h"
 #include "tenax/sdk/model.h"
 #include "tenax/sdk/prediction.h"
+#include "tenax/sdk/recovered_error.h"
 #include "tenax/sdk/sampler.h"
 #include "tenax/sdk/state_capture.h"
 #include "tenax/sdk/trainer_callback.h"
@@ -107,7 +108,27 @@ class Trainer {
   /// forward and backward each, gradient sync, clipping, LR, optimizer, then on_step_end and the
   /// logging / evaluation / saving that the strategies and callbacks ask for. Returns this rank's
   /// loss of the step (the micro-batches' sum, each divided by their number). After begin().
+  /// With enable_step_recovery() under in-process recovery, a lost peer does not end the call
+  /// with PeerLostError: the job heals inside it and it throws RecoveredError (see there).
   double step(const std::vector<Batch>& micro_batches);
+  /// Before begin(), on every rank: this caller drives step() itself and handles RecoveredError,
+  /// so under `tenax run --recovery in-process` a lost peer is healed in process (a replacement
+  /// takes its place and heals from a live peer in begin()) instead of every worker restarting
+  /// from the newest checkpoint. On RecoveredError every rank stands at the last completed
+  /// optimizer step, with its registered user state (set_user_state) put back in place to what it
+  /// was when that step() was called; the caller goes on as if that step() had just returned
+  /// (its own state outside the registered one must follow from the registered one). To make that
+  /// possible every step() copies every rank's registered state to every rank (one allgather;
+  /// user_state_mirror.h says why and what it costs). Without this call a run that recovers in
+  /// process only for train() says so at begin() and is restarted from disk on a loss.
+  void enable_step_recovery() { step_recovery_ = true; }
+  /// After a collective of this run other than step() (save_checkpoint(), wait_for_checkpoint(),
+  /// preemption_agreed(), or the caller's own on the context's communicator) threw PeerLostError
+  /// or TimeoutError: heals the job in process as step() would and returns the optimizer step it
+  /// stands at (the caller goes on as after RecoveredError). nullopt when this run does not heal
+  /// steps in process (no enable_step_recovery(), no in-process recovery, or no begin()): the
+  /// caller rethrows its error.
+  std::optional<std::int64_t> recover(const std::string& why);
   /// Collective: the signal any rank received (SIGUSR1, SIGTERM), or 0; every rank gets the same
   /// answer at the same call. Right after a step() the answer came with that step's gradients (no
   /// collective of its own); otherwise one small allreduce. 0 when handle_preemption_signals is off.
@@ -169,6 +190,8 @@ class Trainer {
 
  private:
   NamedTensors named_parameters() const;
+  /// step() without in-process recovery (train() loops over it and recovers by itself).
+  double take_step(const std::vector<Batch>& micro_batches);
   /// The label (step) of the checkpoint restored, or nullopt when there was none.
   std::optional<std::int64_t> restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer);
   /// Throws std::logic_error naming `call` when begin() has not run.
@@ -225,6 +248,7 @@ class Trainer {
   Collator collator_;
   std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
   UserState* user_state_ = nullptr;
+  bool step_recovery_ = false;  ///< enable_step_recovery()
   std::shared_ptr<const Dataset> eval_dataset_;
   ComputeMetrics compute_metrics_;
   TrainerState state_;
