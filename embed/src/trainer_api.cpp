@@ -98,7 +98,7 @@ std::optional<std::int64_t> ensure_begun(tenax_trainer& trainer, bool resume) {
   // A replacement (warm spare or new process in a lost rank's place) healed in begin(): its
   // registered arrays now hold the job's state, which the caller has not seen; whatever it was
   // about to do (restore, or a step on a batch made from its initial state) is not done.
-  if (trainer.recovers_steps && trainer.context->worker->identity().replacement) {
+  if (trainer.recovers_steps && trainer.trainer->healed_at_begin()) {
     const std::int64_t step = trainer.trainer->state().global_step;
     throw RecoveredError("this process replaces a lost rank and healed from a live peer, not from disk: every rank "
                          "stands at optimizer step " + std::to_string(step) +

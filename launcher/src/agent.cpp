@@ -1185,25 +1185,26 @@ LossFacts RunLoop::loss_facts(std::vector<Worker>& workers, const std::vector<st
   facts.mode = options_.recovery;
   facts.config_error = config_error;
   facts.world_size = plan.world_size;
-  // Replacements that have not healed hold no state: if only they are left on the only node,
-  // nobody survived. (Across nodes another node's workers may still hold it.)
+  // Across nodes TENAX_RESTART_COUNT is the generation's number; the agent's own count decides.
+  facts.restarts_used = plan_ ? multi_restarts_ : restart_count + in_process_recoveries_;
+  facts.max_restarts = options_.max_restarts;
+  // First who has healed: every rank said so in this generation (a replacement that healed
+  // holds state like any survivor), or in an earlier one of this run (a loss while the current
+  // one heals comes before its count is complete).
+  facts.ready = recovery_store().add(elastic::ready_key(plan.generation), 0);
+  if (facts.ready >= facts.world_size) {
+    ready_generation_ = plan.generation;
+    for (Worker& w : workers) w.unhealed_replacement = false;  // every rank healed
+  }
+  if (ready_generation_ >= 0) facts.ready = facts.world_size;
+  // Then who holds state: replacements that have not healed hold none, so if only they are left
+  // on the only node, nobody survived. (Across nodes another node's workers may still hold it.)
   const auto holds_state = [&](std::size_t i) {
     return std::find(lost.begin(), lost.end(), i) == lost.end() && !workers[i].unhealed_replacement;
   };
   int holders = 0;
   for (std::size_t i = 0; i < workers.size(); ++i) holders += holds_state(i) ? 1 : 0;
   facts.lost = holders == 0 && !plan_ ? facts.world_size : static_cast<int>(lost.size());
-  // Across nodes TENAX_RESTART_COUNT is the generation's number; the agent's own count decides.
-  facts.restarts_used = plan_ ? multi_restarts_ : restart_count + in_process_recoveries_;
-  facts.max_restarts = options_.max_restarts;
-  facts.ready = recovery_store().add(elastic::ready_key(plan.generation), 0);
-  // Every rank healed in process in an earlier generation of this run: the survivors still
-  // can, whatever this generation's count says (a loss while it heals comes before that).
-  if (facts.ready >= facts.world_size) {
-    ready_generation_ = plan.generation;
-    for (Worker& w : workers) w.unhealed_replacement = false;  // every rank healed
-  }
-  if (ready_generation_ >= 0) facts.ready = facts.world_size;
   return facts;
 }
 

@@ -548,6 +548,7 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
     notify([&](TrainerCallback& cb) { cb.on_restart(args_, state_, control_); });
     r.holds_state = false;
     if (heal_until_healed(Clock::now(), /*rejoin_first=*/false)) {
+      healed_at_begin_ = true;
       notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
       progress_.report(state_.global_step);
       if (args_.handle_preemption_signals) r.preemption.emplace();

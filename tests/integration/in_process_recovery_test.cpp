@@ -221,6 +221,39 @@ TEST(InProcessRecovery, ExternalKillByPidAtRandomMomentsHealsBitIdentically) {
   }
 }
 
+// A replacement that healed holds the job's state like any survivor: when the survivor it healed
+// from is lost next, it heals the new replacement in turn. (Before: the agent still counted it as
+// unhealed when it weighed the second loss, said "no worker survived to heal the others from" and
+// restarted every worker from disk; found by the efficiency benchmark, which kills ranks 1, 0, 1.)
+TEST(InProcessRecovery, AHealedReplacementHealsTheNextReplacementWhenTheSurvivorIsLost) {
+  Job job{"replacement-then-survivor", 2, kLongSteps, 1, "", ""};
+  auto agent = start(job);
+  ASSERT_TRUE(tenax::testing::wait_for_path(final_checkpoint(job.name, 20) / "manifest.json", std::chrono::seconds(120)))
+      << agent->log();
+  const pid_t first = worker_pid(*agent, 1);
+  const pid_t survivor = worker_pid(*agent, 0);
+  ASSERT_GT(first, 0) << agent->log();
+  ASSERT_GT(survivor, 0) << agent->log();
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (agent->log().find("healed from rank") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(agent->log().find("healed from rank"), std::string::npos) << agent->log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a few steps of the healed generation
+  ASSERT_EQ(::kill(survivor, SIGKILL), 0);
+  const Result r = finish(*agent, job);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_EQ(r.agent["restarts"], 0) << "no worker was restarted from disk\n" << r.agent.dump(2);
+  EXPECT_EQ(r.agent["in_process_recoveries"].size(), 2u) << r.agent.dump(2);
+  EXPECT_EQ(r.log.find("in-process recovery is not possible"), std::string::npos) << r.log;
+  EXPECT_EQ(r.log.find("resumed from"), std::string::npos) << "no restore from disk\n" << r.log;
+  const Result& ref = reference(job.ranks, job.steps);
+  ASSERT_EQ(ref.exit_code, 0) << ref.log;
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference-2-" + std::to_string(kLongSteps), kLongSteps),
+                                              final_checkpoint(job.name, job.steps));
+}
+
 // The loss comes between a step's log and its save (rank 1 dies after step 40, a log and save
 // step, before either): the survivors had raised the save for step 40, the replacement had not.
 // Every rank must drop the step's flags when it heals and take the interrupted save together;

@@ -122,6 +122,10 @@ class Trainer {
   /// user_state_mirror.h says why and what it costs). Without this call a run that recovers in
   /// process only for train() says so at begin() and is restarted from disk on a loss.
   void enable_step_recovery() { step_recovery_ = true; }
+  /// Whether begin() took this run's state from live peers (a replacement that healed), not from
+  /// disk. A replacement whose peers held no state either (across nodes every worker starts as a
+  /// replacement: in a job's first generation nobody does) starts from disk like any other.
+  bool healed_at_begin() const { return healed_at_begin_; }
   /// After a collective of this run other than step() (save_checkpoint(), wait_for_checkpoint(),
   /// preemption_agreed(), or the caller's own on the context's communicator) threw PeerLostError
   /// or TimeoutError: heals the job in process as step() would and returns the optimizer step it
@@ -249,6 +253,7 @@ class Trainer {
   std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
   UserState* user_state_ = nullptr;
   bool step_recovery_ = false;  ///< enable_step_recovery()
+  bool healed_at_begin_ = false;  ///< healed_at_begin()
   std::shared_ptr<const Dataset> eval_dataset_;
   ComputeMetrics compute_metrics_;
   TrainerState state_;
