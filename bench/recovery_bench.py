@@ -537,6 +537,8 @@ def main():
     p.add_argument("--torchft-join-timeout-ms", type=int, default=1000,
                    help="torchft: how long the Lighthouse waits for heartbeating stragglers to join a quorum "
                    "(torchft's default 60000)")
+    p.add_argument("--note", action="append", default=[],
+                   help="a line for the results' header (e.g. where the build came from); repeatable")
     p.add_argument("--max-load", type=float, default=None,
                    help="a run starts only below this 1-minute load, else it waits and is run again (default: the "
                    "core count, the rules); a higher value is for smoke runs on a busy machine, and the results say so")
@@ -609,6 +611,8 @@ def main():
     if a.max_load is not None:
         say(f"  --max-load {a.max_load}: runs may start at a load above the {os.cpu_count()} cores (a smoke run, not "
             f"by the rules)")
+    for line in a.note:
+        say(f"  note: {line}")
     say(f"  work dir {work}")
     say(f"  {order.describe()}")
     say()

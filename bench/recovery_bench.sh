@@ -36,6 +36,7 @@ args=()
 while [ $# -gt 0 ]; do
   case $1 in
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    --efficiency) args+=("$1"); shift ;;  # the one flag without a value
     -*) args+=("$1"); [ $# -ge 2 ] && [[ $1 != *=* ]] && { args+=("$2"); shift; }; shift ;;
     *) build=$1; shift ;;
   esac
