@@ -14,7 +14,7 @@ reached the bench before the end:
                 for torchft, the steps its surviving group did not commit (taken again)
   recoveries    the system's own count (Tenax: in-process recoveries or restarts in agent.json's
                 log lines; torchrun/torchft: "will restart worker group")
-  stall per kill  from the kill to the end of the longest pause between step lines before the
+  stall per kill  the longest pause between step lines from the last step before the kill to the
                 next kill (the time the job made no progress), median over the kills
   efficiency    useful steps / the baseline's steps, within a round; for torchft also in samples,
                 since its surviving group trains on 16 of the 32 samples per step until the
@@ -71,7 +71,7 @@ def victim_pid(system, job, run_dir, rank):
 
 
 def progress(system, lines, t_end):
-    """(useful steps, samples, lost steps, step arrival times) from the lines that arrived by t_end."""
+    """(useful steps, samples, lost steps, [(arrival, step)]) from the lines that arrived by t_end."""
     steps = []  # (arrival, step)
     replicas_at = {}
     lost = 0
@@ -107,22 +107,21 @@ def progress(system, lines, t_end):
     else:
         useful = steps[-1][1] if steps else 0
         samples = 32 * useful
-    return useful, samples, lost, [t for t, _ in steps]
+    return useful, samples, lost, steps
 
 
 STEP_ANY = re.compile(r"^\[[\d.]+\] step (\d+)/(\d+) .* restart (\d+)$")  # the torchrun worker's rank 0
 
 
 def stall_after(kill_t, until, step_times):
-    """From the kill to the end of the longest pause between step lines in [kill_t, until]."""
+    """The longest pause between step lines from the last one before the kill to `until` (the next
+    kill or the end): for a restart, from the last step before the kill to the first after the
+    restart; for torchft, the longer of the survivor's pause at the loss and at the rejoin."""
     inside = [t for t in step_times if kill_t <= t <= until]
     before = [t for t in step_times if t < kill_t]
     points = ([before[-1]] if before else []) + inside
-    best, end = 0.0, None
-    for a, b in zip(points, points[1:]):
-        if b - a > best:
-            best, end = b - a, b
-    return None if end is None else end - kill_t
+    gaps = [b - a for a, b in zip(points, points[1:])]
+    return max(gaps) if gaps else None
 
 
 def run_one(system, kind, a, run_dir, round_no, duration, fail_every):
@@ -168,7 +167,8 @@ def run_one(system, kind, a, run_dir, round_no, duration, fail_every):
     job_cpu = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
     own_cpu = (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime)
     elapsed = time.time() - job.t0
-    useful, samples, lost, step_times = progress(system, lines, t_end)
+    useful, samples, lost, step_lines = progress(system, lines, t_end)
+    step_times = [t for t, _ in step_lines]
     if system in RECOVERY_LINE:
         recoveries = sum(1 for t, x in lines if t <= t_end and RECOVERY_LINE[system].search(x))
     else:
@@ -181,7 +181,7 @@ def run_one(system, kind, a, run_dir, round_no, duration, fail_every):
              kills=len(kills), skipped=skipped, stalls=stalls,
              killed=[f"r{rank}" for _, rank, _ in kills], load1=os.getloadavg()[0],
              other_cores=max(0.0, (busy1 - busy0) - job_cpu - own_cpu) / max(elapsed, 1e-9),
-             job_cores=job_cpu / max(elapsed, 1e-9), step_times=step_times, t0=job.t0)
+             job_cores=job_cpu / max(elapsed, 1e-9), step_lines=step_lines, t0=job.t0)
     problems = []
     if ended_early:
         problems.append(f"the job ended before {duration:.0f} s (exit {rc})")
@@ -199,12 +199,13 @@ def steps_at(r, duration):
     step rate of its second half."""
     if r["duration"] >= duration:
         return r["useful"], r["samples"]
-    t0, times = r["t0"], r["step_times"]
-    d = r["duration"]
-    second = [t for t in times if t >= t0 + d / 2]
-    if len(second) < 2:
+    t0, d = r["t0"], r["duration"]
+    # (time, step) of the step lines of its second half; step numbers, not lines: torchft's two
+    # groups both print every step
+    second = [(t, step) for t, step in r["step_lines"] if t >= t0 + d / 2]
+    if len(second) < 2 or second[-1][0] <= second[0][0]:
         return None, None
-    rate = (len(second) - 1) / (second[-1] - second[0])
+    rate = (second[-1][1] - second[0][1]) / (second[-1][0] - second[0][0])
     extra = rate * (duration - d)
     per_step = r["samples"] / max(r["useful"], 1)
     return r["useful"] + extra, r["samples"] + extra * per_step
