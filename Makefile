@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build build-cuda test-cuda test test-netns demo demo-image demo-sim bench bench-finetune bench-recovery soak-recovery chaos soak-slurm asan tsan fuzz clean
+.PHONY: all deps assets configure build build-cuda test-cuda test test-netns demo demo-image demo-sim bench bench-finetune bench-recovery bench-recovery-efficiency soak-recovery chaos soak-slurm asan tsan fuzz clean
 
 all: build
 
@@ -91,6 +91,12 @@ soak-recovery: build
 
 bench-recovery: build
 	bash bench/recovery_bench.sh $(BUILD)
+
+# Step efficiency with a worker SIGKILLed every 30 s over 5-minute runs, each system against its own
+# uninterrupted run (bench/recovery_efficiency.py); 5 rounds take about 5 x 10 x 5 min with 5 systems.
+RECOVERY_EFFICIENCY_ARGS ?= --duration 300 --fail-every 30
+bench-recovery-efficiency: build
+	bash bench/recovery_bench.sh $(BUILD) --efficiency $(RECOVERY_EFFICIENCY_ARGS)
 
 # Chaos/soak run of the elastic runtime (tools/chaos.py; not part of `make test`): a reference
 # run, then two `tenax run --nnodes 2:2` agents on this host while a seeded RNG kills and

@@ -17,6 +17,12 @@ again),
                      (--pypi-python, default .venv-hf-pypi/bin/python from bench/setup_hf_peers.sh;
                      its workers run in that interpreter too); left out, with a note in the results,
                      when that interpreter cannot import torch
+  torchft            PyPI torchft 0.2.0 in that interpreter (bench/setup_torchft.sh): a Lighthouse and one
+                     replica group per rank, each under its own torchrun (--monitor_interval 0.02), by
+                     bench/recovery_torchft_launch.py + bench/recovery_torchft_worker.py; the surviving
+                     group keeps its process and trains on alone, the restarted group heals from it.
+                     Recovery is the survivor's first step alone; the restarted group's return is shown
+                     apart ("both groups again"). Left out, with a note, when torchft cannot be imported
 the same 2-rank data-parallel job (examples/synthetic_regression: MLP 16-64-64-1 with dropout,
 16 per rank, AdamW, a checkpoint every --save-steps steps). Once rank 0 has logged step
 --kill-after-step and the checkpoint before it is committed, the bench SIGKILLs rank 1's
@@ -29,7 +35,7 @@ output lines at the bench (one pipe, read by a thread, stamped with time.time())
 own stamps (Tenax's [HH:MM:SS.mmm] log prefix, the torchrun worker's [epoch seconds]) are
 shown as a cross-check. Ratios other/Tenax in-process are taken within a round; medians over
 rounds, with their range. This bench installs no PyPI torch itself (bench/setup_hf_peers.sh does) and
-no torchft (see bench/README.md).
+no torchft (bench/setup_torchft.sh does). --efficiency runs bench/recovery_efficiency.py instead.
 """
 import argparse
 import datetime
@@ -78,9 +84,10 @@ TORCH_STEP = re.compile(r"^\[[\d.]+\] step (\d+)/(\d+) .* restart (\d+)$")
 TORCHRUN_SYSTEM = re.compile(r"torchrun-(pypi-)?(\d+(?:\.\d+)?)s")
 # A line of torchrun's agent. torch 1.13 logs with Python's default format, "INFO:torch.distributed.elastic.agent
 # .server.api:[default] ..."; torch 2.x in glog style, "I1124 22:25:40.605000 5072 torch/distributed/elastic/agent/
-# server/api.py:941] [default] ...". The messages the milestones look for are the same words in both.
+# server/api.py:941] [default] ...". The messages the milestones look for are the same words in both. glog
+# writes the path relative to the working directory when it lies below it (.venv-hf-pypi/lib/.../torch/...).
 TORCHRUN_AGENT = (r"^((DEBUG|INFO|WARNING|ERROR|CRITICAL):torch\.distributed\.elastic"
-                  r"|[DIWEC]\d{4} [\d:.]+ +\d+ torch/distributed/elastic/)")
+                  r"|[DIWEC]\d{4} [\d:.]+ +\d+ \S*torch/distributed/elastic/)")
 
 
 def tenax_stamp_to_epoch(line: str, near: float):
@@ -195,37 +202,79 @@ def first_after(lines, t_from, pattern, start_index=0):
     return None, None, None
 
 
+def job_command(system, a, run_dir, max_steps, max_restarts=3):
+    """The command line, environment and step-line pattern of one job of `system`."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    common = ["--output-dir", os.path.join(run_dir, "train"), "--max-steps", str(max_steps),
+              "--save-steps", str(a.save_steps), "--logging-steps", "1"]
+    if system.startswith("tenax"):
+        recovery = ["--recovery", "in-process", "--spares", "1"] if system == "tenax-in-process" else []
+        cmd = [os.path.join(a.build, "launcher", "tenax"), "run", "--nproc-per-node", "2",
+               "--max-restarts", str(max_restarts), *recovery, "--run-dir", run_dir, "--", a.synth] + common
+        return cmd, env, TENAX_STEP
+    env["LOGLEVEL"] = "INFO"  # the agents' INFO lines (restart decisions) for the breakdown
+    if system == "torchft":
+        # One replica group per rank, each under its own torchrun at the fastest monitor interval
+        # (as torchrun-pypi-0.02s); the Lighthouse's failure detector at --torchft-heartbeat-ms /
+        # --torchft-heartbeat-timeout-ms (torchft's defaults: 100 ms and 5,000 ms).
+        cmd = [a.pypi_python, os.path.join(REPO, "bench", "recovery_torchft_launch.py"), "--python", a.pypi_python,
+               "--monitor-interval", "0.02", "--max-restarts", str(max_restarts),
+               "--heartbeat-timeout-ms", str(a.torchft_heartbeat_timeout_ms), "--quorum-tick-ms", "10",
+               "--join-timeout-ms", str(a.torchft_join_timeout_ms), "--"] + common + [
+                   "--pid-dir", os.path.join(run_dir, "pids"), "--heartbeat-ms", str(a.torchft_heartbeat_ms)]
+        return cmd, env, TORCH_STEP
+    pypi, interval = TORCHRUN_SYSTEM.fullmatch(system).groups()
+    # --redirects/--tee 9:0: torch 1.13's Std.from_str("0") returns None on Python 3.11 (IntFlag
+    # iteration skips the zero member), and the default "0" crashes torchrun before any worker
+    # starts. A mapping for a local rank that does not exist leaves every real rank at NONE
+    # (the default behaviour: workers inherit the agent's stdout/stderr). torch 2.x parses the
+    # same mapping the same way, so both versions get the identical command line.
+    # The workers run in the agent's interpreter (torchrun starts a .py entrypoint with
+    # sys.executable), so torchrun-pypi's workers train on the PyPI torch too.
+    cmd = [a.pypi_python if pypi else a.python, "-m", "torch.distributed.run",
+           "--nproc_per_node", "2", "--max_restarts", str(max_restarts),
+           "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{procfs.free_port()}",
+           "--monitor_interval", interval, "--redirects", "9:0", "--tee", "9:0",
+           os.path.join(REPO, "bench", "recovery_torchrun_worker.py")] + common + [
+               "--pid-dir", os.path.join(run_dir, "pids")]
+    return cmd, env, TORCH_STEP
+
+
+def pid_file_worker(run_dir, rank):
+    """The live process of `rank` from the pid files of the torchrun and torchft workers
+    (<run dir>/pids/rank<R>-restart<C>.pid, the newest restart), or None."""
+    best = None
+    for name in os.listdir(os.path.join(run_dir, "pids")) if os.path.isdir(os.path.join(run_dir, "pids")) else []:
+        m = re.fullmatch(rf"rank{rank}-restart(\d+)\.pid", name)
+        if m and (best is None or int(m.group(1)) > best[0]):
+            best = (int(m.group(1)), name)
+    if best is None:
+        return None
+    try:
+        with open(os.path.join(run_dir, "pids", best[1])) as f:
+            pid = int(f.read())
+    except (OSError, ValueError):
+        return None
+    return pid if procfs.state(pid) not in (None, "Z") else None
+
+
+def i_det_index(lines, t_from):
+    """Index of the first line that arrived at or after t_from."""
+    for i, (t, _) in enumerate(lines):
+        if t >= t_from:
+            return i
+    return len(lines)
+
+
 def run_one(system, a, run_dir, round_no):
     """Runs one job with one kill; returns a dict of figures (seconds since the kill)."""
     os.makedirs(run_dir, exist_ok=True)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
     ckpt_step = (a.kill_after_step // a.save_steps) * a.save_steps
-    common = ["--output-dir", os.path.join(run_dir, "train"), "--max-steps", str(a.max_steps),
-              "--save-steps", str(a.save_steps), "--logging-steps", "1"]
     in_process = system == "tenax-in-process"
+    cmd, env, step_re = job_command(system, a, run_dir, a.max_steps)
     if system.startswith("tenax"):
-        recovery = ["--recovery", "in-process", "--spares", "1"] if in_process else []
-        cmd = [os.path.join(a.build, "launcher", "tenax"), "run", "--nproc-per-node", "2", "--max-restarts", "3",
-               *recovery, "--run-dir", run_dir, "--", a.synth] + common
-        step_re = TENAX_STEP
         ckpt_ready = lambda: any("committed checkpoint" in x and f"step-{ckpt_step:09d}" in x for _, x in job.lines)
     else:
-        pypi, interval = TORCHRUN_SYSTEM.fullmatch(system).groups()
-        # --redirects/--tee 9:0: torch 1.13's Std.from_str("0") returns None on Python 3.11 (IntFlag
-        # iteration skips the zero member), and the default "0" crashes torchrun before any worker
-        # starts. A mapping for a local rank that does not exist leaves every real rank at NONE
-        # (the default behaviour: workers inherit the agent's stdout/stderr). torch 2.x parses the
-        # same mapping the same way, so both versions get the identical command line.
-        # The workers run in the agent's interpreter (torchrun starts a .py entrypoint with
-        # sys.executable), so torchrun-pypi's workers train on the PyPI torch too.
-        cmd = [a.pypi_python if pypi else a.python, "-m", "torch.distributed.run",
-               "--nproc_per_node", "2", "--max_restarts", "3",
-               "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{procfs.free_port()}",
-               "--monitor_interval", interval, "--redirects", "9:0", "--tee", "9:0",
-               os.path.join(REPO, "bench", "recovery_torchrun_worker.py")] + common + [
-                   "--pid-dir", os.path.join(run_dir, "pids")]
-        env["LOGLEVEL"] = "INFO"  # the agent's INFO lines (restart decisions) for the breakdown
-        step_re = TORCH_STEP
         ckpt_ready = lambda: os.path.exists(os.path.join(run_dir, "train", "checkpoints", f"step-{ckpt_step:09d}.pt"))
 
     load0 = os.getloadavg()[0]
@@ -246,6 +295,9 @@ def run_one(system, a, run_dir, round_no):
             e = procfs.environ(pid)
             if e.get("RANK") == "1" and e.get("TENAX_GENERATION") == "0" and "TENAX_SPARE_ID" not in e:
                 victim = pid
+    elif system == "torchft":
+        # rank 1 = replica group 1's worker, a grandchild (launch script -> torchrun -> worker)
+        victim = pid_file_worker(run_dir, 1)
     else:
         try:
             with open(os.path.join(run_dir, "pids", "rank1-restart0.pid")) as f:
@@ -303,6 +355,35 @@ def run_one(system, a, run_dir, round_no):
         milestones = [("detected", t_det, x_det), ("restart decided", t_rs, None), ("workers spawned", t_sp, None),
                       ("rank 0 ready", t_up, x_up), ("resumed", t_res, x_res), ("first step", t_st, None)]
         finished = any("training finished at step" in x for _, x in lines)
+    elif system == "torchft":
+        # The surviving replica group keeps its process and goes on alone once the Lighthouse has
+        # a quorum without the dead group; the dead group's torchrun restarts its worker, which
+        # heals from the survivor and joins again. Recovery: the first step committed without the
+        # dead group (the survivor alone), as the job's first completed step after the kill;
+        # "both again": the first step the restarted group takes part in.
+        agent = TORCHRUN_AGENT
+        i_ag, t_ag, x_ag = first_after(lines, t_kill, agent + r".*(failed \(exitcode|Worker group (FAILED|UNHEALTHY))")
+        i_nc, t_nc, x_nc = first_after(lines, t_kill, r"^\[[\d.]+\] replica 0 restart 0: step \d+ not committed")
+        i_st, t_st, x_st = first_after(lines, t_kill, r"^\[[\d.]+\] step \d+/\d+ .* replicas 1 replica 0 restart 0$"
+                                       r"|^\[[\d.]+\] step \d+/\d+ .* replica 1 restart [1-9]\d*$")
+        seen = [(t, x) for t, x in ((t_ag, x_ag), (t_nc, x_nc), (t_st, x_st)) if t is not None]
+        t_det, x_det = min(seen) if seen else (None, None)
+        i_rs, t_rs, _ = first_after(lines, t_kill, agent + r".*will restart worker group")
+        i_pr, t_pr, x_pr = first_after(lines, t_kill, r"rank 1 restart 1 pid \d+: process started")
+        i_im, t_im, x_im = first_after(lines, t_kill, r"rank 1 restart 1 pid \d+: imports done")
+        i_up, t_up, x_up = first_after(lines, t_kill, r"rank 1 restart 1 pid \d+: manager ready")
+        i_hl, t_hl, x_hl = first_after(lines, t_kill, r"replica 1 restart 1: healed from a peer at step \d+")
+        i_bt, t_bt, x_bt = first_after(lines, t_kill, r"^\[[\d.]+\] step \d+/\d+ .* replicas 2 replica 1 restart [1-9]\d*$")
+        gen0_steps = [int(m.group(1)) for t, x in lines if t < t_kill for m in [TORCH_STEP.match(x)] if m]
+        resume_step = int(TORCH_STEP.match(x_st).group(1)) - 1 if x_st else None
+        r["discarded"] = sum(1 for t, x in lines[i_det_index(lines, t_kill):(i_st if i_st is not None else len(lines))]
+                             if "not committed" in x)
+        r["both_again"] = rel(t_bt)
+        milestones = [("detected", t_det, x_det), ("agent saw the exit", t_ag, x_ag),
+                      ("first step alone", t_st, x_st), ("restart decided", t_rs, None),
+                      ("replacement started", t_pr, x_pr), ("imported torch", t_im, x_im),
+                      ("manager ready", t_up, x_up), ("healed", t_hl, x_hl), ("both again", t_bt, x_bt)]
+        finished = any("training finished at step" in x for _, x in lines)
     else:
         agent = TORCHRUN_AGENT
         i_det, t_det, x_det = first_after(lines, t_kill, agent + r".*(closing signal|failed \(exitcode|Worker group (FAILED|UNHEALTHY))")
@@ -348,7 +429,8 @@ def run_one(system, a, run_dir, round_no):
     r.update(detection=rel(t_det), recovery=rel(t_st), caught_up=rel(t_cu),
              restart=(t_st - t_det) if (t_st is not None and t_det is not None) else None,
              last_step=last_step, resume_step=resume_step,
-             lost=(last_step - resume_step) if (last_step is not None and resume_step is not None) else None,
+             lost=(max(0, last_step - resume_step) if system == "torchft" else last_step - resume_step)
+             if (last_step is not None and resume_step is not None) else None,
              finished=finished, detect_line=x_det,
              # the lines' own stamps, as a cross-check of the arrival times
              detection_stamp=rel(line_stamp(x_det, t_kill)) if x_det else None,
@@ -399,7 +481,9 @@ LABELS = {
 }
 
 
-def label(system, pypi_version):
+def label(system, pypi_version, torchft_version=""):
+    if system == "torchft":
+        return f"torchft {torchft_version} (torch {pypi_version.split('+')[0]}, Gloo, 1st step alone)"
     m = TORCHRUN_SYSTEM.fullmatch(system)
     if m and m.group(1):
         interval = float(m.group(2))
@@ -416,6 +500,8 @@ def round_line(r):
          f"steps {r['last_step']} -> {r['resume_step']} (lost {r['lost']})  exit {r['exit']}  "
          f"{fmt(r['samples_per_s'], 0)} samples/s  load {r['load0']:.2f}->{r['load1']:.2f}  "
          f"other work {r['other_cores']:.2f} cores")
+    if r["system"] == "torchft":
+        s += f"  discarded {r.get('discarded')} step(s); both groups again {fmt(r.get('both_again'))} s"
     if r.get("torchrun_restarts"):
         s += f"  ({r['torchrun_restarts']} restarts: the first failed; times include it)"
     if "error" in r:
@@ -432,9 +518,10 @@ def main():
     p.add_argument("--kill-after-step", type=int, default=150,
                    help="SIGKILL rank 1 once rank 0 has printed this step (and the checkpoint before it is committed)")
     p.add_argument("--systems", default="tenax-in-process,tenax,torchrun-5s,torchrun-0.1s,torchrun-0.02s,"
-                   "torchrun-pypi-0.02s",
+                   "torchrun-pypi-0.02s,torchft",
                    help="comma-separated: tenax-in-process, tenax, torchrun-<monitor interval>s (Debian's torch, "
-                   "e.g. torchrun-1s), torchrun-pypi-<monitor interval>s (the current PyPI torch)")
+                   "e.g. torchrun-1s), torchrun-pypi-<monitor interval>s (the current PyPI torch), torchft "
+                   "(PyPI torchft in the same interpreter; bench/setup_torchft.sh)")
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round system order (default: random)")
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-recovery-bench"))
     p.add_argument("--results", default=None, help="results file (default bench/results-recovery-<UTC date>.txt)")
@@ -443,6 +530,27 @@ def main():
                    help="the interpreter with the current PyPI torch, for torchrun-pypi-* (bench/setup_hf_peers.sh "
                    "makes it; without it those systems are left out)")
     p.add_argument("--timeout", type=float, default=300, help="seconds a job may take")
+    p.add_argument("--torchft-heartbeat-ms", type=int, default=20,
+                   help="torchft: the Managers' heartbeat to the Lighthouse (torchft's default 100)")
+    p.add_argument("--torchft-heartbeat-timeout-ms", type=int, default=100,
+                   help="torchft: the Lighthouse declares a replica group dead after this silence (torchft's default 5000)")
+    p.add_argument("--torchft-join-timeout-ms", type=int, default=1000,
+                   help="torchft: how long the Lighthouse waits for heartbeating stragglers to join a quorum "
+                   "(torchft's default 60000)")
+    p.add_argument("--note", action="append", default=[],
+                   help="a line for the results' header (e.g. where the build came from); repeatable")
+    p.add_argument("--max-load", type=float, default=None,
+                   help="a run starts only below this 1-minute load, else it waits and is run again (default: the "
+                   "core count, the rules); a higher value is for smoke runs on a busy machine, and the results say so")
+    p.add_argument("--efficiency", action="store_true",
+                   help="step efficiency instead of the recovery table: each system runs --duration seconds with a "
+                   "SIGKILL of one worker every --fail-every seconds, and an uninterrupted baseline run "
+                   "(bench/recovery_efficiency.py; results in bench/results-recovery-efficiency-<date>.txt)")
+    p.add_argument("--duration", type=float, default=300, help="--efficiency: seconds each run lasts")
+    p.add_argument("--fail-every", type=float, default=30, help="--efficiency: seconds between kills")
+    p.add_argument("--baseline-duration", type=float, default=None,
+                   help="--efficiency: seconds of the uninterrupted baseline run (default --duration; shorter "
+                   "is extrapolated to --duration at its steady rate, and said so in the results)")
     a = p.parse_args()
     a.build = os.path.abspath(a.build)
     a.synth = os.path.join(a.build, "examples", "synthetic_regression", "synthetic_regression")
@@ -450,21 +558,33 @@ def main():
         p.error("need save-steps <= kill-after-step <= max-steps - save-steps")
     systems = [s.strip() for s in a.systems.split(",") if s.strip()]
     for s in systems:
-        if s not in ("tenax", "tenax-in-process") and not TORCHRUN_SYSTEM.fullmatch(s):
+        if s not in ("tenax", "tenax-in-process", "torchft") and not TORCHRUN_SYSTEM.fullmatch(s):
             p.error(f"unknown system {s}")
     version = lambda py: subprocess.run([py, "-c", "import torch; print(torch.__version__)"], capture_output=True,
                                         text=True).stdout.strip() if os.access(py, os.X_OK) else ""
-    pypi_systems = [s for s in systems if s.startswith("torchrun-pypi-")]
+    pypi_systems = [s for s in systems if s.startswith("torchrun-pypi-") or s == "torchft"]
     pypi_version = version(a.pypi_python) if pypi_systems else ""
-    left_out = None
+    left_out = []
     if pypi_systems and not pypi_version:
         # A peer that cannot run is left out, said in the results, not a crash: the other systems still compare.
         systems = [s for s in systems if s not in pypi_systems]
-        left_out = (f"  LEFT OUT: {', '.join(pypi_systems)}: {a.pypi_python} cannot import torch "
-                    f"(run bench/setup_hf_peers.sh, or give --pypi-python)")
-        print(left_out.strip(), file=sys.stderr)
-        if not systems:
-            p.error("no system left to run")
+        left_out.append(f"  LEFT OUT: {', '.join(pypi_systems)}: {a.pypi_python} cannot import torch "
+                        f"(run bench/setup_hf_peers.sh, or give --pypi-python)")
+    torchft_version = ""
+    if "torchft" in systems:
+        torchft_version = subprocess.run([a.pypi_python, "-c", "from importlib.metadata import version; import torchft; "
+                                          "print(version('torchft'))"], capture_output=True, text=True).stdout.strip()
+        if not torchft_version:
+            systems.remove("torchft")
+            left_out.append(f"  LEFT OUT: torchft: {a.pypi_python} cannot import torchft (run bench/setup_torchft.sh)")
+    for line in left_out:
+        print(line.strip(), file=sys.stderr)
+    if not systems:
+        p.error("no system left to run")
+    a.pypi_version, a.torchft_version = pypi_version, torchft_version
+    if a.efficiency:
+        import recovery_efficiency  # noqa: E402  bench/recovery_efficiency.py
+        return recovery_efficiency.run(a, systems, left_out)
     stamp = datetime.datetime.now(datetime.timezone.utc)
     work = os.path.join(a.work_dir, f"{stamp:%Y%m%dT%H%M%S}")
     os.makedirs(work, exist_ok=True)
@@ -475,15 +595,24 @@ def main():
     torch_version = version(a.python)
     say(bench_rules.header("recovery bench"))
     built = ", ".join(f"{os.path.relpath(f, a.build)} {datetime.datetime.fromtimestamp(os.path.getmtime(f), datetime.timezone.utc):%H:%M:%S}"
-                      for f in (os.path.join(a.build, "launcher", "tenax"), a.synth))
+                      for f in (os.path.join(a.build, "launcher", "tenax"), a.synth) if os.path.exists(f))
     say(f"  {platform.python_implementation()} {platform.python_version()} ({a.python}), torch {torch_version}; "
         f"build {a.build} ({built} UTC)")
     if pypi_version:
-        say(f"  torchrun-pypi-*: {a.pypi_python}, torch {pypi_version} (its workers too)")
-    if left_out:
-        say(left_out)
+        say(f"  torchrun-pypi-*, torchft: {a.pypi_python}, torch {pypi_version} (its workers too)")
+    if torchft_version:
+        say(f"  torchft {torchft_version}: Lighthouse min_replicas 1, heartbeat {a.torchft_heartbeat_ms} ms, heartbeat "
+            f"timeout {a.torchft_heartbeat_timeout_ms} ms, quorum tick 10 ms, join timeout {a.torchft_join_timeout_ms} ms; "
+            f"one replica group per rank under torchrun --monitor_interval 0.02")
+    for line in left_out:
+        say(line)
     say(f"  job: 2 ranks, synthetic_regression model, {a.max_steps} steps, checkpoint every {a.save_steps}, "
         f"SIGKILL rank 1 after step {a.kill_after_step}; {a.rounds} round(s); systems {', '.join(systems)}")
+    if a.max_load is not None:
+        say(f"  --max-load {a.max_load}: runs may start at a load above the {os.cpu_count()} cores (a smoke run, not "
+            f"by the rules)")
+    for line in a.note:
+        say(f"  note: {line}")
     say(f"  work dir {work}")
     say(f"  {order.describe()}")
     say()
@@ -494,7 +623,7 @@ def main():
             attempt = iter(range(1000))
             r = bench_rules.run_on_quiet_machine(
                 lambda: run_one(s, a, os.path.join(work, f"round{rnd}-{s}-{next(attempt)}"), rnd), say,
-                f"round {rnd} {s}")
+                f"round {rnd} {s}", max_load=a.max_load)
             all_runs.append(r)
             say(round_line(r))
 
@@ -519,7 +648,7 @@ def main():
         med[s] = {k: median([r[k] for r in rs]) for k in ("detection", "recovery", "restart", "caught_up", "lost", "samples_per_s")}
         rec = [r["recovery"] for r in rs if r["recovery"] is not None]
         spread = f"{min(rec):.3f}-{max(rec):.3f}" if rec else "-"
-        say(f"  {label(s, pypi_version):<52} {fmt(med[s]['detection']):>9} {fmt(med[s]['recovery']):>10} {spread:>13} "
+        say(f"  {label(s, pypi_version, torchft_version):<52} {fmt(med[s]['detection']):>9} {fmt(med[s]['recovery']):>10} {spread:>13} "
             f"{fmt(med[s]['restart']):>10} "
             f"{fmt(med[s]['caught_up']):>12} {fmt(med[s]['lost'], 0):>11} {fmt(med[s]['samples_per_s'], 0):>10} "
             f"{len(rs):>4}/{a.rounds}")
@@ -528,6 +657,13 @@ def main():
         if extra:
             say(f"  {s}: {len(extra)} of {len(good(s))} runs needed more than one restart (a failed restart; "
                 f"their times include it)")
+    if "torchft" in systems and good("torchft"):
+        ft = good("torchft")
+        both = [r["both_again"] for r in ft if r.get("both_again") is not None]
+        say(f"  torchft: recovery is its surviving group's first step alone (16 samples, not 32); the restarted group "
+            f"took part again after {bench_rules.median_range(both)} s (median (range), {len(both)} of {len(ft)} runs; "
+            f"in the others the job ended first); steps thrown away in flight: "
+            f"{', '.join(str(r.get('discarded')) for r in ft)}")
     say("  (restart: recovery minus detection, from the launcher's reaction to the first step;")
     say("   caught up: until the restarted job has again completed the last step done before the kill;")
     say("   samples/s: training speed of the restarted generation, from its 'training finished' line)")
