@@ -485,9 +485,10 @@ TEST(IntegrationMultiNode, WorkersKilledByPidAtRandomMomentsOnEitherNodeHealInPr
 }
 
 // The false alarm under --recovery in-process: no worker died and no collective failed, yet the
-// rendezvous re-formed the job. The workers learn it from the store, agree in a step's allreduce
-// to leave together after it, and heal with nothing to redo: no worker is replaced, every one
-// keeps its process, and the job ends bit-identical.
+// rendezvous re-formed the job. The workers learn it from the store and agree in a step's
+// allreduce to leave together after it, or a save refused by the new generation's fence tells
+// them first; they heal: no worker is replaced, every one keeps its process, and the job ends
+// bit-identical.
 TEST(IntegrationMultiNode, APausedAgentUnderInProcessRecoveryCostsNoWorkerItsProcess) {
   TwoNodes t;
   pause_one_agent_and_finish(t, "pause-agent-in-process", 1, {"--recovery", "in-process", "--spares", "0"});
@@ -499,7 +500,11 @@ TEST(IntegrationMultiNode, APausedAgentUnderInProcessRecoveryCostsNoWorkerItsPro
       EXPECT_TRUE(recovery["replaced"].empty()) << "no worker was lost, none is replaced\n" << s.dump(2);
     }
   }
-  EXPECT_NE(t.logs().find("regroups"), std::string::npos) << t.logs();
+  // Whichever came first moved them: the regroup agreed in a step (the store is read once a
+  // second), or a save that the new generation's fence refused (a lost peer, to this rank).
+  const std::string logs = t.logs();
+  EXPECT_TRUE(logs.find("regroups") != std::string::npos || logs.find("is no longer current") != std::string::npos)
+      << logs;
 }
 
 }  // namespace
