@@ -193,6 +193,10 @@ class RunLoop {
   // lost ones killed first); false when they must be stopped (the reason logged).
   bool carry_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
                         const GenerationPlan& plan, int restart_count);
+  // The policy's answer for a loss of `lost` (logged when no); when yes, the lost workers are
+  // killed (a hung one) and reaped. The one gate of replace_in_process and carry_in_process.
+  bool may_recover_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
+                              const GenerationPlan& plan, int restart_count);
   // What in-process recovery needs from the workers of `plan`'s generation (recovery_policy.h),
   // read from the job's store; `lost` are the indices of the lost workers.
   LossFacts loss_facts(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
@@ -1243,9 +1247,9 @@ std::string RunLoop::replace_worker(elastic::Store& store, Worker& w, const Gene
   return how;
 }
 
-bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
-                                 GenerationPlan& plan, int restart_count) {
-  if (options_.recovery != RecoveryMode::kInProcess) return false;
+bool RunLoop::may_recover_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost,
+                                     bool config_error, const GenerationPlan& plan, int restart_count) {
+  if (!in_process_recovery()) return false;
   LossFacts facts;
   try {
     facts = loss_facts(workers, lost, config_error, plan, restart_count);
@@ -1259,13 +1263,19 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
                decision.why_not);
     return false;
   }
-  const auto started = Clock::now();
   // A hung worker is killed, not waited on: its peers' connections to it close, which wakes them.
   for (std::size_t i : lost) {
     Worker& w = workers[i];
     if (!w.process->status()) w.process->signal_group(SIGKILL);
     w.process->reap(WorkerProcess::kReapTimeout);
   }
+  return true;
+}
+
+bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
+                                 GenerationPlan& plan, int restart_count) {
+  if (!may_recover_in_process(workers, lost, config_error, plan, restart_count)) return false;
+  const auto started = Clock::now();
   const elastic::GenerationFence fence(keys_file_.parent_path());
   const int next = static_cast<int>(advance_fence_from(fence, plan.generation + 1));
   const int lost_generation = plan.generation;
@@ -1313,26 +1323,7 @@ bool RunLoop::replace_in_process(std::vector<Worker>& workers, const std::vector
 
 bool RunLoop::carry_in_process(std::vector<Worker>& workers, const std::vector<std::size_t>& lost, bool config_error,
                                const GenerationPlan& plan, int restart_count) {
-  if (!in_process_recovery()) return false;
-  LossFacts facts;
-  try {
-    facts = loss_facts(workers, lost, config_error, plan, restart_count);
-  } catch (const Error& e) {
-    log_->warn("cannot read which workers heal in process ({}); restarting instead", e.what());
-    return false;
-  }
-  const LossDecision decision = decide_on_loss(facts);
-  if (decision.action != LossAction::kReplaceInProcess) {
-    log_->warn("in-process recovery is not possible: {}; every worker restarts from the newest checkpoint",
-               decision.why_not);
-    return false;
-  }
-  // A hung worker is killed, not waited on: its peers' connections to it close, which wakes them.
-  for (std::size_t i : lost) {
-    Worker& w = workers[i];
-    if (!w.process->status()) w.process->signal_group(SIGKILL);
-    w.process->reap(WorkerProcess::kReapTimeout);
-  }
+  if (!may_recover_in_process(workers, lost, config_error, plan, restart_count)) return false;
   carried_ = std::move(workers);
   workers.clear();
   carried_generation_ = plan.generation;
