@@ -77,7 +77,7 @@ LOG_STAMP = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\.(\d{3})\] ")
 # torch >= 2.x's agent logs in glog style, local time: "I1124 22:25:40.605000 5072 torch/distributed/..."
 GLOG_STAMP = re.compile(r"^[DIWEC](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) ")
 EPOCH_STAMP = re.compile(r"^\[(\d{9,}\.\d+)\] ")
-TENAX_STEP = re.compile(r"^step (\d+)/(\d+) ")
+TENAX_STEP = re.compile(r"^step (\d+)/(\d+) done$")  # synthetic_regression --step-lines yes
 TORCH_STEP = re.compile(r"^\[[\d.]+\] step (\d+)/(\d+) .* restart (\d+)$")
 # torchrun-<interval>s: Debian's torch 1.13 (--python); torchrun-pypi-<interval>s: the current PyPI torch
 # (--pypi-python)
@@ -209,8 +209,13 @@ def job_command(system, a, run_dir, max_steps, max_restarts=3):
               "--save-steps", str(a.save_steps), "--logging-steps", "1"]
     if system.startswith("tenax"):
         recovery = ["--recovery", "in-process", "--spares", "1"] if system == "tenax-in-process" else []
+        # The peers' workers print a line per step and keep nothing; Tenax's log steps each cost a
+        # loss allreduce and a log_history entry that every manifest and peer heal carries whole
+        # (O(steps) per save and per heal). So: rank 0's "step N/M done" line per step
+        # (--step-lines) and a log step every 1,000, as a user logging at a sane interval would.
+        tenax_common = common[:common.index("--logging-steps")] + ["--logging-steps", "1000", "--step-lines", "yes"]
         cmd = [os.path.join(a.build, "launcher", "tenax"), "run", "--nproc-per-node", "2",
-               "--max-restarts", str(max_restarts), *recovery, "--run-dir", run_dir, "--", a.synth] + common
+               "--max-restarts", str(max_restarts), *recovery, "--run-dir", run_dir, "--", a.synth] + tenax_common
         return cmd, env, TENAX_STEP
     env["LOGLEVEL"] = "INFO"  # the agents' INFO lines (restart decisions) for the breakdown
     if system == "torchft":
