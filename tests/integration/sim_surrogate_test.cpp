@@ -12,6 +12,8 @@
 //   - under `tenax run --recovery in-process`: a rank killed by pid at a random solver step is
 //     healed in process (the survivor keeps its process and its memory; a warm spare heals from
 //     it); a program that does not handle TENAX_RECOVERED falls back to the checkpoint, saying why;
+//   - the Fortran example under `tenax run --recovery in-process`: a rank killed by pid is healed
+//     in process too, and its result equals an uninterrupted run's;
 //   - under mpirun (2 MPI ranks, MPI halo, tenax_init_mpi): the same final field as under
 //     `tenax run`, and a rank SIGKILLed by pid then a second mpirun (recovery = rerun, as a
 //     requeue would) ends identical to an uninterrupted mpirun.
@@ -357,6 +359,79 @@ TEST_F(SimSurrogate, UnderInProcessRecoveryAProgramThatIgnoresTheStatusFallsBack
   EXPECT_NE(r.log.find("resumed at solver step 100 "), std::string::npos) << r.log;
   EXPECT_EQ(result_of(name), result_of("reference"));
 }
+
+#ifdef SIM_SURROGATE_F_BINARY
+// The Fortran example (examples/sim_surrogate/fortran) handles TENAX_RECOVERED from every
+// collective call as the C++ one does. Under `tenax run --recovery in-process`, a rank (random,
+// seeded, printed) SIGKILLed by pid from outside, a random moment after the first checkpoint: no
+// worker restarts, the survivor keeps its process, the warm spare heals from live peers (nothing
+// is read from disk) and the result file equals, byte for byte, an uninterrupted run's.
+namespace {
+
+constexpr int kFortranSteps = 4000;
+
+std::unique_ptr<ChildProcess> start_fortran(const std::string& name, const std::vector<std::string>& agent_extra) {
+  const fs::path out = base_dir() / name;
+  fs::remove_all(out);
+  fs::create_directories(out);
+  std::vector<std::string> argv = {TENAX_BINARY, "run", "--nproc-per-node", "2", "--max-restarts", "3",
+                                   "--run-dir", (out / "run").string()};
+  argv.insert(argv.end(), agent_extra.begin(), agent_extra.end());
+  for (const std::string& a : std::vector<std::string>{"--", SIM_SURROGATE_F_BINARY, "--output-dir", (out / "train").string(),
+                                                       "--steps", std::to_string(kFortranSteps), "--save-every", "100",
+                                                       "--train-every", "10", "--nx", "64", "--ny", "64", "--batch", "32"}) {
+    argv.push_back(a);
+  }
+  return std::make_unique<ChildProcess>(argv, out / "job0.log", kEnv);
+}
+
+}  // namespace
+
+TEST(SimSurrogateFortran, UnderInProcessRecoveryARankKilledByPidIsHealedWhileTheSurvivorKeepsItsProcess) {
+  auto reference_job = start_fortran("fortran-reference", {});
+  const Outcome reference_run = finish(*reference_job, "fortran-reference");
+  ASSERT_EQ(reference_run.exit_code, 0) << reference_run.log;
+  const std::string expected = result_of("fortran-reference");
+  ASSERT_FALSE(expected.empty()) << reference_run.log;
+
+  const unsigned seed = std::random_device{}();
+  std::mt19937 pick(seed);
+  const int victim = std::uniform_int_distribution<int>(0, 1)(pick);
+  const int delay_ms = std::uniform_int_distribution<int>(0, 300)(pick);
+  SCOPED_TRACE("seed " + std::to_string(seed) + ": rank " + std::to_string(victim) + " killed " +
+               std::to_string(delay_ms) + " ms after the first checkpoint");
+  const std::string name = "fortran-in-process";
+  auto job = start_fortran(name, {"--recovery", "in-process", "--spares", "1"});
+  ASSERT_TRUE(tenax::testing::wait_for_path(base_dir() / name / "train" / "checkpoints" / "step-000000100",
+                                            std::chrono::seconds(120)))
+      << job->log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  const pid_t pid = tenax::testing::worker_pid(*job, victim);
+  ASSERT_GT(pid, 0) << job->log();
+  ASSERT_EQ(::kill(pid, SIGKILL), 0) << "rank " << victim << " (pid " << pid << ") was already gone\n" << job->log();
+  const Outcome r = finish(*job, name);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_EQ(r.agent["restarts"], 0) << "no worker was restarted from disk\n" << r.agent.dump(2);
+  const auto& recoveries = r.agent["in_process_recoveries"];
+  ASSERT_EQ(recoveries.size(), 1u) << r.agent.dump(2) << r.log;
+  EXPECT_EQ(recoveries[0]["replaced"][0]["rank"], victim) << r.agent.dump(2);
+  ASSERT_EQ(r.agent["history"].size(), 1u) << r.agent.dump(2);
+  const auto& final_workers = r.agent["history"][0]["workers"];
+  ASSERT_EQ(recoveries[0]["survivors"].size(), 1u) << r.agent.dump(2);
+  for (const auto& survivor : recoveries[0]["survivors"]) {
+    const int rank = survivor["rank"];
+    EXPECT_EQ(final_workers[static_cast<std::size_t>(rank)]["pid"], survivor["pid"])
+        << "rank " << rank << " kept its process\n" << r.agent.dump(2);
+  }
+  EXPECT_NE(r.log.find("replaces a lost rank: healed from live peers (not from disk)"), std::string::npos) << r.log;
+  if (victim == 1) {  // rank 0, the survivor, says how it went on (only rank 0 prints progress)
+    EXPECT_NE(r.log.find("healed in process without restarting this process"), std::string::npos) << r.log;
+  }
+  EXPECT_EQ(r.log.find("resumed at solver step"), std::string::npos) << "nothing was restored from disk\n" << r.log;
+  EXPECT_EQ(r.log.find("in-process recovery is not possible"), std::string::npos) << r.log;
+  EXPECT_EQ(result_of(name), expected) << "the final field or surrogate differs from the uninterrupted run";
+}
+#endif
 
 // ---- A hung rank ----------------------------------------------------------------------------
 

@@ -9,6 +9,9 @@
 ! gradients over MPI via tenax_init_mpi); `srun` or `tenax run` (halo exchange over
 ! tenax_allgather: no MPI needed, ranks from SLURM_PROCID/SLURM_NTASKS or the agent).
 ! Preemption (SIGUSR1/SIGTERM to any rank): every rank stops at the same solver step, saves, exits 3.
+! Under `tenax run --recovery in-process` a lost rank is healed while this process lives on: a
+! collective call returns TENAX_RECOVERED with the field, the time and the solver step put back to
+! the last completed training step, and the loop goes on from there (as examples/sim_surrogate does).
 ! Exit status: 0 done, 1 failure, 2 bad option or configuration, 3 preempted (requeue me).
 !
 !   sim_surrogate_f --output-dir runs/sim-f [--result FILE] [--steps 600] [--nx 64] [--ny 64]
@@ -36,11 +39,11 @@ program sim_surrogate_f
   type(tenax_trainer) :: trainer
   real(real64), target :: time(1) = 0
   integer(int64), target :: solver_step(1) = 0
-  integer(int64) :: step, first, saved
+  integer(int64) :: step, first, saved, recoveries = 0
   integer(int64), allocatable :: cells(:, :)
   real(real64), allocatable :: x(:, :), y(:, :), probe(:, :), prediction(:, :)
   real(real64) :: loss
-  integer :: rank = 0, world_size = 1, signal_number = 0
+  integer :: rank = 0, world_size = 1, signal_number = 0, status = 0
   logical :: use_mpi = .false.
   character(len=:), allocatable :: problem
   character(len=4200) :: overrides(6)
@@ -67,6 +70,9 @@ program sim_surrogate_f
   call check(tenax_register_state(trainer, 'time', time, TENAX_REPLICATED), 'tenax_register_state(time)')
   call check(tenax_register_state(trainer, 'solver_step', solver_step, TENAX_REPLICATED), &
              'tenax_register_state(solver_step)')
+  ! This program handles TENAX_RECOVERED (healed_by below); without `tenax run --recovery
+  ! in-process` the call changes nothing.
+  call check(tenax_enable_in_process_recovery(trainer), 'tenax_enable_in_process_recovery')
 
   if (use_mpi) then
     call say('2-D heat equation, ' // itoa(nx) // ' x ' // itoa(ny) // ' cells on ' // itoa(int(world_size, int64)) // &
@@ -75,47 +81,86 @@ program sim_surrogate_f
     call say('2-D heat equation, ' // itoa(nx) // ' x ' // itoa(ny) // ' cells on ' // itoa(int(world_size, int64)) // &
              ' rank(s) (halo over tenax_allgather), ' // itoa(steps) // ' solver steps')
   end if
-  call check(tenax_checkpoint_restore(trainer, saved), 'tenax_checkpoint_restore')
-  if (saved >= 0) then
-    if (solver_step(1) /= saved) call fail(kExitFailure, 'the checkpoint of step ' // itoa(saved) // &
-                                           ' holds solver_step ' // itoa(solver_step(1)))
-    call say('resumed at solver step ' // itoa(saved) // ' (time ' // rtoa(time(1)) // ')')
-    first = saved + 1
+  status = tenax_checkpoint_restore(trainer, saved)
+  if (status == TENAX_RECOVERED) then
+    ! This process replaces a lost rank: its strip, the time and the solver step came from live peers.
+    write (output_unit, '(a)') 'sim_surrogate_f: rank ' // itoa(int(rank, int64)) // ' replaces a lost rank: ' // &
+      'healed from live peers (not from disk) at solver step ' // itoa(solver_step(1)) // ' (time ' // rtoa(time(1)) // ')'
+    flush (output_unit)
+    first = solver_step(1) + 1
   else
-    call say('no checkpoint in ' // trim(output_dir) // '/checkpoints: starting at solver step 0')
-    first = 1
+    call check(status, 'tenax_checkpoint_restore')
+    if (saved >= 0) then
+      if (solver_step(1) /= saved) call fail(kExitFailure, 'the checkpoint of step ' // itoa(saved) // &
+                                             ' holds solver_step ' // itoa(solver_step(1)))
+      call say('resumed at solver step ' // itoa(saved) // ' (time ' // rtoa(time(1)) // ')')
+      first = saved + 1
+    else
+      call say('no checkpoint in ' // trim(output_dir) // '/checkpoints: starting at solver step 0')
+      first = 1
+    end if
   end if
 
   allocate(cells(2, batch), x(kStencil, batch), y(1, batch))
-  saved = -1
-  do step = first, steps
-    call exchange_halo()
-    if (mod(step, train_every) == 0) then
-      ! The surrogate learns the update itself: the stencil before the step, the value after it.
-      call sample_cells(s, seed, step, cells)
-      call stencils(s, cells, x)
-    end if
-    call strip_step(s)
-    time(1) = time(1) + s%dt
-    solver_step(1) = step
-    if (mod(step, train_every) == 0) then
-      call cell_values(s, cells, y)
-      call check(tenax_train_step(trainer, x, y, loss), 'tenax_train_step at solver step ' // itoa(step))
-    end if
-    if (mod(step, save_every) == 0) then
-      call check(tenax_checkpoint_save(trainer, step), 'tenax_checkpoint_save(' // itoa(step) // ')')
-      saved = step
-    end if
-    call check(tenax_preemption_requested(trainer, signal_number), 'tenax_preemption_requested')
-    if (signal_number /= 0) then
-      if (saved /= step) call check(tenax_checkpoint_save(trainer, step), 'tenax_checkpoint_save(' // itoa(step) // ')')
-      call check(tenax_checkpoint_wait(trainer), 'tenax_checkpoint_wait')
-      call say('preempted by ' // signal_name(signal_number) // ' at solver step ' // itoa(step) // &
-               ': checkpoint committed; exiting 3 so that the job is requeued')
-      call finish(TENAX_EXIT_PREEMPTED)
-    end if
+  ! The step of this run's last save, for a preemption (a replacement's healed step counts as saved).
+  saved = merge(solver_step(1), -1_int64, status == TENAX_RECOVERED)
+  step = first
+  ! Every collective call goes through healed_by: on TENAX_RECOVERED the registered state is that
+  ! of the last completed training step, and the loop goes on after it (go_on_after_heal).
+  do
+    do while (step <= steps)
+      if (halo_healed()) then
+        call go_on_after_heal()
+        cycle
+      end if
+      if (mod(step, train_every) == 0) then
+        ! The surrogate learns the update itself: the stencil before the step, the value after it.
+        call sample_cells(s, seed, step, cells)
+        call stencils(s, cells, x)
+      end if
+      call strip_step(s)
+      time(1) = time(1) + s%dt
+      solver_step(1) = step
+      if (mod(step, train_every) == 0) then
+        call cell_values(s, cells, y)
+        if (healed_by(tenax_train_step(trainer, x, y, loss), 'tenax_train_step at solver step ' // itoa(step))) then
+          call go_on_after_heal()
+          cycle
+        end if
+      end if
+      if (mod(step, save_every) == 0) then
+        if (healed_by(tenax_checkpoint_save(trainer, step), 'tenax_checkpoint_save(' // itoa(step) // ')')) then
+          call go_on_after_heal()
+          cycle
+        end if
+        saved = step
+      end if
+      if (healed_by(tenax_preemption_requested(trainer, signal_number), 'tenax_preemption_requested')) then
+        call go_on_after_heal()
+        cycle
+      end if
+      if (signal_number /= 0) then
+        if (saved /= step) then
+          if (healed_by(tenax_checkpoint_save(trainer, step), 'tenax_checkpoint_save(' // itoa(step) // ')')) then
+            call go_on_after_heal()
+            cycle
+          end if
+        end if
+        if (healed_by(tenax_checkpoint_wait(trainer), 'tenax_checkpoint_wait')) then
+          call go_on_after_heal()
+          cycle
+        end if
+        call say('preempted by ' // signal_name(signal_number) // ' at solver step ' // itoa(step) // &
+                 ': checkpoint committed; exiting 3 so that the job is requeued')
+        call finish(TENAX_EXIT_PREEMPTED)
+      end if
+      step = step + 1
+    end do
+    ! The last save is committed before the result is written; a peer lost meanwhile sends the loop back.
+    if (.not. healed_by(tenax_checkpoint_wait(trainer), 'tenax_checkpoint_wait')) exit
+    call go_on_after_heal()
   end do
-  call check(tenax_checkpoint_wait(trainer), 'tenax_checkpoint_wait')
+  if (recoveries > 0) call say('recovered in process ' // itoa(recoveries) // ' time(s)')
 
   allocate(probe(kStencil, probes), prediction(1, probes))
   call probe_stencils(probe)
@@ -230,7 +275,34 @@ contains
   end subroutine start_ranks
 
   ! Fills the ghost rows 0 and rows+1 from the neighbours' edge rows (walls stay as they are).
-  subroutine exchange_halo()
+  ! A status of a collective call: .true. for TENAX_RECOVERED (a peer was lost and the job healed in
+  ! process); any other failure ends the program (check).
+  logical function healed_by(call_status, what)
+    integer, intent(in) :: call_status
+    character(len=*), intent(in) :: what
+    healed_by = call_status == TENAX_RECOVERED
+    if (.not. healed_by) call check(call_status, what)
+  end function healed_by
+
+  ! After TENAX_RECOVERED: the field, the time and the solver step are those of the last completed
+  ! training step on every rank; the loop goes on after it (a save or step cut short is not redone
+  ! here, and every rank agrees on what a preemption would save).
+  subroutine go_on_after_heal()
+    recoveries = recoveries + 1
+    step = solver_step(1) + 1
+    saved = solver_step(1)
+    call say('a rank was lost; healed in process without restarting this process: going on from solver step ' // &
+             itoa(solver_step(1)) // ' (time ' // rtoa(time(1)) // '), the field rolled back in memory')
+  end subroutine go_on_after_heal
+
+  ! Fills the ghost rows from the neighbours (exchange_halo); .true. if a peer was lost meanwhile.
+  logical function halo_healed()
+    halo_healed = .false.
+    call exchange_halo(halo_healed)
+  end function halo_healed
+
+  subroutine exchange_halo(healed)
+    logical, intent(inout) :: healed
     real(real64), allocatable, save :: edges(:, :), all_edges(:, :, :)
     integer(int64) :: n, rows
 #ifdef SIM_WITH_MPI
@@ -257,7 +329,8 @@ contains
     if (.not. allocated(edges)) allocate(edges(n, 2), all_edges(n, 2, world_size))
     edges(:, 1) = s%u(1:n, 1)
     edges(:, 2) = s%u(1:n, rows)
-    call check(tenax_allgather(ctx, edges, all_edges), 'tenax_allgather of the halo')
+    healed = healed_by(tenax_allgather(ctx, edges, all_edges), 'tenax_allgather of the halo')
+    if (healed) return
     if (rank > 0) s%u(1:n, 0) = all_edges(:, 2, rank)                 ! the last row of rank - 1
     if (rank + 1 < world_size) s%u(1:n, rows + 1) = all_edges(:, 1, rank + 2)  ! the first row of rank + 1
   end subroutine exchange_halo
