@@ -212,6 +212,24 @@ long preempted_step(const std::string& log) {
   return step;
 }
 
+/// The agent's record of a job under `--recovery in-process` in which `victim` was lost once: no
+/// restart from disk, one in-process recovery that replaced `victim`, one generation history, and
+/// the survivor's pid unchanged in it.
+void expect_one_in_process_recovery_of(const Outcome& r, int victim) {
+  EXPECT_EQ(r.agent["restarts"], 0) << "no worker was restarted from disk\n" << r.agent.dump(2);
+  const auto& recoveries = r.agent["in_process_recoveries"];
+  ASSERT_EQ(recoveries.size(), 1u) << r.agent.dump(2) << r.log;
+  ASSERT_EQ(r.agent["history"].size(), 1u) << r.agent.dump(2);
+  EXPECT_EQ(recoveries[0]["replaced"][0]["rank"], victim) << r.agent.dump(2);
+  const auto& final_workers = r.agent["history"][0]["workers"];
+  ASSERT_EQ(recoveries[0]["survivors"].size(), 1u) << r.agent.dump(2);
+  for (const auto& survivor : recoveries[0]["survivors"]) {
+    const int rank = survivor["rank"];
+    EXPECT_EQ(final_workers[static_cast<std::size_t>(rank)]["pid"], survivor["pid"])
+        << "rank " << rank << " kept its process\n" << r.agent.dump(2);
+  }
+}
+
 class SimSurrogate : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { reference_ = new Outcome(run_tenax("reference")); }
@@ -318,18 +336,8 @@ TEST_F(SimSurrogate, UnderInProcessRecoveryAKilledRankIsHealedWhileTheSurvivorKe
   ASSERT_EQ(::kill(*frozen, SIGKILL), 0);
   const Outcome r = finish(*job, name);
   ASSERT_EQ(r.exit_code, 0) << r.log;
-  EXPECT_EQ(r.agent["restarts"], 0) << "no worker was restarted from disk\n" << r.agent.dump(2);
-  const auto& recoveries = r.agent["in_process_recoveries"];
-  ASSERT_EQ(recoveries.size(), 1u) << r.agent.dump(2) << r.log;
-  ASSERT_EQ(r.agent["history"].size(), 1u) << r.agent.dump(2);
-  EXPECT_EQ(recoveries[0]["replaced"][0]["rank"], victim) << r.agent.dump(2);
-  const auto& final_workers = r.agent["history"][0]["workers"];
-  ASSERT_EQ(recoveries[0]["survivors"].size(), 1u) << r.agent.dump(2);
-  for (const auto& survivor : recoveries[0]["survivors"]) {
-    const int rank = survivor["rank"];
-    EXPECT_EQ(final_workers[static_cast<std::size_t>(rank)]["pid"], survivor["pid"])
-        << "rank " << rank << " kept its process\n" << r.agent.dump(2);
-  }
+  expect_one_in_process_recovery_of(r, victim);
+  if (HasFatalFailure()) return;
   EXPECT_NE(r.log.find("healed from rank " + std::to_string(1 - victim)), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("0 steps lost"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("healed from live peers (not from disk)"), std::string::npos) << "the replacement says so\n" << r.log;
@@ -411,18 +419,8 @@ TEST(SimSurrogateFortran, UnderInProcessRecoveryARankKilledByPidIsHealedWhileThe
   ASSERT_EQ(::kill(pid, SIGKILL), 0) << "rank " << victim << " (pid " << pid << ") was already gone\n" << job->log();
   const Outcome r = finish(*job, name);
   ASSERT_EQ(r.exit_code, 0) << r.log;
-  EXPECT_EQ(r.agent["restarts"], 0) << "no worker was restarted from disk\n" << r.agent.dump(2);
-  const auto& recoveries = r.agent["in_process_recoveries"];
-  ASSERT_EQ(recoveries.size(), 1u) << r.agent.dump(2) << r.log;
-  EXPECT_EQ(recoveries[0]["replaced"][0]["rank"], victim) << r.agent.dump(2);
-  ASSERT_EQ(r.agent["history"].size(), 1u) << r.agent.dump(2);
-  const auto& final_workers = r.agent["history"][0]["workers"];
-  ASSERT_EQ(recoveries[0]["survivors"].size(), 1u) << r.agent.dump(2);
-  for (const auto& survivor : recoveries[0]["survivors"]) {
-    const int rank = survivor["rank"];
-    EXPECT_EQ(final_workers[static_cast<std::size_t>(rank)]["pid"], survivor["pid"])
-        << "rank " << rank << " kept its process\n" << r.agent.dump(2);
-  }
+  expect_one_in_process_recovery_of(r, victim);
+  if (HasFatalFailure()) return;
   EXPECT_NE(r.log.find("replaces a lost rank: healed from live peers (not from disk)"), std::string::npos) << r.log;
   if (victim == 1) {  // rank 0, the survivor, says how it went on (only rank 0 prints progress)
     EXPECT_NE(r.log.find("healed in process without restarting this process"), std::string::npos) << r.log;
