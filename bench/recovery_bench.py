@@ -206,16 +206,17 @@ def job_command(system, a, run_dir, max_steps, max_restarts=3):
     """The command line, environment and step-line pattern of one job of `system`."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     common = ["--output-dir", os.path.join(run_dir, "train"), "--max-steps", str(max_steps),
-              "--save-steps", str(a.save_steps), "--logging-steps", "1"]
+              "--save-steps", str(a.save_steps)]
+    peer_logging = ["--logging-steps", "1"]  # the peers' workers print a line per step
     if system.startswith("tenax"):
         recovery = ["--recovery", "in-process", "--spares", "1"] if system == "tenax-in-process" else []
         # The peers' workers print a line per step and keep nothing; Tenax's log steps each cost a
         # loss allreduce and a log_history entry that every manifest and peer heal carries whole
         # (O(steps) per save and per heal). So: rank 0's "step N/M done" line per step
         # (--step-lines) and a log step every 1,000, as a user logging at a sane interval would.
-        tenax_common = common[:common.index("--logging-steps")] + ["--logging-steps", "1000", "--step-lines", "yes"]
         cmd = [os.path.join(a.build, "launcher", "tenax"), "run", "--nproc-per-node", "2",
-               "--max-restarts", str(max_restarts), *recovery, "--run-dir", run_dir, "--", a.synth] + tenax_common
+               "--max-restarts", str(max_restarts), *recovery, "--run-dir", run_dir, "--", a.synth] + common + [
+                   "--logging-steps", "1000", "--step-lines", "yes"]
         return cmd, env, TENAX_STEP
     env["LOGLEVEL"] = "INFO"  # the agents' INFO lines (restart decisions) for the breakdown
     if system == "torchft":
@@ -225,7 +226,7 @@ def job_command(system, a, run_dir, max_steps, max_restarts=3):
         cmd = [a.pypi_python, os.path.join(REPO, "bench", "recovery_torchft_launch.py"), "--python", a.pypi_python,
                "--monitor-interval", "0.02", "--max-restarts", str(max_restarts),
                "--heartbeat-timeout-ms", str(a.torchft_heartbeat_timeout_ms), "--quorum-tick-ms", "10",
-               "--join-timeout-ms", str(a.torchft_join_timeout_ms), "--"] + common + [
+               "--join-timeout-ms", str(a.torchft_join_timeout_ms), "--"] + common + peer_logging + [
                    "--pid-dir", os.path.join(run_dir, "pids"), "--heartbeat-ms", str(a.torchft_heartbeat_ms)]
         return cmd, env, TORCH_STEP
     pypi, interval = TORCHRUN_SYSTEM.fullmatch(system).groups()
@@ -240,7 +241,7 @@ def job_command(system, a, run_dir, max_steps, max_restarts=3):
            "--nproc_per_node", "2", "--max_restarts", str(max_restarts),
            "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{procfs.free_port()}",
            "--monitor_interval", interval, "--redirects", "9:0", "--tee", "9:0",
-           os.path.join(REPO, "bench", "recovery_torchrun_worker.py")] + common + [
+           os.path.join(REPO, "bench", "recovery_torchrun_worker.py")] + common + peer_logging + [
                "--pid-dir", os.path.join(run_dir, "pids")]
     return cmd, env, TORCH_STEP
 

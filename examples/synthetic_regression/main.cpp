@@ -173,6 +173,10 @@ Options parse(int argc, char** argv) {
     if (i + 1 >= argc) usage_error(flag + " needs a value");
     const std::string value = argv[++i];
     auto as_int = [&] { return tenax::env::parse_int(value, flag); };
+    auto as_yes_no = [&] {
+      if (value != "yes" && value != "no") usage_error(flag + " must be yes or no, got " + value);
+      return value == "yes";
+    };
     auto as_double = [&] {
       char* end = nullptr;
       const double x = std::strtod(value.c_str(), &end);
@@ -194,19 +198,12 @@ Options parse(int argc, char** argv) {
       if (value != "KILL" && value != "STOP") usage_error("--fail-signal must be KILL or STOP, got " + value);
       o.fail_signal = value == "KILL" ? SIGKILL : SIGSTOP;
     }
-    else if (flag == "--fail-on-heal") {
-      if (value != "yes" && value != "no") usage_error("--fail-on-heal must be yes or no, got " + value);
-      o.fail_on_heal = value == "yes";
-    }
-    else if (flag == "--step-lines") {
-      if (value != "yes" && value != "no") usage_error("--step-lines must be yes or no, got " + value);
-      o.step_lines = value == "yes";
-    }
+    else if (flag == "--fail-on-heal") o.fail_on_heal = as_yes_no();
+    else if (flag == "--step-lines") o.step_lines = as_yes_no();
     else if (flag == "--preempt-at-step") o.preempt_at_step = as_int();
     else if (flag == "--handle-preemption") {
       // no: the per-step cost of fault tolerance is measured against a run without it (bench/).
-      if (value != "yes" && value != "no") usage_error("--handle-preemption must be yes or no, got " + value);
-      o.args.handle_preemption_signals = value == "yes";
+      o.args.handle_preemption_signals = as_yes_no();
     }
     else if (flag == "--preempt-signal") {
       if (value != "USR1" && value != "TERM") usage_error("--preempt-signal must be USR1 or TERM, got " + value);

@@ -295,19 +295,15 @@ contains
              itoa(solver_step(1)) // ' (time ' // rtoa(time(1)) // '), the field rolled back in memory')
   end subroutine go_on_after_heal
 
-  ! Fills the ghost rows from the neighbours (exchange_halo); .true. if a peer was lost meanwhile.
+  ! Fills the ghost rows 0 and rows+1 from the neighbours' edge rows (walls stay as they are);
+  ! .true. if a peer was lost meanwhile (TENAX_RECOVERED: the ghosts are left as they were).
   logical function halo_healed()
-    halo_healed = .false.
-    call exchange_halo(halo_healed)
-  end function halo_healed
-
-  subroutine exchange_halo(healed)
-    logical, intent(inout) :: healed
     real(real64), allocatable, save :: edges(:, :), all_edges(:, :, :)
     integer(int64) :: n, rows
 #ifdef SIM_WITH_MPI
     integer :: up, down, ierr
 #endif
+    halo_healed = .false.
     if (world_size == 1) return
     n = s%nx
     rows = s%rows
@@ -329,11 +325,11 @@ contains
     if (.not. allocated(edges)) allocate(edges(n, 2), all_edges(n, 2, world_size))
     edges(:, 1) = s%u(1:n, 1)
     edges(:, 2) = s%u(1:n, rows)
-    healed = healed_by(tenax_allgather(ctx, edges, all_edges), 'tenax_allgather of the halo')
-    if (healed) return
+    halo_healed = healed_by(tenax_allgather(ctx, edges, all_edges), 'tenax_allgather of the halo')
+    if (halo_healed) return
     if (rank > 0) s%u(1:n, 0) = all_edges(:, 2, rank)                 ! the last row of rank - 1
     if (rank + 1 < world_size) s%u(1:n, rows + 1) = all_edges(:, 1, rank + 2)  ! the first row of rank + 1
-  end subroutine exchange_halo
+  end function halo_healed
 
   ! The result, for a byte comparison of two runs (one uninterrupted, one killed and resumed): the
   ! whole field (gathered) and the surrogate on the probes, as text whose numbers round-trip.
