@@ -110,9 +110,12 @@ def run_one(system, a, run_dir, rng):
     after = [(t, s) for t, s in step_lines(lines) if t > (t_ready or float("inf"))]
     t_first = after[0][0] if after else None
     went_on_from = int(re.search(r"at step (\d+)", x_ready).group(1)) if x_ready else None
+    # A kill at the very end of a step can land after the step completed on every rank but before
+    # rank 0's line for it arrived: the job then goes on from one step past the last line seen
+    # before the kill, and nothing was lost (the 2026-11-25 result file shows those runs as -1).
     finished = any("training finished at step" in x for _, x in lines)
     r.update(exit=rc, victim=victim, delay=delay, step_s=step_s, detect=rel(t_det), ready=rel(t_ready),
-             first_step=rel(t_first), lost=None if went_on_from is None else last_before - went_on_from,
+             first_step=rel(t_first), lost=None if went_on_from is None else max(0, last_before - went_on_from),
              overhead=None if t_first is None else rel(t_first) - step_s)
     if rc != 0 or not finished or t_ready is None or t_first is None:
         r["error"] = f"exit {rc}, finished {finished}, ready line {t_ready is not None}, step after {t_first is not None}"
