@@ -237,6 +237,12 @@ def job_command(system, a, run_dir, max_steps, max_restarts=3):
     # same mapping the same way, so both versions get the identical command line.
     # The workers run in the agent's interpreter (torchrun starts a .py entrypoint with
     # sys.executable), so torchrun-pypi's workers train on the PyPI torch too.
+    if pypi:
+        # torch >= 2.5 shares its rendezvous TCPStore with the workers by default, and that breaks
+        # restarts (pytorch/pytorch#135712: a restarted worker can read the killed generation's
+        # keys). Here torchrun 2.15's restarted workers hung or failed in init_process_group in 3 of
+        # 4 smoke runs with the default and in 0 of 4 with the issue's workaround: its best setting.
+        env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
     cmd = [a.pypi_python if pypi else a.python, "-m", "torch.distributed.run",
            "--nproc_per_node", "2", "--max_restarts", str(max_restarts),
            "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{procfs.free_port()}",
