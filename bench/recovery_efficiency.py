@@ -113,6 +113,25 @@ def progress(system, lines, t_end):
 STEP_ANY = re.compile(r"^\[[\d.]+\] step (\d+)/(\d+) .* restart (\d+)$")  # the torchrun worker's rank 0
 
 
+def rate_between(step_lines, t_from, t_to):
+    """Steps per second between two instants, from the step lines (None without two lines)."""
+    inside = [(t, step) for t, step in step_lines if t_from <= t <= t_to]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
+def early_late_rates(r, fail_every):
+    """The step rate of a run in its first and its last 15 s clear of a start or a kill: whether a
+    system runs as fast after many recoveries as before the first one (a lasting slowdown from
+    recoveries shows here; the cost of each recovery itself does not)."""
+    t0, t_end = r["t0"], r["t0"] + r["duration"]
+    early = rate_between(r["step_lines"], t0 + 10, min(t0 + 25, t0 + (fail_every or 1e9) - 1))
+    last_kill = t0 + fail_every * int((r["duration"] - 1e-3) // fail_every) if fail_every else t0
+    late = rate_between(r["step_lines"], max(last_kill + 5, t_end - 20), t_end - 1)
+    return early, late
+
+
 def stall_after(kill_t, until, step_times):
     """The longest pause between step lines from the last one before the kill to `until` (the next
     kill or the end): for a restart, from the last step before the kill to the first after the
@@ -256,6 +275,8 @@ def run(a, systems, left_out):
             say(f"  round {rnd}  {s:<19} {kind:<8} {r['duration']:.0f} s: step {r['useful']}  samples {r['samples']}  "
                 f"lost {r['lost']}  recoveries {r['recoveries']}/{r['kills']} kills"
                 + (f"  stall per kill {bench_rules.median_range(stalls)} s" if stalls else "")
+                + ("  steps/s early {} late {}".format(*(fmt(x, 0) for x in early_late_rates(r, fail_every)))
+                   if kind == "faults" and "step_lines" in r else "")
                 + f"  exit {r['exit']}  busy at start {r['load0']:.2f} cores, load after {r['load1']:.2f}  other work {r['other_cores']:.2f} cores"
                 + (f"  ERROR: {r['error']}" if "error" in r else ""))
 
@@ -263,9 +284,9 @@ def run(a, systems, left_out):
     say(f"step efficiency with a SIGKILL every {fail_every:.0f} s over {duration:.0f} s "
         f"(median (range) over {a.rounds} round(s); efficiency within a round: useful steps / baseline steps):")
     say(f"  {'system':<52} {'useful steps':>13} {'baseline':>10} {'efficiency':>22} {'samples eff.':>22} "
-        f"{'lost/run':>9} {'recov./kills':>13} {'stall per kill s':>24}")
+        f"{'lost/run':>9} {'recov./kills':>13} {'stall per kill s':>24} {'late/early rate':>22}")
     for s in systems:
-        eff, seff, useful, base, lost, rec, stalls = [], [], [], [], [], [], []
+        eff, seff, useful, base, lost, rec, stalls, late_early = [], [], [], [], [], [], [], []
         for rnd in range(1, a.rounds + 1):
             f = [r for r in runs if r["system"] == s and r["kind"] == "faults" and r["round"] == rnd and "error" not in r]
             b = [r for r in runs if r["system"] == s and r["kind"] == "baseline" and r["round"] == rnd and "error" not in r]
@@ -274,6 +295,9 @@ def run(a, systems, left_out):
                 lost.append(f[0]["lost"])
                 rec.append(f"{f[0]['recoveries']}/{f[0]['kills']}")
                 stalls += [x for x in f[0]["stalls"] if x is not None]
+                early, late = early_late_rates(f[0], fail_every)
+                if early and late:
+                    late_early.append(late / early)
             if f and b:
                 bs, bsamples = steps_at(b[0], duration)
                 if bs:
@@ -286,7 +310,7 @@ def run(a, systems, left_out):
             f"{fmt(statistics.median(base) if base else None, 0):>10} {pct(eff):>22} "
             f"{(pct(seff) if s == 'torchft' else '(= steps)'):>22} "
             f"{fmt(statistics.median(lost) if lost else None, 0):>9} {','.join(rec) or '-':>13} "
-            f"{bench_rules.median_range(stalls):>24}")
+            f"{bench_rules.median_range(stalls):>24} {bench_rules.median_range(late_early):>22}")
     busy = [r for r in runs if r["other_cores"] > 0.3 or r["load0"] > max_busy]
     say()
     if busy:
