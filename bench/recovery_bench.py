@@ -15,7 +15,8 @@ again),
   torchrun-0.02s     the same with --monitor_interval 0.02 (as often as Tenax's agent looks)
   torchrun-pypi-0.02s  the same command, --monitor_interval 0.02, under the current PyPI torch
                      (--pypi-python, default .venv-hf-pypi/bin/python from bench/setup_hf_peers.sh;
-                     its workers run in that interpreter too); left out, with a note in the results,
+                     its workers run in that interpreter too; TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1,
+                     pytorch#135712's workaround for its restarts); left out, with a note in the results,
                      when that interpreter cannot import torch
   torchft            PyPI torchft 0.2.0 in that interpreter (bench/setup_torchft.sh): a Lighthouse and one
                      replica group per rank, each under its own torchrun (--monitor_interval 0.02), by
