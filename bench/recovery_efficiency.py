@@ -219,12 +219,10 @@ def steps_at(r, duration):
     if r["duration"] >= duration:
         return r["useful"], r["samples"]
     t0, d = r["t0"], r["duration"]
-    # (time, step) of the step lines of its second half; step numbers, not lines: torchft's two
-    # groups both print every step
-    second = [(t, step) for t, step in r["step_lines"] if t >= t0 + d / 2]
-    if len(second) < 2 or second[-1][0] <= second[0][0]:
+    # step numbers, not lines: torchft's two groups both print every step
+    rate = rate_between(r["step_lines"], t0 + d / 2, float("inf"))
+    if rate is None:
         return None, None
-    rate = (second[-1][1] - second[0][1]) / (second[-1][0] - second[0][0])
     extra = rate * (duration - d)
     per_step = r["samples"] / max(r["useful"], 1)
     return r["useful"] + extra, r["samples"] + extra * per_step

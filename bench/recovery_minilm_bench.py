@@ -29,6 +29,7 @@ The job must then finish (exit 0). The torchrun peers are not run on this job: t
 import argparse
 import os
 import random
+import re
 import signal
 import statistics
 import sys
@@ -37,9 +38,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_rules  # noqa: E402
-import procfs  # noqa: E402  tools/procfs.py
-from recovery_bench import Job, first_after  # noqa: E402
-import re  # noqa: E402
+from recovery_bench import Job, first_after, fmt, median  # noqa: E402
+from recovery_efficiency import tenax_worker_pid  # noqa: E402
 
 REPO = bench_rules.REPO
 SYSTEMS = ["tenax-in-process", "tenax"]
@@ -64,15 +64,6 @@ def command(system, a, run_dir):
             "--eval_limit", "64"]  # the final evaluation is not timed: kept short
 
 
-def rank1_pid(job):
-    """Rank 1's first process (RANK=1 in its environment, generation 0, not a spare)."""
-    for pid in procfs.children(job.proc.pid):
-        e = procfs.environ(pid)
-        if e.get("RANK") == "1" and e.get("TENAX_GENERATION") == "0" and "TENAX_SPARE_ID" not in e:
-            return pid
-    return None
-
-
 def step_lines(lines, until=None):
     return [(t, int(m.group(1))) for t, x in lines if until is None or t < until for m in [STEP.match(x)] if m]
 
@@ -91,7 +82,7 @@ def run_one(system, a, run_dir, rng):
         before = step_lines(job.lines)
     gaps = [t1 - t0 for (t0, _), (t1, _) in zip(before, before[1:])][2:]  # past the first steps' warm-up
     step_s = statistics.median(gaps) if gaps else 0.0
-    victim = rank1_pid(job)
+    victim = tenax_worker_pid(job, 1)  # rank 1's first process: no recovery yet
     if victim is None:
         job.finish(a.timeout)
         r["error"] = "could not find rank 1's process"
@@ -120,10 +111,6 @@ def run_one(system, a, run_dir, rng):
     if rc != 0 or not finished or t_ready is None or t_first is None:
         r["error"] = f"exit {rc}, finished {finished}, ready line {t_ready is not None}, step after {t_first is not None}"
     return r
-
-
-def fmt(x, digits=3):
-    return "-" if x is None else f"{x:.{digits}f}"
 
 
 def main():
@@ -175,7 +162,7 @@ def main():
                f"{'step s':>7} {'overhead s':>22} {'lost':>5} {'ok':>5}")
     for s in systems:
         ok = [r for r in runs if r["system"] == s and "error" not in r]
-        med = lambda k: statistics.median([r[k] for r in ok]) if ok else None
+        med = lambda k: median([r[k] for r in ok])
         report.say(f"  {LABEL[s]:<46} {fmt(med('detect')):>9} {bench_rules.median_range([r['ready'] for r in ok]):>26} "
                    f"{bench_rules.median_range([r['first_step'] for r in ok]):>22} {fmt(med('step_s')):>7} "
                    f"{bench_rules.median_range([r['overhead'] for r in ok]):>22} "
