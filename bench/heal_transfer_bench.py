@@ -62,6 +62,10 @@ def make(shapes, fill):
     return [(torch.ones if fill else torch.empty)(s, dtype=dtype[d]) for s, d in shapes]
 
 
+def nbytes(t):
+    return t.numel() * t.element_size()
+
+
 def as_bytes(t):
     return t.reshape(-1).view(torch.uint8)
 
@@ -70,12 +74,18 @@ def pack(tensors):
     return torch.cat([as_bytes(t) for t in tensors])
 
 
+def pack_into(buffer, tensors):
+    offset = 0
+    for t in tensors:
+        buffer[offset:offset + nbytes(t)].copy_(as_bytes(t))
+        offset += nbytes(t)
+
+
 def unpack(buffer, tensors):
     offset = 0
     for t in tensors:
-        n = t.numel() * t.element_size()
-        as_bytes(t).copy_(buffer[offset:offset + n])
-        offset += n
+        as_bytes(t).copy_(buffer[offset:offset + nbytes(t)])
+        offset += nbytes(t)
 
 
 def move(system, rank, tensors, segment, total_bytes):
@@ -84,10 +94,9 @@ def move(system, rank, tensors, segment, total_bytes):
         for t in tensors:
             dist.broadcast(t, 0)
     elif system == "small-packed":
-        small = [t for t in tensors if t.numel() * t.element_size() < SMALL_BYTES]
-        large = [t for t in tensors if t.numel() * t.element_size() >= SMALL_BYTES]
-        n = sum(t.numel() * t.element_size() for t in small)
-        buffer = pack(small) if rank == 0 else torch.empty(n, dtype=torch.uint8)
+        small = [t for t in tensors if nbytes(t) < SMALL_BYTES]
+        large = [t for t in tensors if nbytes(t) >= SMALL_BYTES]
+        buffer = pack(small) if rank == 0 else torch.empty(sum(map(nbytes, small)), dtype=torch.uint8)
         dist.broadcast(buffer, 0)
         for t in large:
             dist.broadcast(t, 0)
@@ -99,38 +108,26 @@ def move(system, rank, tensors, segment, total_bytes):
         if rank != 0:
             unpack(buffer, tensors)
     else:
-        if system == "shm-fresh":
-            path = f"/dev/shm/tenax-heal-bench-{os.getppid()}-fresh"
-            if rank == 0:
-                shared = torch.from_file(path, shared=True, size=total_bytes, dtype=torch.uint8)
-                offset = 0
-                for t in tensors:
-                    n = t.numel() * t.element_size()
-                    shared[offset:offset + n].copy_(as_bytes(t))
-                    offset += n
-            dist.barrier()  # the segment is written
-            if rank != 0:
-                unpack(torch.from_file(path, shared=True, size=total_bytes, dtype=torch.uint8), tensors)
+        # shm-fresh maps a new segment, whose pages both sides fault in; shm-reused the segment
+        # both sides touched before the rounds.
+        fresh = f"/dev/shm/tenax-heal-bench-{os.getppid()}-fresh" if system == "shm-fresh" else None
+        shared = lambda: torch.from_file(fresh, shared=True, size=total_bytes, dtype=torch.uint8) if fresh else segment
+        if rank == 0:
+            pack_into(shared(), tensors)
+        dist.barrier()  # the segment is written
+        if rank != 0:
+            unpack(shared(), tensors)
+        if fresh:
             dist.barrier()
             if rank == 0:
-                os.unlink(path)
-        else:
-            offset = 0
-            if rank == 0:
-                for t in tensors:
-                    n = t.numel() * t.element_size()
-                    segment[offset:offset + n].copy_(as_bytes(t))
-                    offset += n
-            dist.barrier()
-            if rank != 0:
-                unpack(segment, tensors)
+                os.unlink(fresh)
 
 
 def worker(rank, args, shapes, orders, queue):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=2)
     tensors = make(shapes, fill=(rank == 0))
-    total_bytes = sum(t.numel() * t.element_size() for t in tensors)
+    total_bytes = sum(map(nbytes, tensors))
     reused_path = f"/dev/shm/tenax-heal-bench-{os.getppid()}-reused"
     segment = torch.from_file(reused_path, shared=True, size=total_bytes, dtype=torch.uint8)
     segment.fill_(0)  # touched by both sides before any round
