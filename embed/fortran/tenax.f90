@@ -84,7 +84,7 @@ module tenax
   character(len=:), allocatable :: fortran_error_
 
   ! ---- Raw interfaces: the C functions as they are -------------------------------------------
-  public :: c_tenax_last_error, c_tenax_status_name, c_tenax_init, c_tenax_init_mpi, c_tenax_finalize, &
+  public :: c_tenax_last_error, c_tenax_status_name, c_tenax_version, c_tenax_init, c_tenax_init_mpi, c_tenax_finalize, &
             c_tenax_rank, c_tenax_world_size, c_tenax_allreduce, c_tenax_allgather, c_tenax_model_create_mlp, &
             c_tenax_model_load_torchscript, c_tenax_model_load_bert, c_tenax_model_create_from_config, &
             c_tenax_model_free, c_tenax_trainer_create, c_tenax_trainer_free, c_tenax_register_state, &
@@ -99,6 +99,9 @@ module tenax
       import :: c_ptr, c_int
       integer(c_int), value :: status
     end function c_tenax_status_name
+    type(c_ptr) function c_tenax_version() bind(c, name='tenax_version')
+      import :: c_ptr
+    end function c_tenax_version
     integer(c_int) function c_tenax_init(ctx) bind(c, name='tenax_init')
       import :: c_ptr, c_int
       type(c_ptr), intent(inout) :: ctx
@@ -244,7 +247,7 @@ module tenax
   end interface
 
   ! ---- Fortran wrappers ----------------------------------------------------------------------
-  public :: tenax_last_error, tenax_status_name, tenax_init, tenax_init_mpi, tenax_finalize, tenax_rank, &
+  public :: tenax_last_error, tenax_status_name, tenax_version, tenax_init, tenax_init_mpi, tenax_finalize, tenax_rank, &
             tenax_world_size, tenax_allreduce, tenax_allgather, tenax_model_create_mlp, &
             tenax_model_load_torchscript, tenax_model_load_bert, tenax_model_create_from_config, tenax_model_free, &
             tenax_trainer_create, tenax_trainer_free, tenax_register_state, tenax_checkpoint_restore, &
@@ -296,6 +299,12 @@ contains
     character(len=:), allocatable :: name
     name = fortran_string(c_tenax_status_name(int(status, c_int)))
   end function tenax_status_name
+
+  !> This library's build ('tenax 0.1.0 (commit ..., tree clean, flavour cpu, libtorch ..., ...)').
+  function tenax_version() result(line)
+    character(len=:), allocatable :: line
+    line = fortran_string(c_tenax_version())
+  end function tenax_version
 
   function fortran_string(p) result(s)
     type(c_ptr), intent(in) :: p

@@ -114,6 +114,9 @@ typedef struct tenax_trainer tenax_trainer;
 TENAX_API const char* tenax_last_error(void);
 /* A short constant name for a status ("TENAX_ERR_CONFIG"). */
 TENAX_API const char* tenax_status_name(int32_t status /* tenax_status */);
+/* This library's build: "tenax 0.1.0 (commit 00c7bb9d1e2f, tree clean, flavour cpu, libtorch
+ * 1.13.0, RelWithDebInfo)", the line `tenax --version` prints. A constant string; never NULL. */
+TENAX_API const char* tenax_version(void);
 
 /* ---- Context: who this process is, and its collectives ---------------------------------- */
 

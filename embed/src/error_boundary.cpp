@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "tenax/core/build_info.h"
 #include "tenax/core/error.h"
 #include "tenax/sdk/recovered_error.h"
 
@@ -75,6 +76,8 @@ tenax_status status_of_current_exception(const char* function) noexcept {
 extern "C" {
 
 const char* tenax_last_error(void) { return tenax::capi::last_error.c_str(); }
+
+const char* tenax_version(void) { return tenax::version_line().c_str(); }
 
 const char* tenax_status_name(int32_t status) {
   switch (status) {

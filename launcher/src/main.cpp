@@ -15,6 +15,7 @@
 #include "ckpt_command.h"
 #include "rdzv_command.h"
 #include "run_options.h"
+#include "tenax/core/build_info.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/kv_service.h"
@@ -34,7 +35,8 @@ const char* const kUsage =
     "  ckpt   list, verify, inspect, export and compare checkpoints\n"
     "         (tenax ckpt ls|verify|inspect|export|diff ...)\n"
     "\n"
-    "Run `tenax <command> --help` for the options of a command.\n";
+    "Run `tenax <command> --help` for the options of a command; `tenax --version` names the build\n"
+    "(its commit, flavour and libtorch).\n";
 
 std::string this_hostname() {
   char buffer[256] = {};
@@ -58,6 +60,7 @@ int run_command(const std::vector<std::string>& args) {
     identity.role = "agent";
     set_log_identity(identity);
     auto log = logger("tenax.launcher");
+    log->info("{}", version_line());
 
     // Multi-node when --nnodes/--rdzv-endpoint is given or srun started this agent.
     std::optional<launcher::MultiNodePlan> plan = launcher::plan_multi_node(
@@ -93,6 +96,10 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kUsage;
+    return 0;
+  }
+  if (command == "--version" || command == "version") {
+    std::cout << tenax::version_line() << "\n";
     return 0;
   }
   if (command == "run") return run_command(args);
