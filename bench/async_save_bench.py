@@ -152,7 +152,7 @@ def main():
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round order (default: random)")
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-async-save-bench"))
-    p.add_argument("--results", default=None, help="results file (default bench/results-async-save-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-async-save-<UTC date>.txt)")
     p.add_argument("--max-wait-s", type=float, default=600, help="longest wait for the load to fall before a run")
     p.add_argument("--smoke", action="store_true", help="tiny schedules (7 steps, batch 2 x 32): checks the script only")
     a = p.parse_args()

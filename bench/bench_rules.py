@@ -47,14 +47,14 @@ def header(name: str) -> str:
 
 class Report:
     """What a bench script prints, kept for its result file: say() prints a line and keeps it,
-    save() writes the lines to `path` (default bench/results-<name>-<UTC date>.txt). Fewer than
+    save() writes the lines to `path` (default bench/results/results-<name>-<UTC date>.txt). Fewer than
     5 rounds is noted on stderr: a smoke run, not a result."""
 
     def __init__(self, name, path=None, rounds=None):
         if rounds is not None and rounds < 5:
             print(f"{name} bench: note: fewer than 5 rounds is a smoke run, not a result", file=sys.stderr)
         stamp = datetime.datetime.now(datetime.timezone.utc)
-        self.path = path or os.path.join(REPO, "bench", f"results-{name}-{stamp:%Y-%m-%d}.txt")
+        self.path = path or os.path.join(REPO, "bench", "results", f"results-{name}-{stamp:%Y-%m-%d}.txt")
         self.lines = []
 
     def say(self, s=""):
@@ -62,6 +62,7 @@ class Report:
         self.lines.append(s)
 
     def save(self):
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         with open(self.path, "w") as f:
             f.write("\n".join(self.lines) + "\n")
         print(f"results: {self.path}")

@@ -20,7 +20,7 @@
 #   env: ROUNDS (5), ORDER_SEED (random; printed), MAX_LOAD (2.5), MAX_RERUNS (3), LOAD_WAIT (600), THREADS (2: all cores of the reference machine), STEPS (300; 0 = EPOCHS),
 #        EPOCHS (1, when STEPS=0), BATCH (16, the global batch), MAX_LENGTH (64), LR (5e-5),
 #        SEED (42: round k runs seed SEED+k-1 on every system), EVAL_LIMIT (0 = the whole test split; a prefix for smoke runs), PEERS ("debian pypi"), TENAX_ASSETS (.assets), WORK (BUILD_DIR/bench-finetune),
-#        RESULTS (bench/results-finetune-<UTC date>.txt: what the bench prints, after a header with the commit and the command)
+#        RESULTS (bench/results/results-finetune-<UTC date>.txt: what the bench prints, after a header with the commit and the command)
 # Needs: the build (make build), the assets (tools/fetch_assets.sh), and the venvs
 # (bash bench/setup_hf_peers.sh); `make bench-finetune` does all three.
 set -euo pipefail
@@ -74,8 +74,9 @@ export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTH
 
 # The results file gets everything printed below, after bench_rules' header: the commit and the
 # command, with the settings taken from the environment written in front of it.
-results_file=${RESULTS:-$repo/bench/results-finetune-$(date -u +%F).txt}
+results_file=${RESULTS:-$repo/bench/results/results-finetune-$(date -u +%F).txt}
 [ "$rounds" -ge 5 ] || echo "finetune bench: note: fewer than 5 rounds is a smoke run, not a result" >&2
+mkdir -p "$(dirname "$results_file")"
 exec > >(tee "$results_file")
 settings=()
 for v in ROUNDS ORDER_SEED MAX_LOAD MAX_RERUNS LOAD_WAIT THREADS STEPS EPOCHS BATCH MAX_LENGTH LR SEED EVAL_LIMIT PEERS \

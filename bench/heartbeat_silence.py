@@ -93,7 +93,7 @@ def main():
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--conditions", default=",".join(CONDITIONS))
-    p.add_argument("--results", default=None, help="results file (default bench/results-heartbeat-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-heartbeat-<UTC date>.txt)")
     args = p.parse_args()
     conditions = args.conditions.split(",")
     for c in conditions:

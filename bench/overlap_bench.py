@@ -76,7 +76,7 @@ def main():
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round order (default: random)")
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-overlap-bench"))
-    p.add_argument("--results", default=None, help="results file (default bench/results-overlap-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-overlap-<UTC date>.txt)")
     a = p.parse_args()
     a.build = os.path.abspath(a.build)
     a.children_cpu = sum(os.times()[2:4])

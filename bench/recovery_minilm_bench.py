@@ -125,7 +125,7 @@ def main():
     p.add_argument("--kill-after-step", type=int, default=14)
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-recovery-minilm-bench"))
-    p.add_argument("--results", help="result file (default bench/results-recovery-minilm-<date>.txt)")
+    p.add_argument("--results", help="result file (default bench/results/results-recovery-minilm-<date>.txt)")
     a = p.parse_args()
     systems = a.systems.split(",")
     for s in systems:

@@ -156,7 +156,7 @@ def main():
                    help="a run beside more other work than this (cores) is run again")
     p.add_argument("--max-wait-s", type=float, default=120, help="how long to wait for the load to fall before a run")
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-rdzv-scale-bench"))
-    p.add_argument("--results", default=None, help="results file (default bench/results-rendezvous-scale-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-rendezvous-scale-<UTC date>.txt)")
     a = p.parse_args()
     systems = [x for x in a.systems.split(",") if x]
     if not systems or any(x not in SYSTEMS for x in systems):
