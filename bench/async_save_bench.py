@@ -174,7 +174,7 @@ def main():
 
     systems = [(m, s) for m in models for s in modes]
     order = bench_rules.RoundOrder(systems, a.seed)
-    say(bench_rules.header("async save bench"))
+    say(bench_rules.header("async save bench", a.build))
     say(f"  job: BertForSequenceClassification through Trainer::step, 1 process x {a.threads} intra-op threads "
         f"(the writer thread at nice 10 beside them), synthetic tokens (seed 1), AdamW, {a.rounds} round(s)")
     for m in models:

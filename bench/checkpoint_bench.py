@@ -107,7 +107,7 @@ def main():
     say = report.say
     order = bench_rules.RoundOrder(SYSTEMS, a.seed)
 
-    say(bench_rules.header("checkpoint bench"))
+    say(bench_rules.header("checkpoint bench", a.build))
     os.makedirs(a.work_dir, exist_ok=True)
     df = subprocess.run(["df", "-h", a.work_dir], capture_output=True, text=True).stdout.splitlines()[-1].split()
     say(f"  disk: {df[0]} mounted on {df[5]}, {df[3]} free; work dir {a.work_dir}")

@@ -72,8 +72,9 @@ common=(--model-dir "$assets/all-minilm-l6-v2" --data-dir "$assets/data/rotten_t
         --per-device-eval-batch-size 64 --eval-limit "$eval_limit")
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONWARNINGS=ignore
 
-# The results file gets everything printed below, after bench_rules' header: the commit and the
-# command, with the settings taken from the environment written in front of it.
+# The results file gets everything printed below, after bench_rules' header: the scripts' commit,
+# the binaries' commit (tenax --version), and the command, with the settings taken from the
+# environment written in front of it.
 results_file=${RESULTS:-$repo/bench/results/results-finetune-$(date -u +%F).txt}
 [ "$rounds" -ge 5 ] || echo "finetune bench: note: fewer than 5 rounds is a smoke run, not a result" >&2
 mkdir -p "$(dirname "$results_file")"
@@ -83,8 +84,9 @@ for v in ROUNDS ORDER_SEED MAX_LOAD MAX_RERUNS LOAD_WAIT THREADS STEPS EPOCHS BA
          TENAX_ASSETS WORK RESULTS; do
   [ -z "${!v+x}" ] || settings+=("$v=${!v}")
 done
-python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_rules; sys.argv = sys.argv[2:]
-print(bench_rules.header("finetune bench"))' "$repo/bench" "${settings[@]}" bash "$0" "${orig_args[@]}"
+# The header names the binaries measured (bench_rules.binaries: `tenax --version` of each build).
+python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_rules; builds = sys.argv[2:4]; sys.argv = sys.argv[4:]
+print(bench_rules.header("finetune bench", *builds))' "$repo/bench" "$build" "$also" "${settings[@]}" bash "$0" "${orig_args[@]}"
 
 echo "finetune bench: $what, global batch $batch, max_length $max_length, lr $lr, seed $seed + round - 1," \
      "$threads threads; Tenax on $ranks rank(s) x $rank_threads thread(s) x batch $per_device;" \

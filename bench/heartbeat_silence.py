@@ -106,7 +106,7 @@ def main():
     report = bench_rules.Report("heartbeat", args.results, args.rounds)
     say = report.say
     order = bench_rules.RoundOrder(conditions, args.seed)
-    say(bench_rules.header("heartbeat_silence"))
+    say(bench_rules.header("heartbeat_silence", args.build))
     say(f"  {args.rounds} round(s), {args.steps} steps, heartbeat 500 ms x 5 (expiry {EXPIRY_MS} ms); "
         f"{order.describe()}")
     results = {c: [] for c in conditions}

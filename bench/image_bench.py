@@ -111,7 +111,7 @@ def main():
                                    "transformers {transformers.__version__}')"], capture_output=True,
                                   text=True).stdout.strip() for s, py in a.python.items()}
 
-    say(bench_rules.header("image bench"))
+    say(bench_rules.header("image bench", a.build))
     say(f"  job: {os.path.relpath(CONFIG, bench_rules.REPO)}, {a.epochs:g} epoch(s), global batch {GLOBAL_BATCH}, "
         f"train limit {a.train_limit or 'none'}, eval limit {a.eval_limit or 'none'}; {a.rounds} round(s), "
         f"job seed {a.seed_base} + round - 1")

@@ -84,7 +84,7 @@ def main():
     say = report.say
 
     order = bench_rules.RoundOrder(SYSTEMS, a.seed)
-    say(bench_rules.header("overlap bench"))
+    say(bench_rules.header("overlap bench", a.build))
     say(f"  job: finetune_text, all-MiniLM-L6-v2, 2 ranks x 1 thread (Gloo), global batch 16, max_length 64, "
         f"{a.max_steps} steps, {a.rounds} round(s)")
     say(f"  {order.describe()}")

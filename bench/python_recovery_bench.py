@@ -203,7 +203,7 @@ def main():
     report = bench_rules.Report("python-recovery", args.results, args.rounds)
     say = report.say
     order = bench_rules.RoundOrder(systems, args.seed)
-    say(bench_rules.header("python recovery bench"))
+    say(bench_rules.header("python recovery bench", args.build))
     say("  CPython %s; tenax %s" % (platform.python_version(), os.path.join(args.build, "launcher", "tenax")))
     if torch_version:
         say("  tenax, torchrun: workers in %s, torch %s" % (PYTHON, torch_version))

@@ -606,7 +606,7 @@ def main():
     order = bench_rules.RoundOrder(systems, a.seed)
 
     torch_version = version(a.python)
-    say(bench_rules.header("recovery bench"))
+    say(bench_rules.header("recovery bench", a.build))
     built = ", ".join(f"{os.path.relpath(f, a.build)} {datetime.datetime.fromtimestamp(os.path.getmtime(f), datetime.timezone.utc):%H:%M:%S}"
                       for f in (os.path.join(a.build, "launcher", "tenax"), a.synth) if os.path.exists(f))
     say(f"  {platform.python_implementation()} {platform.python_version()} ({a.python}), torch {torch_version}; "

@@ -138,7 +138,7 @@ def main():
     order = bench_rules.RoundOrder(systems, a.seed)
     rng = random.Random(order.seed)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    report.say(bench_rules.header("recovery MiniLM bench"))
+    report.say(bench_rules.header("recovery MiniLM bench", a.build))
     report.say(f"  job: finetune_text (examples/finetune_text/finetune.toml), 2 ranks x {a.batch}, {a.max_steps} steps, "
                f"a checkpoint every {a.save_steps}; rank 1 SIGKILLed by pid a random part of one step after step "
                f"{a.kill_after_step}")

@@ -174,7 +174,7 @@ def main():
     say = report.say
 
     order = bench_rules.RoundOrder([(sy, n) for sy in systems for n in node_counts], a.seed)
-    say(bench_rules.header("rendezvous scale bench"))
+    say(bench_rules.header("rendezvous scale bench", a.build if "tenax" in systems else None))
     if "tenax" in systems:
         say(f"  tenax: one RendezvousService (CURVE, the job's keys) in its own process; N RendezvousClients as "
             f"threads of another; heartbeat 500 ms x 5, last call 3 s, min N-1, max N")

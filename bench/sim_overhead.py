@@ -116,7 +116,7 @@ def main():
 
     report = bench_rules.Report("sim", a.results, a.rounds)
     say = report.say
-    say(bench_rules.header("sim_overhead"))
+    say(bench_rules.header("sim_overhead", a.build))
     say(f"problem: {a.nx} x {a.ny} cells, {a.steps} solver steps, an optimizer step every {a.train_every} "
         f"(batch {a.batch}), a checkpoint every {a.save_every} (tenax-*), OMP_NUM_THREADS={a.threads}, 1 process")
     say(f"{order_of.describe()}; {a.repeats} interleaved runs of each program per round (fastest kept)")
