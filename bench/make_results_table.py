@@ -30,6 +30,11 @@ ROUND_LINE = re.compile(r"^\s*(round \d|r\d+ |\d+ [\w-]+,|== round|FAILED:|detec
 SKIP_COLUMNS = {"target", "ok", "runs ok", "recov./kills", "lost/run", "versions"}
 
 
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 def cells(line):
     """Cells of a space-aligned table line: (start column, text), split at runs of 2+ spaces
     (a range printed as "500..  503 ms" stays one cell)."""
@@ -227,7 +232,7 @@ def summary_lines(lines):
 
 def section(path):
     stem = os.path.splitext(os.path.basename(path))[0]
-    text = open(path, encoding="utf-8").read()
+    text = read(path)
     lines = text.splitlines()
     info = describe(text, stem)
     body = lines[len(header_block(lines)):]
@@ -284,7 +289,7 @@ def generate(repo):
     sections = []
     for f in files:
         stem = os.path.splitext(os.path.basename(f))[0]
-        info = describe(open(f, encoding="utf-8").read(), stem)
+        info = describe(read(f), stem)
         head.append(f"| [{stem}](#{stem}) | {info['date']} | {'yes' if info['rules'] == 'yes' else 'no'} |")
         sections.append(section(f))
     return "\n".join(head) + "\n\n" + "\n".join(sections)
@@ -297,7 +302,7 @@ def main():
     a = p.parse_args()
     out = os.path.join(a.repo, "bench", "RESULTS.md")
     text = generate(a.repo)
-    old = open(out, encoding="utf-8").read() if os.path.exists(out) else None
+    old = read(out) if os.path.exists(out) else None
     if a.check:
         if old != text:
             print(f"{out} is out of date: run python3 bench/make_results_table.py", file=sys.stderr)
