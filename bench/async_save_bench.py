@@ -152,7 +152,7 @@ def main():
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round order (default: random)")
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-async-save-bench"))
-    p.add_argument("--results", default=None, help="results file (default bench/results-async-save-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-async-save-<UTC date>.txt)")
     p.add_argument("--max-wait-s", type=float, default=600, help="longest wait for the load to fall before a run")
     p.add_argument("--smoke", action="store_true", help="tiny schedules (7 steps, batch 2 x 32): checks the script only")
     a = p.parse_args()
@@ -174,7 +174,7 @@ def main():
 
     systems = [(m, s) for m in models for s in modes]
     order = bench_rules.RoundOrder(systems, a.seed)
-    say(bench_rules.header("async save bench"))
+    say(bench_rules.header("async save bench", a.build))
     say(f"  job: BertForSequenceClassification through Trainer::step, 1 process x {a.threads} intra-op threads "
         f"(the writer thread at nice 10 beside them), synthetic tokens (seed 1), AdamW, {a.rounds} round(s)")
     for m in models:

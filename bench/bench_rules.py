@@ -3,12 +3,15 @@
 - the systems run in an order shuffled per round from a seed that is printed (--seed repeats it);
 - a run that starts while the machine's load is above its core count is run again, not kept;
 - figures are ratios taken within a round, reported as the median with the range over rounds;
-- the header names the commit (and says whether the tree had uncommitted changes), the machine's
-  cores and load, and the command line, so a result file says what produced it.
+- the header names the commit of the scripts' checkout (and says whether the tree had uncommitted
+  changes), and, when the bench measured Tenax binaries, the commit, tree state and flavour those
+  binaries were built from (`tenax --version`), the machine's cores and load, and the command line,
+  so a result file says what produced it.
 """
 import datetime
 import os
 import random
+import re
 import shlex
 import statistics
 import subprocess
@@ -30,6 +33,29 @@ def commit() -> str:
         return "?"
 
 
+def binaries(build_dir) -> str:
+    """What the Tenax binaries of `build_dir` were built from, as one header line: `binaries: commit
+    <hash>, tree clean|dirty, flavour <f> (<build_dir>/launcher/tenax --version: "<its first line>")`,
+    or `binaries: unknown (<reason>)` when the launcher is missing or too old to know --version."""
+    tenax = os.path.join(os.path.abspath(build_dir), "launcher", "tenax")
+    if not os.access(tenax, os.X_OK):
+        return f"binaries: unknown (no {tenax})"
+    try:
+        run = subprocess.run([tenax, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"binaries: unknown ({tenax} --version: {e})"
+    first = (run.stdout.strip().splitlines() or [""])[0].strip()
+    found = [re.search(r"\bcommit ([0-9a-f]+|unknown)\b", first), re.search(r"\btree (clean|dirty)\b", first),
+             re.search(r"\bflavour (\w+)", first)]
+    if found[0] and found[0].group(1) == "unknown" and not found[1]:
+        found[1] = re.search(r"(unknown)", "unknown")  # not built from git: no tree to speak of
+    if run.returncode != 0 or not first.startswith("tenax ") or not all(found):
+        said = first or (run.stderr.strip().splitlines() or [""])[0].strip()
+        return f"binaries: unknown ({tenax} --version exited {run.returncode}: {said[:120]!r}; a build older than --version?)"
+    commit_, tree, flavour = (m.group(1) for m in found)
+    return f'binaries: commit {commit_}, tree {tree}, flavour {flavour} ({tenax} --version: "{first}")'
+
+
 def cpu_busy_seconds() -> float:
     """Busy CPU time of the whole machine (all cores) from /proc/stat, in seconds."""
     with open("/proc/stat") as f:
@@ -38,23 +64,27 @@ def cpu_busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def header(name: str) -> str:
+def header(name: str, *builds) -> str:
+    """The result file's header: date, the scripts' commit, cores, load, the command line, and one
+    `binaries:` line (binaries() above) per build directory whose Tenax binaries the bench ran."""
     stamp = datetime.datetime.now(datetime.timezone.utc)
-    return (f"{name} {stamp:%Y-%m-%d %H:%M:%S} UTC, commit {commit()}, {os.cpu_count()} cores, "
-            f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
-            f"  command: {' '.join(shlex.quote(x) for x in sys.argv)}")
+    lines = [f"{name} {stamp:%Y-%m-%d %H:%M:%S} UTC, scripts at commit {commit()}, {os.cpu_count()} cores, "
+             f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+             f"  command: {' '.join(shlex.quote(x) for x in sys.argv)}"]
+    lines += [f"  {binaries(b)}" for b in builds if b]
+    return "\n".join(lines)
 
 
 class Report:
     """What a bench script prints, kept for its result file: say() prints a line and keeps it,
-    save() writes the lines to `path` (default bench/results-<name>-<UTC date>.txt). Fewer than
+    save() writes the lines to `path` (default bench/results/results-<name>-<UTC date>.txt). Fewer than
     5 rounds is noted on stderr: a smoke run, not a result."""
 
     def __init__(self, name, path=None, rounds=None):
         if rounds is not None and rounds < 5:
             print(f"{name} bench: note: fewer than 5 rounds is a smoke run, not a result", file=sys.stderr)
         stamp = datetime.datetime.now(datetime.timezone.utc)
-        self.path = path or os.path.join(REPO, "bench", f"results-{name}-{stamp:%Y-%m-%d}.txt")
+        self.path = path or os.path.join(REPO, "bench", "results", f"results-{name}-{stamp:%Y-%m-%d}.txt")
         self.lines = []
 
     def say(self, s=""):
@@ -62,6 +92,7 @@ class Report:
         self.lines.append(s)
 
     def save(self):
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         with open(self.path, "w") as f:
             f.write("\n".join(self.lines) + "\n")
         print(f"results: {self.path}")

@@ -95,7 +95,7 @@ def main():
     p.add_argument("--work-dir", default=None, help="on the disk to test (default BUILD/bench-work)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round order (default: random)")
-    p.add_argument("--results", default=None, help="results file (default bench/results-checkpoint-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-checkpoint-<UTC date>.txt)")
     a = p.parse_args()
     a.build = os.path.abspath(a.build)
     a.bin = os.path.join(a.build, "bench", "checkpoint_bench")
@@ -107,7 +107,7 @@ def main():
     say = report.say
     order = bench_rules.RoundOrder(SYSTEMS, a.seed)
 
-    say(bench_rules.header("checkpoint bench"))
+    say(bench_rules.header("checkpoint bench", a.build))
     os.makedirs(a.work_dir, exist_ok=True)
     df = subprocess.run(["df", "-h", a.work_dir], capture_output=True, text=True).stdout.splitlines()[-1].split()
     say(f"  disk: {df[0]} mounted on {df[5]}, {df[3]} free; work dir {a.work_dir}")

@@ -20,7 +20,7 @@
 #   env: ROUNDS (5), ORDER_SEED (random; printed), MAX_LOAD (2.5), MAX_RERUNS (3), LOAD_WAIT (600), THREADS (2: all cores of the reference machine), STEPS (300; 0 = EPOCHS),
 #        EPOCHS (1, when STEPS=0), BATCH (16, the global batch), MAX_LENGTH (64), LR (5e-5),
 #        SEED (42: round k runs seed SEED+k-1 on every system), EVAL_LIMIT (0 = the whole test split; a prefix for smoke runs), PEERS ("debian pypi"), TENAX_ASSETS (.assets), WORK (BUILD_DIR/bench-finetune),
-#        RESULTS (bench/results-finetune-<UTC date>.txt: what the bench prints, after a header with the commit and the command)
+#        RESULTS (bench/results/results-finetune-<UTC date>.txt: what the bench prints, after a header with the commit and the command)
 # Needs: the build (make build), the assets (tools/fetch_assets.sh), and the venvs
 # (bash bench/setup_hf_peers.sh); `make bench-finetune` does all three.
 set -euo pipefail
@@ -72,18 +72,21 @@ common=(--model-dir "$assets/all-minilm-l6-v2" --data-dir "$assets/data/rotten_t
         --per-device-eval-batch-size 64 --eval-limit "$eval_limit")
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONWARNINGS=ignore
 
-# The results file gets everything printed below, after bench_rules' header: the commit and the
-# command, with the settings taken from the environment written in front of it.
-results_file=${RESULTS:-$repo/bench/results-finetune-$(date -u +%F).txt}
+# The results file gets everything printed below, after bench_rules' header: the scripts' commit,
+# the binaries' commit (tenax --version), and the command, with the settings taken from the
+# environment written in front of it.
+results_file=${RESULTS:-$repo/bench/results/results-finetune-$(date -u +%F).txt}
 [ "$rounds" -ge 5 ] || echo "finetune bench: note: fewer than 5 rounds is a smoke run, not a result" >&2
+mkdir -p "$(dirname "$results_file")"
 exec > >(tee "$results_file")
 settings=()
 for v in ROUNDS ORDER_SEED MAX_LOAD MAX_RERUNS LOAD_WAIT THREADS STEPS EPOCHS BATCH MAX_LENGTH LR SEED EVAL_LIMIT PEERS \
          TENAX_ASSETS WORK RESULTS; do
   [ -z "${!v+x}" ] || settings+=("$v=${!v}")
 done
-python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_rules; sys.argv = sys.argv[2:]
-print(bench_rules.header("finetune bench"))' "$repo/bench" "${settings[@]}" bash "$0" "${orig_args[@]}"
+# The header names the binaries measured (bench_rules.binaries: `tenax --version` of each build).
+python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_rules; builds = sys.argv[2:4]; sys.argv = sys.argv[4:]
+print(bench_rules.header("finetune bench", *builds))' "$repo/bench" "$build" "$also" "${settings[@]}" bash "$0" "${orig_args[@]}"
 
 echo "finetune bench: $what, global batch $batch, max_length $max_length, lr $lr, seed $seed + round - 1," \
      "$threads threads; Tenax on $ranks rank(s) x $rank_threads thread(s) x batch $per_device;" \

@@ -160,7 +160,7 @@ def main():
     p.add_argument("--model-dir", default=os.path.join(os.environ.get("TENAX_ASSETS", os.path.join(
         bench_rules.REPO, ".assets")), "all-minilm-l6-v2"))
     p.add_argument("--port", type=int, default=29631)
-    p.add_argument("--results", help="result file (default bench/results-heal-transfer-<date>.txt)")
+    p.add_argument("--results", help="result file (default bench/results/results-heal-transfer-<date>.txt)")
     args = p.parse_args()
     if not os.path.exists(os.path.join(args.model_dir, "model.safetensors")):
         sys.exit(f"heal_transfer_bench: no model.safetensors in {args.model_dir} (make demo fetches it; "

@@ -93,7 +93,7 @@ def main():
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--conditions", default=",".join(CONDITIONS))
-    p.add_argument("--results", default=None, help="results file (default bench/results-heartbeat-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-heartbeat-<UTC date>.txt)")
     args = p.parse_args()
     conditions = args.conditions.split(",")
     for c in conditions:
@@ -106,7 +106,7 @@ def main():
     report = bench_rules.Report("heartbeat", args.results, args.rounds)
     say = report.say
     order = bench_rules.RoundOrder(conditions, args.seed)
-    say(bench_rules.header("heartbeat_silence"))
+    say(bench_rules.header("heartbeat_silence", args.build))
     say(f"  {args.rounds} round(s), {args.steps} steps, heartbeat 500 ms x 5 (expiry {EXPIRY_MS} ms); "
         f"{order.describe()}")
     results = {c: [] for c in conditions}

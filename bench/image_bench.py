@@ -91,7 +91,7 @@ def main():
     p.add_argument("--seed-base", type=int, default=42, help="the job's seed in round 1; round i uses base + i - 1")
     p.add_argument("--timeout", type=float, default=3600)
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-image-bench"))
-    p.add_argument("--results", default=None, help="results file (default bench/results-image-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-image-<UTC date>.txt)")
     a = p.parse_args()
     a.build = os.path.abspath(a.build)
     a.example = os.path.join(a.build, "examples", "finetune_image", "finetune_image")
@@ -111,7 +111,7 @@ def main():
                                    "transformers {transformers.__version__}')"], capture_output=True,
                                   text=True).stdout.strip() for s, py in a.python.items()}
 
-    say(bench_rules.header("image bench"))
+    say(bench_rules.header("image bench", a.build))
     say(f"  job: {os.path.relpath(CONFIG, bench_rules.REPO)}, {a.epochs:g} epoch(s), global batch {GLOBAL_BATCH}, "
         f"train limit {a.train_limit or 'none'}, eval limit {a.eval_limit or 'none'}; {a.rounds} round(s), "
         f"job seed {a.seed_base} + round - 1")

@@ -76,7 +76,7 @@ def main():
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round order (default: random)")
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-overlap-bench"))
-    p.add_argument("--results", default=None, help="results file (default bench/results-overlap-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-overlap-<UTC date>.txt)")
     a = p.parse_args()
     a.build = os.path.abspath(a.build)
     a.children_cpu = sum(os.times()[2:4])
@@ -84,7 +84,7 @@ def main():
     say = report.say
 
     order = bench_rules.RoundOrder(SYSTEMS, a.seed)
-    say(bench_rules.header("overlap bench"))
+    say(bench_rules.header("overlap bench", a.build))
     say(f"  job: finetune_text, all-MiniLM-L6-v2, 2 ranks x 1 thread (Gloo), global batch 16, max_length 64, "
         f"{a.max_steps} steps, {a.rounds} round(s)")
     say(f"  {order.describe()}")

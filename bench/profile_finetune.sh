@@ -22,6 +22,8 @@ common=(--model-dir "$assets/all-minilm-l6-v2" --data-dir "$assets/data/rotten_t
         --per-device-eval-batch-size 64 --eval-limit 64 --per-device-train-batch-size 16 --threads "$threads")
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONWARNINGS=ignore
 export OMP_NUM_THREADS=$threads TENAX_PROFILE_STEPS=$window
+python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_rules; build = sys.argv[2]; sys.argv = sys.argv[3:]
+print(bench_rules.header("profile finetune", build))' "$repo/bench" "$build" bash "$0" "$@"
 echo "profile: steps $window, $threads thread(s), $(nproc) cores, load now $(cut -d' ' -f1-3 /proc/loadavg)"
 name=tenax-$(basename "$build")
 TENAX_PROFILE_TRACE=$out/$name.json "$build/examples/finetune_text/finetune_text" --output-dir "$out/$name-run" \

@@ -31,7 +31,7 @@ one of them is a lottery under both launchers: worker rank 0 hosts PyTorch's TCP
 MASTER_PORT, and when rank 1 finishes `import torch` first, its connection is refused and torch
 1.13 retries about a second later. Medians over the rounds with their range, and the ratios
 torchrun/tenax and torchrun-pypi/tenax-pypi within each round; the results file is written by this
-script (default bench/results-python-recovery-<UTC date>.txt).
+script (default bench/results/results-python-recovery-<UTC date>.txt).
 
   bench/python_recovery_bench.py --build build [--rounds 5] [--seed S] [--results FILE]
       [--systems tenax,torchrun,tenax-pypi,torchrun-pypi] [--pypi-python .venv-hf-pypi/bin/python]
@@ -171,7 +171,7 @@ def main():
                    help="the interpreter with the current PyPI torch, for the -pypi systems (without it they are "
                    "left out)")
     p.add_argument("--results", default=None,
-                   help="the results file to write (default bench/results-python-recovery-<UTC date>.txt)")
+                   help="the results file to write (default bench/results/results-python-recovery-<UTC date>.txt)")
     args = p.parse_args()
     args.build = os.path.abspath(args.build)
     systems = [x.strip() for x in args.systems.split(",") if x.strip()]
@@ -203,7 +203,7 @@ def main():
     report = bench_rules.Report("python-recovery", args.results, args.rounds)
     say = report.say
     order = bench_rules.RoundOrder(systems, args.seed)
-    say(bench_rules.header("python recovery bench"))
+    say(bench_rules.header("python recovery bench", args.build))
     say("  CPython %s; tenax %s" % (platform.python_version(), os.path.join(args.build, "launcher", "tenax")))
     if torch_version:
         say("  tenax, torchrun: workers in %s, torch %s" % (PYTHON, torch_version))

@@ -537,7 +537,7 @@ def main():
                    "(PyPI torchft in the same interpreter; bench/setup_torchft.sh)")
     p.add_argument("--seed", type=int, default=None, help="seed of the per-round system order (default: random)")
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-recovery-bench"))
-    p.add_argument("--results", default=None, help="results file (default bench/results-recovery-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-recovery-<UTC date>.txt)")
     p.add_argument("--python", default="/usr/bin/python3", help="the interpreter with Debian's python3-torch")
     p.add_argument("--pypi-python", default=os.path.join(REPO, ".venv-hf-pypi", "bin", "python"),
                    help="the interpreter with the current PyPI torch, for torchrun-pypi-* (bench/setup_hf_peers.sh "
@@ -558,7 +558,7 @@ def main():
     p.add_argument("--efficiency", action="store_true",
                    help="step efficiency instead of the recovery table: each system runs --duration seconds with a "
                    "SIGKILL of one worker every --fail-every seconds, and an uninterrupted baseline run "
-                   "(bench/recovery_efficiency.py; results in bench/results-recovery-efficiency-<date>.txt)")
+                   "(bench/recovery_efficiency.py; results in bench/results/results-recovery-efficiency-<date>.txt)")
     p.add_argument("--duration", type=float, default=300, help="--efficiency: seconds each run lasts")
     p.add_argument("--fail-every", type=float, default=30, help="--efficiency: seconds between kills")
     p.add_argument("--baseline-duration", type=float, default=None,
@@ -606,7 +606,7 @@ def main():
     order = bench_rules.RoundOrder(systems, a.seed)
 
     torch_version = version(a.python)
-    say(bench_rules.header("recovery bench"))
+    say(bench_rules.header("recovery bench", a.build))
     built = ", ".join(f"{os.path.relpath(f, a.build)} {datetime.datetime.fromtimestamp(os.path.getmtime(f), datetime.timezone.utc):%H:%M:%S}"
                       for f in (os.path.join(a.build, "launcher", "tenax"), a.synth) if os.path.exists(f))
     say(f"  {platform.python_implementation()} {platform.python_version()} ({a.python}), torch {torch_version}; "

@@ -24,7 +24,7 @@
 #          [--pypi-python .venv-hf-pypi/bin/python] [--seed S] [--work-dir DIR] [--results FILE]
 #          [--efficiency [--duration 300] [--fail-every 30] [--baseline-duration D]] [--max-load L]
 #   defaults: build, 5 rounds, 1000 steps, a checkpoint every 100, kill after step 150; results in
-#   bench/results-recovery-<UTC date>.txt (--efficiency: results-recovery-efficiency-<date>.txt),
+#   bench/results/results-recovery-<UTC date>.txt (--efficiency: bench/results/results-recovery-efficiency-<date>.txt),
 #   logs under ${TMPDIR:-/tmp}/tenax-recovery-bench/.
 # Needs: the build (make build) and python3-torch for /usr/bin/python3 (apt-get, as
 # bench/setup_hf_peers.sh does; root or sudo the first time).

@@ -238,7 +238,7 @@ def run(a, systems, left_out):
     say = report.say
     items = [(s, kind) for s in systems for kind in ("baseline", "faults")]
     order = bench_rules.RoundOrder(items, a.seed)
-    say(bench_rules.header("recovery efficiency bench"))
+    say(bench_rules.header("recovery efficiency bench", a.build))
     say(f"  build {a.build}; torch {a.pypi_version or '-'} for torchrun-pypi/torchft ({a.pypi_python})"
         + (f"; torchft {a.torchft_version}: heartbeat {a.torchft_heartbeat_ms} ms, timeout "
            f"{a.torchft_heartbeat_timeout_ms} ms, join timeout {a.torchft_join_timeout_ms} ms" if a.torchft_version else ""))

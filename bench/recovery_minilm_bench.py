@@ -125,7 +125,7 @@ def main():
     p.add_argument("--kill-after-step", type=int, default=14)
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-recovery-minilm-bench"))
-    p.add_argument("--results", help="result file (default bench/results-recovery-minilm-<date>.txt)")
+    p.add_argument("--results", help="result file (default bench/results/results-recovery-minilm-<date>.txt)")
     a = p.parse_args()
     systems = a.systems.split(",")
     for s in systems:
@@ -138,7 +138,7 @@ def main():
     order = bench_rules.RoundOrder(systems, a.seed)
     rng = random.Random(order.seed)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    report.say(bench_rules.header("recovery MiniLM bench"))
+    report.say(bench_rules.header("recovery MiniLM bench", a.build))
     report.say(f"  job: finetune_text (examples/finetune_text/finetune.toml), 2 ranks x {a.batch}, {a.max_steps} steps, "
                f"a checkpoint every {a.save_steps}; rank 1 SIGKILLed by pid a random part of one step after step "
                f"{a.kill_after_step}")

@@ -156,7 +156,7 @@ def main():
                    help="a run beside more other work than this (cores) is run again")
     p.add_argument("--max-wait-s", type=float, default=120, help="how long to wait for the load to fall before a run")
     p.add_argument("--work-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tenax-rdzv-scale-bench"))
-    p.add_argument("--results", default=None, help="results file (default bench/results-rendezvous-scale-<UTC date>.txt)")
+    p.add_argument("--results", default=None, help="results file (default bench/results/results-rendezvous-scale-<UTC date>.txt)")
     a = p.parse_args()
     systems = [x for x in a.systems.split(",") if x]
     if not systems or any(x not in SYSTEMS for x in systems):
@@ -174,7 +174,7 @@ def main():
     say = report.say
 
     order = bench_rules.RoundOrder([(sy, n) for sy in systems for n in node_counts], a.seed)
-    say(bench_rules.header("rendezvous scale bench"))
+    say(bench_rules.header("rendezvous scale bench", a.build if "tenax" in systems else None))
     if "tenax" in systems:
         say(f"  tenax: one RendezvousService (CURVE, the job's keys) in its own process; N RendezvousClients as "
             f"threads of another; heartbeat 500 ms x 5, last call 3 s, min N-1, max N")

@@ -27,7 +27,7 @@ load average is at most the core count (waiting up to --load-wait seconds), and 
 --max-repeats times) when the load was above the core count at its start or end; a round kept
 despite the load is flagged. The medians over rounds and the spread (min..max) are printed, and
 written with the commit, the command line and the machine to --results (default
-bench/results-sim-<UTC date>.txt).
+bench/results/results-sim-<UTC date>.txt).
 
   python3 bench/sim_overhead.py --build build [--rounds 7] [--seed S] [--results FILE]
 """
@@ -83,7 +83,7 @@ def main():
     ap.add_argument("--load-wait", type=float, default=120.0)
     ap.add_argument("--max-repeats", type=int, default=3)
     ap.add_argument("--work-dir", default=None)
-    ap.add_argument("--results", default=None, help="results file (default bench/results-sim-<UTC date>.txt)")
+    ap.add_argument("--results", default=None, help="results file (default bench/results/results-sim-<UTC date>.txt)")
     a = ap.parse_args()
 
     baseline = os.path.join(a.build, "bench", "sim_baseline")
@@ -116,7 +116,7 @@ def main():
 
     report = bench_rules.Report("sim", a.results, a.rounds)
     say = report.say
-    say(bench_rules.header("sim_overhead"))
+    say(bench_rules.header("sim_overhead", a.build))
     say(f"problem: {a.nx} x {a.ny} cells, {a.steps} solver steps, an optimizer step every {a.train_every} "
         f"(batch {a.batch}), a checkpoint every {a.save_every} (tenax-*), OMP_NUM_THREADS={a.threads}, 1 process")
     say(f"{order_of.describe()}; {a.repeats} interleaved runs of each program per round (fastest kept)")

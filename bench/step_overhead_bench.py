@@ -110,7 +110,7 @@ def main():
         systems.remove("torchrun-pypi")
     report = bench_rules.Report("step-overhead", a.results, a.rounds)
     order = bench_rules.RoundOrder(systems, a.seed)
-    report.say(bench_rules.header("step overhead bench"))
+    report.say(bench_rules.header("step overhead bench", a.build))
     report.say(f"  job: examples/synthetic_regression, 2 ranks x 16 samples, 1 thread each, {a.steps} steps, "
                f"logging every {a.logging_steps}, saves every {a.save_steps} (ft systems and torchrun)")
     report.say(f"  build {a.build}; {a.rounds} rounds; systems {', '.join(systems)}")

@@ -1,7 +1,7 @@
 // The Trainer's AdamW: torch::optim::AdamW with a step() that updates each parameter in one
 // pass over its memory instead of libtorch's ten tensor ops per parameter.
 //
-// Why: a profile of the MiniLM fine-tune (bench/profile-finetune-2026-11-24.txt) spent about a
+// Why: a profile of the MiniLM fine-tune (bench/results/profile-finetune-2026-11-24.txt) spent about a
 // quarter of each step after backward, most of it in AdamW's per-parameter ops (mul_, add_,
 // addcmul_, sqrt, div, add_, addcdiv_: ~23 full passes over the 91 MB of parameters and state,
 // and ~2,000 op dispatches per step). transformers on torch 2.x uses torch's fused kernel
