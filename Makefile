@@ -40,7 +40,7 @@ test: build
 check-inventory: build
 	python3 tools/check_test_inventory.py $(BUILD)
 
-# The CUDA flavour (README "GPU clusters"): the same sources against PyPI's torch CUDA 13.0
+# The CUDA flavour (docs/gpu-clusters.md): the same sources against PyPI's torch CUDA 13.0
 # wheel and the NCCL wheel it pins (tools/setup_cuda_libtorch.sh: pinned, hashed, ~1 GB once,
 # silent afterwards), with the NCCL communicator; needs a CUDA 13.0 toolkit (nvcc, nccl.h) but no
 # GPU. Gloo is off in it (CMakeLists.txt says why). CUDA_TARGETS are what CI builds and tests

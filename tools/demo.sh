@@ -7,8 +7,8 @@
 # uninterrupted one, and again under in-process recovery (the surviving rank keeps its process,
 # a warm spare takes the lost rank's place and heals from the survivor's memory).
 #
-# Budget: about 10 minutes on a 2-core machine (README, "What the demo shows", has the
-# measurement behind these numbers).
+# Budget: about 10 minutes on a 2-core machine (docs/trainer.md, "The text example", says why
+# these settings).
 set -euo pipefail
 build=${1:-build}
 tenax="$build/launcher/tenax"

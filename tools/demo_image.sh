@@ -5,7 +5,7 @@
 # stops rank 0, starts generation 1, which resumes from that checkpoint (parameters, AdamW
 # moments, RNG, data cursor) and finishes. The held-out accuracy on the 10,000 test images is
 # printed for every epoch and at the end, beside what Hugging Face's Trainer reaches with the
-# same settings (bench/README.md, "Image workload").
+# same settings (docs/trainer.md, "Images"; the figures in bench/RESULTS.md).
 #
 # Budget: about 4 minutes on the 2-core machine (206 s measured, beside other work: 3 epochs of
 # 468 steps at ~870 images/s, 50 steps repeated after the restart, 10,000 images evaluated per epoch).
@@ -70,4 +70,4 @@ print(f"  throughput:        {r['train_samples_per_second']:.0f} images/s over {
 print(f"  wall time:         {wall} s for the whole job, failure and restart included")
 PY
 echo "  trained model:     $runs/train/model (Hugging Face layout with preprocessor_config.json)"
-echo "  Hugging Face's Trainer, same settings: see bench/README.md (Image workload) and bench/hf_image_trainer.py"
+echo "  Hugging Face's Trainer, same settings: see docs/trainer.md (Images) and bench/hf_image_trainer.py"

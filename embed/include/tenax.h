@@ -199,7 +199,7 @@ TENAX_API tenax_status tenax_register_state(tenax_trainer* trainer, const char* 
  * (a program that did not expect TENAX_RECOVERED is never handed one).
  * The price, paid at every tenax_train_step: every rank's registered arrays are copied to every
  * rank (one allgather of world size x the registered bytes, and as much host memory), since a
- * rank's piece of the domain lives nowhere else; README ("In-process recovery") gives figures.
+ * rank's piece of the domain lives nowhere else; docs/in-process-recovery.md says what it costs.
  * A second trainer of the same context, or a call after the first step, is
  * TENAX_ERR_INVALID_ARGUMENT. */
 TENAX_API tenax_status tenax_enable_in_process_recovery(tenax_trainer* trainer);

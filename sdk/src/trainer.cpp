@@ -63,7 +63,7 @@ std::string format_duration(double seconds) {
 }
 
 // The per-rank seed of a fresh run; also how a rank with no saved RNG state derives one:
-// a fixed function of (seed, rank, step), documented in README ("Resume").
+// a fixed function of (seed, rank, step), documented in docs/checkpoints.md ("Resume semantics").
 std::uint64_t derived_seed(std::uint64_t seed, int rank, std::int64_t step) {
   return seed + 1000003ull * static_cast<std::uint64_t>(rank) + 7919ull * static_cast<std::uint64_t>(step);
 }
@@ -301,7 +301,7 @@ std::optional<std::int64_t> Trainer::restore(Checkpointer& checkpointer, torch::
   if (user_state_ != nullptr) user_state_->restore(rank, lookup);
 
   if (!restore_rng_states(rank, lookup)) {
-    // A rank the writing world did not have: a deterministic stream of its own (README, "Resume").
+    // A rank the writing world did not have: a deterministic stream of its own (docs/checkpoints.md, "Resume semantics").
     torch::manual_seed(derived_seed(args_.seed, rank, loaded->step));
     logger("tenax.trainer")->warn("checkpoint has no RNG state for rank {} (it was written by {} ranks); "
                                   "derived one from (seed, rank, step)", rank, loaded->world_size);

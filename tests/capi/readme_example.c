@@ -1,4 +1,4 @@
-/* The README's C example ("Embedding Tenax in a simulation"), compiled and run by ctest so that it
+/* The C example of docs/embedding.md ("C"), compiled and run by ctest so that it
  * cannot drift from the API: a toy solver relaxes its field, the surrogate learns the update from
  * 5-point stencils, a checkpoint every 100 steps carries field and model. Run twice on the same
  * output directory, the second run restores step 300 and has nothing left to do. */
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   if (argc != 2) { fprintf(stderr, "usage: %s OUTPUT_DIR\n", argv[0]); return 2; }
   char output_dir[4096];
   snprintf(output_dir, sizeof output_dir, "output_dir=%s", argv[1]);
-  /* ---- the README's example starts here ---- */
+  /* ---- docs/embedding.md's example starts here ---- */
   tenax_context* ctx; tenax_model* model; tenax_trainer* tr;
   float x[B][5], y[B][1]; double loss = 0; int64_t saved, step; int32_t signal = 0;
   const int64_t widths[] = {5, 64, 1};
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   CHECK(tenax_trainer_free(&tr));                            /* waits for the save in flight */
   CHECK(tenax_model_free(&model));
   CHECK(tenax_finalize(&ctx));
-  /* ---- the README's example ends here ---- */
+  /* ---- docs/embedding.md's example ends here ---- */
   printf("readme_example: steps %lld..%lld, restored from %lld, last loss %.6f\n", (long long)(saved + 1),
          (long long)(step - 1), (long long)saved, loss);
   return signal ? TENAX_EXIT_PREEMPTED : 0;

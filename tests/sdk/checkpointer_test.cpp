@@ -326,7 +326,7 @@ TEST(SdkCheckpointer, RetentionKeepsTheNewestAndTheBestByMetric) {
 
 // N ranks write, M ranks read (N, M in 1..8): every rank finds every replicated tensor, bit for
 // bit, whichever shard holds it; rank r < N finds its own per-rank state, ranks >= N find none
-// (the Trainer then derives one, see README "Resume").
+// (the Trainer then derives one, see docs/checkpoints.md, "Resume semantics").
 class SdkCheckpointerReshard : public ::testing::TestWithParam<int> {};
 
 TEST_P(SdkCheckpointerReshard, WrittenByNLoadsIntoAnyM) {

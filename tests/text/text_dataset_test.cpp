@@ -169,7 +169,7 @@ TEST_F(TextDatasetFiles, MangledFilesFailCleanly) {
   EXPECT_GT(read, 50u);
 }
 
-// The fetched data set: the split sizes of README.md, two labels, and no text shared between
+// The fetched data set: the split sizes of docs/trainer.md ("Data"), two labels, and no text shared between
 // splits (the test split is held out).
 TEST(TextRottenTomatoes, SplitsAreDisjointAndLabeled) {
   const std::string dir = test::asset("data/rotten_tomatoes");

@@ -127,7 +127,8 @@ struct RendezvousSnapshot {
   std::int64_t resume_step = 0;
   std::uint64_t nodes_lost = 0;          ///< nodes declared dead after missed heartbeats
   /// The longest gap between two messages of a node that was not declared dead (a healthy node's
-  /// worst silence: the measurement behind the heartbeat defaults, README "Multi-node").
+  /// worst silence: the measurement behind the heartbeat defaults; docs/launcher-and-slurm.md,
+  /// "What each fault costs").
   std::int64_t longest_silence_ms = 0;
   std::uint64_t malformed_messages = 0;  ///< messages dropped as malformed
   std::uint64_t refused_peers = 0;       ///< connections refused for want of the job's keys (both sockets)

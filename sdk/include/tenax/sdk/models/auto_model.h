@@ -1,6 +1,6 @@
 // The registry of model families: config.json's model_type picks the family whose
 // classification model from_pretrained loads, as transformers' Auto classes do. Adding a family
-// is one line in sdk/src/models/auto_model.cpp (README "Adding a model family").
+// is one line in sdk/src/models/auto_model.cpp (docs/trainer.md, "Adding a model family").
 // Thread-safety: stateless (the table is constant).
 //
 //   auto model = AutoModelForClassification::from_pretrained(dir, PretrainedOptions().num_labels(2));
