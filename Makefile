@@ -56,7 +56,7 @@ build-cuda: deps
 # Every test of the CUDA flavour that needs no GPU (label cuda); those that need one (label gpu)
 # exist only when configure saw a GPU, and then run too.
 test-cuda: build-cuda
-	ctest --test-dir $(BUILD_CUDA) -L 'cuda|gpu' -j $(CTEST_JOBS) --output-on-failure --timeout 900
+	ctest --test-dir $(BUILD_CUDA) -L 'cuda|gpu' -j $(CTEST_JOBS) --output-on-failure --timeout 300
 
 # Only the network-fault tests (root: they build network namespaces; tests/netns/README.md).
 # `make test` runs them too. One scenario: ctest --test-dir build -R netns.cut_link -V

@@ -80,6 +80,10 @@ def main():
     for label, minimum, have, what in short:
         print(f"test inventory: label '{label}' has {have} tests, expected at least {minimum}"
               + (f": {what}" if what else ""), file=sys.stderr)
+    # A test with no label escapes every per-label count; checked where the file counts the
+    # whole suite ('*'). A flavour that builds only some binaries (the CUDA one) counts labels only.
+    if not any(label == "*" for label, _, _ in expected):
+        unlabelled = []
     for name in unlabelled:
         print(f"test inventory: test '{name}' has no label: give it one (tenax_test labels by folder; "
               f"add_test needs set_tests_properties(... LABELS ...)) so that it is counted", file=sys.stderr)
