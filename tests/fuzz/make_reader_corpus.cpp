@@ -317,6 +317,34 @@ std::string jpeg(int width, int height, const JpegOptions& options, std::uint32_
   return out;
 }
 
+void put_be(std::string& bytes, std::size_t at, std::uint32_t value, int width) {
+  for (int i = 0; i < width; ++i) {
+    bytes[at + static_cast<std::size_t>(i)] = static_cast<char>((value >> (8 * (width - 1 - i))) & 0xff);
+  }
+}
+
+// The PNG with its IHDR announcing `width` x `height`, the chunk's CRC made to match.
+std::string png_resized(std::string png, std::uint32_t width, std::uint32_t height) {
+  put_be(png, 16, width, 4);  // signature 8, chunk length 4, "IHDR" 4
+  put_be(png, 20, height, 4);
+  const auto crc = crc32(0, reinterpret_cast<const Bytef*>(png.data() + 12), 17);  // type + 13 bytes
+  put_be(png, 29, static_cast<std::uint32_t>(crc), 4);
+  return png;
+}
+
+// The JPEG with its start-of-frame marker announcing `width` x `height`.
+std::string jpeg_resized(std::string jpeg, std::uint16_t width, std::uint16_t height) {
+  for (std::size_t i = 2; i + 9 < jpeg.size(); ++i) {
+    const auto a = static_cast<unsigned char>(jpeg[i]), b = static_cast<unsigned char>(jpeg[i + 1]);
+    if (a == 0xff && (b == 0xc0 || b == 0xc2)) {
+      put_be(jpeg, i + 5, height, 2);  // marker 2, length 2, precision 1
+      put_be(jpeg, i + 7, width, 2);
+      return jpeg;
+    }
+  }
+  throw std::runtime_error("no SOF marker");
+}
+
 void image_seeds(Emitter& emit) {
   const std::string rgb = png(6, 5, PNG_COLOR_TYPE_RGB, 8, false, 40);
   emit("png-rgb8", rgb);
@@ -333,6 +361,10 @@ void image_seeds(Emitter& emit) {
   emit("png-bad-ihdr-crc", flip(rgb, 30));   // the IHDR chunk's CRC
   emit("png-bad-idat", flip(rgb, rgb.size() - 20));  // inside the compressed pixels
   emit("png-bad-signature-only", rgb.substr(0, 8));
+  // Headers announcing more than the data hold: libpng's largest size (over Pillow's
+  // decompression-bomb limit), and one under that limit but over what the file's bytes can carry.
+  emit("png-bad-ihdr-1000000x1000000", png_resized(rgb, 1000000, 1000000));
+  emit("png-bad-ihdr-3000x3000", png_resized(rgb, 3000, 3000));
 
   const std::string color = jpeg(16, 8, JpegOptions{}, 50);
   emit("jpeg-rgb-420", color);
@@ -356,6 +388,11 @@ void image_seeds(Emitter& emit) {
   emit("jpeg-bad-truncated", color.substr(0, color.size() - 12));  // inside the scan
   emit("jpeg-bad-scan", flip(color, color.size() - 30));
   emit("jpeg-bad-soi-only", color.substr(0, 3));
+  // As for PNG: over the pixel limit, and under it but far more than the file holds (decoding
+  // stops at the end of the data).
+  emit("jpeg-bad-sof-65000x65000", jpeg_resized(color, 65000, 65000));
+  emit("jpeg-bad-sof-4000x4000", jpeg_resized(color, 4000, 4000));
+  emit("jpeg-bad-progressive-sof-4000x4000", jpeg_resized(jpeg(16, 16, progressive, 53), 4000, 4000));
 }
 
 int run(const fs::path& out_dir) {
