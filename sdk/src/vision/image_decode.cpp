@@ -2,7 +2,6 @@
 // Pillow's Image.convert("RGB") amounts to. Both libraries report errors by longjmp, so each
 // decoder's library calls sit in one function whose state is all its caller's (read_png,
 // read_jpeg): a longjmp leaves no local of theirs indeterminate and skips no destructor.
-#include <algorithm>
 #include <csetjmp>
 #include <cstdint>
 #include <cstdio>
@@ -22,7 +21,7 @@ namespace {
 
 // Pillow's decompression-bomb limit: Image.open refuses an image of more than twice
 // Image.MAX_IMAGE_PIXELS (1024^3 / 4 / 3) pixels with DecompressionBombError. The same limit here
-// means a damaged or hostile header (a 700-byte JPEG announcing 64,272 x 16,160 pixels, found by
+// means a damaged or hostile header (a 647-byte JPEG announcing 64,272 x 16,160 pixels, found by
 // tests/fuzz image_decoder_fuzz) is an error naming the file, not a 3 GB allocation.
 constexpr std::uint64_t kMaxImagePixels = 2 * (std::uint64_t{1} << 30) / 4 / 3;
 
@@ -163,15 +162,14 @@ bool read_jpeg(jpeg_decompress_struct* cinfo, JpegError* error, const std::strin
   jpeg_start_decompress(cinfo);
   image->width = cinfo->output_width;
   image->height = cinfo->output_height;
-  // The pixels grow with the rows decoded, and decoding stops at the end of the data: a
-  // truncated file with a large header costs what it holds, not the whole announced image.
+  // The pixels are reserved (address space, at most 537 MB under the limit) but written, and so
+  // backed by memory, row by row, and decoding stops at the end of the data: a truncated file
+  // with a large header costs the rows it holds, not the whole announced image.
   const auto row_bytes = static_cast<std::size_t>(image->width) * 3;
-  const auto total = row_bytes * static_cast<std::size_t>(image->height);
+  image->rgb.reserve(row_bytes * static_cast<std::size_t>(image->height));
   while (cinfo->output_scanline < cinfo->output_height) {
     const std::size_t end = (static_cast<std::size_t>(cinfo->output_scanline) + 1) * row_bytes;
-    if (image->rgb.size() < end) {
-      image->rgb.resize(std::min(total, std::max({end, std::size_t{1} << 20, 2 * image->rgb.size()})));
-    }
+    image->rgb.resize(end);
     JSAMPROW row = &image->rgb[end - row_bytes];
     jpeg_read_scanlines(cinfo, &row, 1);
     if (error->truncated) {
