@@ -161,6 +161,11 @@ void safetensors_seeds(const fs::path& scratch, Emitter& emit) {
                                        4));
   emit("bad-metadata-type", hand_safetensors(R"({"__metadata__":{"format":1}})", 0));
   emit("bad-missing-field", hand_safetensors(R"({"a":{"dtype":"U8","shape":[1]}})", 1));
+  emit("bad-shape-float", hand_safetensors(R"({"a":{"dtype":"U8","shape":[1.5],"data_offsets":[0,1]}})", 1));
+  emit("bad-shape-over-int64",
+       hand_safetensors(R"({"a":{"dtype":"U8","shape":[9223372036854775808],"data_offsets":[0,0]}})", 0));
+  emit("bad-offsets-three", hand_safetensors(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1,2]}})", 1));
+  emit("bad-header-array", hand_safetensors("[1, 2]", 0));
 }
 
 // ---- IDX --------------------------------------------------------------------------------
@@ -361,6 +366,7 @@ void image_seeds(Emitter& emit) {
   emit("png-bad-ihdr-crc", flip(rgb, 30));   // the IHDR chunk's CRC
   emit("png-bad-idat", flip(rgb, rgb.size() - 20));  // inside the compressed pixels
   emit("png-bad-signature-only", rgb.substr(0, 8));
+  emit("not-an-image", std::string("GIF89a\x01\x00\x01\x00\x00\x00\x00;", 14));
   // Headers announcing more than the data hold: libpng's largest size (over Pillow's
   // decompression-bomb limit), and one under that limit but over what the file's bytes can carry.
   emit("png-bad-ihdr-1000000x1000000", png_resized(rgb, 1000000, 1000000));
