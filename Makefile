@@ -136,27 +136,32 @@ asan:
 tsan:
 	$(MAKE) test BUILD=build-tsan BUILD_TYPE=Tsan
 
-# libFuzzer on the checkpoint reader under ASan/UBSan (tests/fuzz/README.md), one process,
-# FUZZ_SECONDS long, over a scratch copy of tests/fuzz/corpus (the committed corpus is never
-# written). Crashing inputs land in $(FUZZ_BUILD)/artifacts/, sealed inputs on which libhdf5
-# alone crashes in $(FUZZ_BUILD)/hdf5-crashes/. Not part of `make test`.
+# libFuzzer on one reader of untrusted files under ASan/UBSan (tests/fuzz/README.md), one
+# process, FUZZ_SECONDS long, over a scratch copy of tests/fuzz/corpus/$(FUZZ_TARGET) (the
+# committed corpus is never written). FUZZ_TARGET is one of checkpoint_reader_fuzz (default),
+# safetensors_reader_fuzz, idx_reader_fuzz, image_decoder_fuzz. Crashing inputs land in
+# $(FUZZ_BUILD)/artifacts/, sealed checkpoints on which libhdf5 alone crashes in
+# $(FUZZ_BUILD)/hdf5-crashes/. Not part of `make test`.
 FUZZ_BUILD   ?= build-fuzz
+FUZZ_TARGET  ?= checkpoint_reader_fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_ARGS    ?=
 fuzz:
+	@test -d tests/fuzz/corpus/$(FUZZ_TARGET) || { echo "make fuzz: no fuzz target '$(FUZZ_TARGET)';" \
+	  "FUZZ_TARGET is one of: $$(ls tests/fuzz/corpus | tr '\n' ' ')" >&2; exit 2; }
 	@bash tools/bootstrap.sh fuzz
 	@mkdir -p $(FUZZ_BUILD) && CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(CMAKE_FLAGS) \
 	  -DTENAX_BUILD_FUZZERS=ON -DTENAX_BUILD_TESTS=OFF -DTENAX_BUILD_EXAMPLES=OFF -DTENAX_BUILD_BENCH=OFF \
 	  > $(FUZZ_BUILD)/configure.log 2>&1 || { cat $(FUZZ_BUILD)/configure.log; exit 1; }
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target checkpoint_reader_fuzz
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGET)
 	@cd $(FUZZ_BUILD) && rm -rf corpus artifacts hdf5-crashes && \
-	  mkdir -p corpus artifacts hdf5-crashes && cp $(CURDIR)/tests/fuzz/corpus/* corpus/
+	  mkdir -p corpus artifacts hdf5-crashes && cp $(CURDIR)/tests/fuzz/corpus/$(FUZZ_TARGET)/* corpus/
 	@cd $(FUZZ_BUILD) && { TENAX_FUZZ_HDF5_CRASH_DIR=hdf5-crashes \
-	  ./tests/fuzz/checkpoint_reader_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
+	  ./tests/fuzz/$(FUZZ_TARGET) -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
 	  -print_final_stats=1 -artifact_prefix=artifacts/ $(FUZZ_ARGS) corpus; \
 	  echo $$? > fuzz.rc; } 2>&1 | tee fuzz.log; \
-	  echo "== fuzz summary ($(FUZZ_BUILD)/fuzz.log) =="; \
-	  grep -E '^#[0-9]+[[:space:]]+DONE|^stat::|^==[0-9]+==ERROR|^SUMMARY|^checkpoint_reader_fuzz:' \
+	  echo "== fuzz summary: $(FUZZ_TARGET) ($(FUZZ_BUILD)/fuzz.log) =="; \
+	  grep -E '^#[0-9]+[[:space:]]+DONE|^stat::|^==[0-9]+==ERROR|^SUMMARY|^$(FUZZ_TARGET):' \
 	    fuzz.log; \
 	  echo "corpus: $$(ls corpus | wc -l) inputs; artifacts: $$(ls artifacts | wc -l);" \
 	    "hdf5-crashes: $$(ls hdf5-crashes | wc -l)"; \

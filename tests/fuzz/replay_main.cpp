@@ -6,6 +6,15 @@
 // Every argument must exist; directories are read in name order, not recursively. A crash, a
 // failed harness check (abort) or an uncaught exception (std::terminate) fails the run; the
 // name of each input is printed before it runs so the culprit is the last line.
+//
+// Outside sanitizer builds the process's address space is capped at 2 GiB (kMaxAddressSpaceMb), as
+// libFuzzer caps a fuzzing process's mallocs at 2 GiB: an input that makes a reader allocate
+// what a damaged header announces (findings/idx_reader_fuzz/header-announces-4gib) then fails
+// with std::bad_alloc instead of passing on a machine with memory to spare. Sanitizer builds
+// reserve terabytes of shadow memory, so there the sanitizer's own limit (sanitizer_options.cpp,
+// max_allocation_size_mb) does this instead.
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -19,9 +28,32 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TENAX_REPLAY_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define TENAX_REPLAY_SANITIZED 1
+#endif
+#endif
+
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr rlim_t kMaxAddressSpaceMb = 2048;
+
+void cap_address_space() {
+#ifndef TENAX_REPLAY_SANITIZED
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0) return;
+  const rlim_t cap = kMaxAddressSpaceMb << 20;
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < cap) return;
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > cap) {
+    limit.rlim_cur = cap;
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) std::perror("replay: setrlimit(RLIMIT_AS)");
+  }
+#endif
+}
 
 bool collect(const fs::path& arg, std::vector<fs::path>& inputs) {
   std::error_code ec;
@@ -43,6 +75,7 @@ bool collect(const fs::path& arg, std::vector<fs::path>& inputs) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cap_address_space();
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s <corpus dir or file>...\n", argv[0]);
     return 2;

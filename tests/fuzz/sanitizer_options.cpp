@@ -1,4 +1,6 @@
-// Sanitizer settings for the fuzz target and its corpus replay (inert without ASan).
+// Sanitizer settings for the fuzz targets and their corpus replays (inert without ASan). Written
+// for the checkpoint reader's libhdf5; the other readers' targets use them too, so that a huge
+// allocation in Tenax code is a finding in every target (operator new aborts above 2 GiB).
 // tests/fuzz/README.md ("Findings") has the inputs and stacks behind each setting.
 //
 // allocator_may_return_null=1: sealed-checkpoint inputs feed damaged HDF5 metadata to libhdf5

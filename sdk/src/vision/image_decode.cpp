@@ -3,6 +3,7 @@
 // decoder's library calls sit in one function whose state is all its caller's (read_png,
 // read_jpeg): a longjmp leaves no local of theirs indeterminate and skips no destructor.
 #include <csetjmp>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -17,6 +18,27 @@
 
 namespace tenax::sdk {
 namespace {
+
+// Pillow's decompression-bomb limit: Image.open refuses an image of more than twice
+// Image.MAX_IMAGE_PIXELS (1024^3 / 4 / 3) pixels with DecompressionBombError. The same limit here
+// means a damaged or hostile header (a 647-byte JPEG announcing 64,272 x 16,160 pixels, found by
+// tests/fuzz image_decoder_fuzz) is an error naming the file, not a 3 GB allocation.
+constexpr std::uint64_t kMaxImagePixels = 2 * (std::uint64_t{1} << 30) / 4 / 3;
+
+// Deflate expands at most 1032-fold, and every pixel of a PNG takes at least one bit of the
+// inflated data; a header announcing more pixels than the file's bytes can carry is damaged.
+constexpr std::uint64_t kMaxPngPixelsPerByte = 8 * 1032;
+
+// Formats the size check's message into `message`; false when `width` x `height` is refused.
+bool plausible_size(std::uint64_t width, std::uint64_t height, char* message, std::size_t size) {
+  if (width * height <= kMaxImagePixels) return true;
+  std::snprintf(message, size,
+                "%llu x %llu pixels is over the limit of %llu (Pillow's decompression-bomb limit; Pillow refuses "
+                "it too): a damaged header, or not an image to decode whole",
+                static_cast<unsigned long long>(width), static_cast<unsigned long long>(height),
+                static_cast<unsigned long long>(kMaxImagePixels));
+  return false;
+}
 
 struct PngSource {
   const std::uint8_t* data;
@@ -52,6 +74,18 @@ bool read_png(png_structp png, png_infop info, PngSource* source, Image* image, 
   if (setjmp(error->jump)) return false;
   png_set_read_fn(png, source, png_read_from_memory);
   png_read_info(png, info);
+  {
+    // libpng allows up to 1,000,000 x 1,000,000; refuse before allocating.
+    const std::uint64_t width = png_get_image_width(png, info);
+    const std::uint64_t height = png_get_image_height(png, info);
+    if (!plausible_size(width, height, error->message, sizeof error->message)) return false;
+    if (width * height > kMaxPngPixelsPerByte * source->size) {
+      std::snprintf(error->message, sizeof error->message,
+                    "IHDR announces %llu x %llu pixels, more than %zu bytes of PNG can hold (a damaged header)",
+                    static_cast<unsigned long long>(width), static_cast<unsigned long long>(height), source->size);
+      return false;
+    }
+  }
   // To 8-bit RGB as Pillow's convert("RGB"): palettes and low bit depths expanded, 16 bits
   // reduced, gray replicated, alpha dropped; no gamma transformation.
   png_set_expand(png);
@@ -122,19 +156,26 @@ bool read_jpeg(jpeg_decompress_struct* cinfo, JpegError* error, const std::strin
     std::snprintf(error->message, sizeof error->message, "CMYK JPEGs are not supported (convert it to RGB first)");
     return false;
   }
+  if (!plausible_size(cinfo->image_width, cinfo->image_height, error->message, sizeof error->message)) return false;
   // libjpeg's defaults are Pillow's: islow IDCT, fancy upsampling; gray is replicated to RGB.
   cinfo->out_color_space = JCS_RGB;
   jpeg_start_decompress(cinfo);
   image->width = cinfo->output_width;
   image->height = cinfo->output_height;
-  image->rgb.resize(static_cast<std::size_t>(image->width * image->height * 3));
+  // The pixels are reserved (address space, at most 537 MB under the limit) but written, and so
+  // backed by memory, row by row, and decoding stops at the end of the data: a truncated file
+  // with a large header costs the rows it holds, not the whole announced image.
+  const auto row_bytes = static_cast<std::size_t>(image->width) * 3;
+  image->rgb.reserve(row_bytes * static_cast<std::size_t>(image->height));
   while (cinfo->output_scanline < cinfo->output_height) {
-    JSAMPROW row = &image->rgb[static_cast<std::size_t>(cinfo->output_scanline) * image->width * 3];
+    const std::size_t end = (static_cast<std::size_t>(cinfo->output_scanline) + 1) * row_bytes;
+    image->rgb.resize(end);
+    JSAMPROW row = &image->rgb[end - row_bytes];
     jpeg_read_scanlines(cinfo, &row, 1);
-  }
-  if (error->truncated) {
-    std::snprintf(error->message, sizeof error->message, "the file is truncated (premature end of JPEG data)");
-    return false;
+    if (error->truncated) {
+      std::snprintf(error->message, sizeof error->message, "the file is truncated (premature end of JPEG data)");
+      return false;
+    }
   }
   jpeg_finish_decompress(cinfo);
   return true;

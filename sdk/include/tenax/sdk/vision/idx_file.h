@@ -4,7 +4,9 @@
 // format those data sets use for images and labels. Gzip-compressed files (as Debian's
 // dataset-fashion-mnist ships them, *-ubyte.gz) are read the same as plain ones (zlib).
 // Files are untrusted input: the header is checked against what the caller expects and the
-// payload against the size the header announces, before anything is used.
+// payload against the size the header announces, before anything is used; the memory taken is
+// bounded by the data the file really holds (at most about twice it), not by what the header
+// announces.
 // Thread-safety: a stateless function; an IdxArray is a plain value.
 //
 //   IdxArray images = read_idx_ubyte("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", 3);

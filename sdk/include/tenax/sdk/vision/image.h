@@ -24,8 +24,10 @@ struct Image {
 };
 
 /// Decodes a PNG or JPEG file (told apart by its first bytes, not its name) into RGB. Throws
-/// StorageError naming the file when it cannot be read, is neither format, is corrupt, or is a
-/// kind this decoder refuses rather than guesses (CMYK JPEG).
+/// StorageError naming the file when it cannot be read, is neither format, is corrupt or
+/// truncated, announces more than 178,956,970 pixels (Pillow's decompression-bomb limit, which
+/// Pillow refuses too; checked before any pixel memory is taken), or is a kind this decoder
+/// refuses rather than guesses (CMYK JPEG).
 Image decode_image(const std::filesystem::path& path);
 /// As decode_image, on bytes already read; `where` names the source in errors.
 Image decode_image(const std::string& bytes, const std::string& where);
