@@ -13,7 +13,9 @@
 include_guard(GLOBAL)
 
 set(tenax_pch_default OFF)
-if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT TENAX_BUILD_FUZZERS)
+# The CUDA flavour keeps its own per-target headers (sdk/CMakeLists.txt, tests/gpu) until the
+# shared one has been built there: no session with its toolkit and wheel has built it yet.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT TENAX_BUILD_FUZZERS AND NOT TENAX_CUDA)
   set(tenax_pch_default ON)
 endif()
 option(TENAX_PCH "Precompile <torch/torch.h> once for every target that uses libtorch" ${tenax_pch_default})
