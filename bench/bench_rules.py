@@ -6,7 +6,10 @@
 - the header names the commit of the scripts' checkout (and says whether the tree had uncommitted
   changes), and, when the bench measured Tenax binaries, the commit, tree state and flavour those
   binaries were built from (`tenax --version`), the machine's cores and load, and the command line,
-  so a result file says what produced it.
+  so a result file says what produced it;
+- every system runs with the BLAS kernels the CPU has: when OpenBLAS would fall back to older
+  ones (`tenax --version`'s second line says so), OPENBLAS_CORETYPE is set for all of them, peers
+  included, and a bench whose user forced slower kernels is refused (blas_kernels()).
 """
 import datetime
 import os
@@ -56,6 +59,30 @@ def binaries(build_dir) -> str:
     return f'binaries: commit {commit_}, tree {tree}, flavour {flavour} ({tenax} --version: "{first}")'
 
 
+def blas_kernels(build_dir) -> str:
+    """The `blas:` header line from `<build_dir>/launcher/tenax --version`. When OpenBLAS falls back
+    to kernels older than the CPU, sets OPENBLAS_CORETYPE (as `tenax run` does for its workers) in
+    this process's environment, so every system of the bench runs on the same, right kernels; exits
+    with status 2 when the user's OPENBLAS_CORETYPE forces slower ones (no result is published from
+    them)."""
+    tenax = os.path.join(os.path.abspath(build_dir), "launcher", "tenax")
+    try:
+        run = subprocess.run([tenax, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"blas: unknown ({tenax} --version: {e})"
+    said = next((l.strip() for l in run.stdout.splitlines() if l.startswith("BLAS: ")), "")
+    if not said:
+        return f"blas: unknown ({tenax} --version names no BLAS; a build older than the BLAS check?)"
+    if "slower kernels than this CPU can run" in said:
+        print(f"bench: refused: {said}", file=sys.stderr)
+        sys.exit(2)
+    chosen = re.search(r"the workers get OPENBLAS_CORETYPE=(\w+)", said)
+    if chosen:
+        os.environ["OPENBLAS_CORETYPE"] = chosen.group(1)
+        return f"blas: {said[len('BLAS: '):]}; OPENBLAS_CORETYPE={chosen.group(1)} for every system of this bench"
+    return f"blas: {said[len('BLAS: '):]}"
+
+
 def cpu_busy_seconds() -> float:
     """Busy CPU time of the whole machine (all cores) from /proc/stat, in seconds."""
     with open("/proc/stat") as f:
@@ -72,6 +99,8 @@ def header(name: str, *builds) -> str:
              f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
              f"  command: {' '.join(shlex.quote(x) for x in sys.argv)}"]
     lines += [f"  {binaries(b)}" for b in builds if b]
+    if any(builds):
+        lines.append(f"  {blas_kernels(next(b for b in builds if b))}")
     return "\n".join(lines)
 
 

@@ -84,6 +84,11 @@ for v in ROUNDS ORDER_SEED MAX_LOAD MAX_RERUNS LOAD_WAIT THREADS STEPS EPOCHS BA
          TENAX_ASSETS WORK RESULTS; do
   [ -z "${!v+x}" ] || settings+=("$v=${!v}")
 done
+# Every system on the CPU's own BLAS kernels (bench_rules.blas_kernels): the OPENBLAS_CORETYPE that
+# `tenax run` would give its workers, exported for the peers too; a forced slower one is refused.
+coretype=$(python3 -c 'import os, sys; sys.path.insert(0, sys.argv[1]); import bench_rules
+bench_rules.blas_kernels(sys.argv[2]); print(os.environ.get("OPENBLAS_CORETYPE", ""))' "$repo/bench" "$build") || exit 2
+[ -z "$coretype" ] || export OPENBLAS_CORETYPE=$coretype
 # The header names the binaries measured (bench_rules.binaries: `tenax --version` of each build).
 python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_rules; builds = sys.argv[2:4]; sys.argv = sys.argv[4:]
 print(bench_rules.header("finetune bench", *builds))' "$repo/bench" "$build" "$also" "${settings[@]}" bash "$0" "${orig_args[@]}"

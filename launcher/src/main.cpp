@@ -1,5 +1,6 @@
 // The `tenax` command line: dispatches subcommands. Exit codes follow DESIGN.md §3:
 // 0 done, 1 failure, 2 usage or configuration error, 3 preempted.
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -10,11 +11,13 @@
 #include <optional>
 
 #include "agent.h"
+#include "blas_choice.h"
 #include "multi_node_plan.h"
 #include "slurm_job.h"
 #include "ckpt_command.h"
 #include "rdzv_command.h"
 #include "run_options.h"
+#include "tenax/core/blas_kernels.h"
 #include "tenax/core/build_info.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
@@ -44,6 +47,21 @@ std::string this_hostname() {
   return buffer;
 }
 
+// Before any worker exists: OPENBLAS_CORETYPE, when OpenBLAS would fall back to kernels older
+// than this CPU, goes into the environment every worker inherits (blas_choice.h).
+void choose_blas_for_workers(spdlog::logger& log) {
+  using namespace tenax;
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  const launcher::BlasChoice choice = launcher::choose_worker_blas(
+      tenax::probe_openblas(), tenax::detect_cpu_vector_features(), user ? user : "");
+  if (choice.coretype) ::setenv("OPENBLAS_CORETYPE", choice.coretype->c_str(), 1);
+  if (choice.warn) {
+    log.warn("{}", choice.message);
+  } else {
+    log.info("{}", choice.message);
+  }
+}
+
 int run_command(const std::vector<std::string>& args) {
   using namespace tenax;
   if (launcher::run_help_requested(args)) {
@@ -61,6 +79,7 @@ int run_command(const std::vector<std::string>& args) {
     set_log_identity(identity);
     auto log = logger("tenax.launcher");
     log->info("{}", version_line());
+    choose_blas_for_workers(*log);
 
     // Multi-node when --nnodes/--rdzv-endpoint is given or srun started this agent.
     std::optional<launcher::MultiNodePlan> plan = launcher::plan_multi_node(
@@ -99,7 +118,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "--version" || command == "version") {
-    std::cout << tenax::version_line() << "\n";
+    // The second line: the BLAS kernels `tenax run` would give its workers here (bench headers
+    // record it).
+    const char* user = std::getenv("OPENBLAS_CORETYPE");
+    std::cout << tenax::version_line() << "\n"
+              << tenax::launcher::choose_worker_blas(tenax::probe_openblas(), tenax::detect_cpu_vector_features(),
+                                                     user ? user : "")
+                     .message
+              << "\n";
     return 0;
   }
   if (command == "run") return run_command(args);

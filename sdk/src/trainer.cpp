@@ -11,6 +11,7 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "tenax/core/blas_kernels.h"
 #include "tenax/core/build_info.h"
 #include "tenax/core/error.h"
 #include "tenax/core/exit_codes.h"
@@ -594,6 +595,11 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
     r.last_saved = state_.global_step;
   }
   log->info("{}", version_line());
+  if (const BlasReport blas = report_loaded_blas(); blas.fallback) {
+    logger("tenax.trainer")->warn("{}", blas.line);  // from every rank: nodes can differ
+  } else {
+    log->info("{}", blas.line);
+  }
   if (r.plan.has_dataset) {
     log->info("training {} steps: {} ranks x {} per device x {} accumulation = global batch {}, {} steps per epoch",
               r.plan.max_steps, world, args_.per_device_train_batch_size, accumulation_steps_, r.plan.global_batch,

@@ -13,6 +13,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <regex>
+
+#include "tenax/core/blas_kernels.h"
+
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
@@ -102,6 +106,23 @@ TEST_F(IntegrationKillResume, UninterruptedRunFinishesWithoutRestart) {
   ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
   EXPECT_EQ(reference_->agent["restarts"], 0) << reference_->agent.dump();
   EXPECT_TRUE(fs::exists(final_checkpoint("reference") / "manifest.json"));
+}
+
+// Whatever OpenBLAS makes of this CPU on its own (Debian 12's 0.3.21 falls back to SSE3 on a
+// 2023 Xeon), the workers of `tenax run` train with vector kernels when the CPU has them, and
+// say which in their log.
+TEST_F(IntegrationKillResume, WorkersTrainWithTheCpusVectorKernels) {
+  ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
+  std::smatch agent, worker;
+  ASSERT_TRUE(std::regex_search(reference_->log, agent, std::regex(R"(\[agent g0\] \[tenax\.launcher\] \w+: BLAS: .*)")))
+      << reference_->log;
+  ASSERT_TRUE(std::regex_search(reference_->log, worker,
+                                std::regex(R"(\[worker r0 g0\] \[tenax\.trainer\] \w+: BLAS: OpenBLAS [^,]+, core (\w+))")))
+      << reference_->log;
+  if (!tenax::detect_cpu_vector_features().avx2_fma) {
+    GTEST_SKIP() << "this CPU has no AVX2; the worker said: " << worker.str(0);
+  }
+  EXPECT_TRUE(tenax::is_vector_openblas_core(worker.str(1))) << worker.str(0) << "\nagent: " << agent.str(0);
 }
 
 TEST_F(IntegrationKillResume, KillBetweenCheckpointsResumesBitIdentically) {
