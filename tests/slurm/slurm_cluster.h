@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <set>
 #include <string>
 #include <system_error>
@@ -253,6 +254,24 @@ class SlurmClusterTest : public ::testing::Test {
     return s;
   }
 
+  /// Polls until the job is PENDING with at least one restart behind it (or the deadline);
+  /// returns "PENDING", or the last state seen.
+  std::string wait_for_requeued(std::chrono::seconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const std::regex job_state(R"(\bJobState=(\S+))"), restarts(R"(\bRestarts=(\d+))");
+    std::string s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::string text = run("scontrol show job -o " + job_ + " 2>/dev/null");
+      std::smatch state_match, restarts_match;
+      s = std::regex_search(text, state_match, job_state) ? state_match.str(1) : "";
+      if (s == "PENDING" && std::regex_search(text, restarts_match, restarts) && std::stoi(restarts_match.str(1)) >= 1) {
+        return s;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return s;
+  }
+
   std::string wait_done(std::chrono::seconds timeout = std::chrono::seconds(60)) const {
     return wait_for({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}, timeout);
   }
@@ -278,9 +297,13 @@ class SlurmClusterTest : public ::testing::Test {
   // at most; all nodes are this host).
   // `update` (e.g. "TimeLimit=10") is applied to the pending job first. Returns the state seen
   // ("PENDING", or whatever it was at the deadline).
+  // PENDING means after a requeue (Restarts >= 1), not the PENDING of the submission: a job whose
+  // first run had not started yet is PENDING too, and a test that called this right after sbatch
+  // then released it at once; its StartTime=now fell in the second of the requeue that followed
+  // (10:47:11.034 against 11.031): a revoked credential, the job FAILED, its second run never ran.
   std::string start_requeued_job_now(std::chrono::seconds timeout, const std::string& update = "") const {
     using namespace std::chrono_literals;
-    const std::string pending = wait_for({"PENDING"}, timeout);
+    const std::string pending = wait_for_requeued(timeout);
     if (pending != "PENDING") return pending;
     const auto drained_by = std::chrono::steady_clock::now() + 30s;
     while (!slurmstepds_of(job_).empty() && std::chrono::steady_clock::now() < drained_by) {
