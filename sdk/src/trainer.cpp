@@ -350,7 +350,8 @@ void Trainer::save(const Logs& metrics, std::optional<std::int64_t> label) {
   if (const std::string key = best_metric_key(); !key.empty()) {
     if (const auto it = metrics.find(key); it != metrics.end()) {
       const bool better = !state_.best_metric ||
-                          (args_.greater_is_better ? it->second > *state_.best_metric : it->second < *state_.best_metric);
+                          (args_.resolved_greater_is_better() ? it->second > *state_.best_metric
+                                                               : it->second < *state_.best_metric);
       if (better) {
         state_.best_metric = it->second;
         state_.best_model_checkpoint = storage::CheckpointDirectory(checkpointer.root()).step_dir(request.step).string();
@@ -500,7 +501,7 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   CheckpointerOptions checkpoint_options;
   checkpoint_options.save_total_limit = static_cast<int>(args_.save_total_limit);
   checkpoint_options.metric_for_best_model = best_metric_key();
-  checkpoint_options.greater_is_better = args_.greater_is_better;
+  checkpoint_options.greater_is_better = args_.resolved_greater_is_better();
   run_ = std::make_unique<Run>(args_.output_dir, context_, checkpoint_options);
   Run& r = *run_;
 
@@ -990,7 +991,7 @@ TrainOutput Trainer::end(int preempt_signal) {
   if (args_.load_best_model_at_end && preempt_signal == 0) {
     // The committed manifests decide (a save that failed is never the best one).
     const std::optional<std::int64_t> best =
-        detail::best_step(r.checkpointer->root(), best_metric_key(), args_.greater_is_better);
+        detail::best_step(r.checkpointer->root(), best_metric_key(), args_.resolved_greater_is_better());
     if (!best) {
       log->warn("load_best_model_at_end: no committed checkpoint records {}; keeping the last model",
                 best_metric_key());

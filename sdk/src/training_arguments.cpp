@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <type_traits>
 
 #include "tenax/core/error.h"
 #include "tenax/sdk/lr_schedule.h"
@@ -76,9 +77,23 @@ std::int64_t TrainingArguments::resolved_warmup_steps(std::int64_t total_steps) 
   return static_cast<std::int64_t>(std::ceil(warmup_ratio * static_cast<double>(total_steps)));
 }
 
+bool TrainingArguments::resolved_greater_is_better() const {
+  if (greater_is_better) return *greater_is_better;
+  // transformers' TrainingArguments.__post_init__: not metric_for_best_model.endswith("loss").
+  const std::string suffix = "loss";
+  const std::string& m = metric_for_best_model;
+  return !(m.size() >= suffix.size() && m.compare(m.size() - suffix.size(), suffix.size(), suffix) == 0);
+}
+
 nlohmann::json TrainingArguments::to_json() const {
   nlohmann::json out = nlohmann::json::object();
-  for_each_field(*this, [&](const char* name, const auto& value) { out[name] = value; });
+  for_each_field(*this, [&](const char* name, const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::optional<bool>>) {
+      out[name] = resolved_greater_is_better();  // the one optional field
+    } else {
+      out[name] = value;
+    }
+  });
   return out;
 }
 

@@ -32,6 +32,7 @@ std::string type_name(const FieldTarget& target) {
                                [](std::int64_t*) { return "integer"; },
                                [](std::uint64_t*) { return "non-negative integer"; },
                                [](bool*) { return "boolean"; },
+                               [](std::optional<bool>*) { return "boolean"; },
                                [](std::vector<std::string>*) { return "list of strings"; }},
                     target);
 }
@@ -57,8 +58,14 @@ std::string toml_type_name(const toml::node& node) {
   return "nothing";
 }
 
+// An optional field left unset (transformers' None): TOML has no way to write it.
+bool is_unset(const FieldTarget& target) {
+  const auto* optional = std::get_if<std::optional<bool>*>(&target);
+  return optional != nullptr && !(*optional)->has_value();
+}
+
 // A value as written in TOML (and close to how Python prints it). JSON's string escapes and
-// arrays of strings are valid TOML.
+// arrays of strings are valid TOML. An unset optional is "unset" (to_toml comments it out).
 std::string toml_value(const FieldTarget& target) {
   return std::visit(Overloaded{[](std::string* v) { return nlohmann::json(*v).dump(); },
                                [](double* v) -> std::string {
@@ -69,6 +76,9 @@ std::string toml_value(const FieldTarget& target) {
                                [](std::int64_t* v) { return std::to_string(*v); },
                                [](std::uint64_t* v) { return std::to_string(*v); },
                                [](bool* v) -> std::string { return *v ? "true" : "false"; },
+                               [](std::optional<bool>* v) -> std::string {
+                                 return !v->has_value() ? "unset" : **v ? "true" : "false";
+                               },
                                [](std::vector<std::string>* v) { return nlohmann::json(*v).dump(); }},
                     target);
 }
@@ -110,6 +120,10 @@ void set_from_toml(const FieldTarget& target, const toml::node& node, const std:
                           *v = static_cast<std::uint64_t>(x);
                         },
                         [&](bool* v) {
+                          if (!node.is_boolean()) throw wrong_type();
+                          *v = node.as_boolean()->get();
+                        },
+                        [&](std::optional<bool>* v) {
                           if (!node.is_boolean()) throw wrong_type();
                           *v = node.as_boolean()->get();
                         },
@@ -165,6 +179,11 @@ void set_from_string(const FieldTarget& target, const std::string& value, const 
                           *v = x;
                         },
                         [&](bool* v) {
+                          const auto b = parse_bool(value);
+                          if (!b) throw bad("a boolean (true or false)");
+                          *v = *b;
+                        },
+                        [&](std::optional<bool>* v) {
                           const auto b = parse_bool(value);
                           if (!b) throw bad("a boolean (true or false)");
                           *v = *b;
@@ -342,7 +361,7 @@ void ArgumentParser::apply_overrides(const std::vector<std::string>& flags) {
     if (field == nullptr) throw ConfigError(typed + ": unknown option" + did_you_mean(name, known, "--"));
     std::optional<std::string> value;
     if (eq != std::string::npos) value = a.substr(eq + 1);
-    if (std::holds_alternative<bool*>(field->target)) {
+    if (std::holds_alternative<bool*>(field->target) || std::holds_alternative<std::optional<bool>*>(field->target)) {
       if (!value && i + 1 < flags.size() && parse_bool(flags[i + 1])) value = flags[++i];
       if (!value) value = "true";
     } else if (!value) {
@@ -358,7 +377,9 @@ std::string ArgumentParser::to_toml() const {
   std::vector<std::string> tables;  // in order of first appearance
   for (const Field& f : fields_) {
     const auto dot = f.key.find('.');
-    if (dot == std::string::npos) {
+    if (dot == std::string::npos && is_unset(f.target)) {
+      out << "# " << f.key << " unset: its default is inferred\n";
+    } else if (dot == std::string::npos) {
       out << f.key << " = " << toml_value(f.target) << "\n";
     } else if (std::find(tables.begin(), tables.end(), f.key.substr(0, dot)) == tables.end()) {
       tables.push_back(f.key.substr(0, dot));
@@ -367,7 +388,12 @@ std::string ArgumentParser::to_toml() const {
   for (const std::string& table : tables) {
     out << "\n[" << table << "]\n";
     for (const Field& f : fields_) {
-      if (starts_with(f.key, table + ".")) out << f.key.substr(table.size() + 1) << " = " << toml_value(f.target) << "\n";
+      if (!starts_with(f.key, table + ".")) continue;
+      if (is_unset(f.target)) {
+        out << "# " << f.key.substr(table.size() + 1) << " unset: its default is inferred\n";
+      } else {
+        out << f.key.substr(table.size() + 1) << " = " << toml_value(f.target) << "\n";
+      }
     }
   }
   return out.str();

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <filesystem>
@@ -333,12 +334,12 @@ TEST(TrainerFlow, ACallbackStopsTrainingForcesASaveAndForcesAnEvaluation) {
 // --- best model ------------------------------------------------------------------------
 
 // An evaluation metric that follows a script: the n-th evaluation reports scores[n].
-ComputeMetrics scripted(std::vector<double> scores) {
+ComputeMetrics scripted(std::vector<double> scores, std::string name = "score") {
   auto calls = std::make_shared<std::size_t>(0);
-  return [scores, calls](const PredictionOutput&) {
+  return [scores, calls, name](const PredictionOutput&) {
     const double v = scores.at(std::min(*calls, scores.size() - 1));
     ++*calls;
-    return std::map<std::string, double>{{"score", v}};
+    return std::map<std::string, double>{{name, v}};
   };
 }
 
@@ -355,9 +356,11 @@ torch::Tensor saved_parameters(const std::filesystem::path& step_dir, Model& lik
 }
 
 struct BestCase {
-  bool greater_is_better;
+  std::optional<bool> greater_is_better;  // unset: inferred from the metric's name
+  std::string metric;
   std::int64_t expected_best_step;
   double expected_best;
+  const char* dir;
 };
 
 class TrainerBestModel : public ::testing::TestWithParam<BestCase> {};
@@ -365,7 +368,7 @@ class TrainerBestModel : public ::testing::TestWithParam<BestCase> {};
 TEST_P(TrainerBestModel, LoadBestModelAtEndLoadsTheBestCheckpointsParameters) {
   const BestCase c = GetParam();
   auto data = std::make_shared<Points>(64);
-  const auto dir = fresh_dir(c.greater_is_better ? "best-up" : "best-down");
+  const auto dir = fresh_dir(c.dir);
   // Evaluations at steps 2, 4, 6, 8.
   const std::vector<double> scores = {0.5, 0.9, 0.2, 0.6};
   torch::Tensor final_params, last_step_params;
@@ -379,12 +382,12 @@ TEST_P(TrainerBestModel, LoadBestModelAtEndLoadsTheBestCheckpointsParameters) {
     a.save_strategy = "steps";
     a.save_steps = 2;
     a.save_total_limit = 1;  // the best survives retention
-    a.metric_for_best_model = "score";
+    a.metric_for_best_model = c.metric;
     a.greater_is_better = c.greater_is_better;
     a.load_best_model_at_end = true;
     auto model = std::make_shared<Mlp>();
     Trainer trainer(model, a, data, ctx);
-    trainer.set_eval_dataset(data, scripted(scores));
+    trainer.set_eval_dataset(data, scripted(scores, c.metric));
     trainer.train();
     if (ctx.rank() == 0) {
       final_params = flat_parameters(*model);
@@ -401,8 +404,19 @@ TEST_P(TrainerBestModel, LoadBestModelAtEndLoadsTheBestCheckpointsParameters) {
   EXPECT_FALSE(torch::equal(final_params, saved_parameters(step_dir(8), like))) << "the last model was kept";
 }
 
+// Unset, the direction is transformers' inference: higher is better unless the metric's name ends
+// in "loss" (before, an unset direction meant lower is better: an accuracy kept its worst step).
 INSTANTIATE_TEST_SUITE_P(Directions, TrainerBestModel,
-                         ::testing::Values(BestCase{true, 4, 0.9}, BestCase{false, 6, 0.2}));
+                         ::testing::Values(BestCase{true, "score", 4, 0.9, "best-up"},
+                                           BestCase{false, "score", 6, 0.2, "best-down"},
+                                           BestCase{std::nullopt, "accuracy", 4, 0.9, "best-inferred-up"},
+                                           // Not "loss": the Trainer's own eval_loss would be the metric.
+                                           BestCase{std::nullopt, "nll_loss", 6, 0.2, "best-inferred-down"}),
+                         [](const ::testing::TestParamInfo<BestCase>& info) {
+                           std::string name = info.param.dir;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(TrainerFlow, LoadBestModelAtEndNeedsMatchingStrategies) {
   TrainingArguments a = quiet_args(fresh_dir("unused"));

@@ -147,6 +147,25 @@ TEST(SdkArgumentParser, ToTomlRoundTripsEveryField) {
   EXPECT_TRUE(contains(text, "[program]\n")) << text;
 }
 
+TEST(SdkArgumentParser, GreaterIsBetterIsUnsetUntilTheFileOrTheCommandLineSetsIt) {
+  TrainingArguments args;
+  ProgramOptions program;
+  ArgumentParser parser = parser_for(args, program);
+  const std::string printed = parser.to_toml();
+  EXPECT_TRUE(contains(printed, "# greater_is_better unset")) << printed;
+  EXPECT_FALSE(contains(printed, "greater_is_better = ")) << printed;
+  parser.load_toml("greater_is_better = false\nmetric_for_best_model = \"accuracy\"\n", "cfg.toml");
+  ASSERT_TRUE(args.greater_is_better.has_value());
+  EXPECT_FALSE(*args.greater_is_better) << "the user's false stands, even for an accuracy";
+  EXPECT_TRUE(contains(parser.to_toml(), "greater_is_better = false\n"));
+  parser.apply_overrides({"--greater-is-better"});
+  EXPECT_EQ(args.greater_is_better, std::optional<bool>(true));
+  parser.apply_overrides({"--greater_is_better", "no"});
+  EXPECT_EQ(args.greater_is_better, std::optional<bool>(false));
+  EXPECT_TRUE(contains(config_error([&] { parser.load_toml("greater_is_better = \"yes\"\n", "cfg.toml"); }),
+                       "'greater_is_better' must be a boolean"));
+}
+
 TEST(SdkArgumentParser, UnknownKeyNamesFileLineKeyAndClosestName) {
   TrainingArguments args;
   ProgramOptions program;

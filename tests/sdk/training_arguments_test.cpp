@@ -49,5 +49,29 @@ TEST(SdkTrainingArguments, WarmupStepsOverrideRatio) {
   EXPECT_EQ(a.to_json()["warmup_steps"], 3);
 }
 
+// transformers' TrainingArguments.__post_init__: greater_is_better None becomes
+// `not metric_for_best_model.endswith("loss")`; a value the user set stays.
+TEST(SdkTrainingArguments, GreaterIsBetterIsInferredFromTheMetricAsTransformersDoes) {
+  struct Row {
+    std::optional<bool> set;
+    const char* metric;
+    bool resolved;
+  };
+  const Row rows[] = {
+      {std::nullopt, "accuracy", true},   {std::nullopt, "eval_accuracy", true}, {std::nullopt, "matthews_correlation", true},
+      {std::nullopt, "f1", true},         {std::nullopt, "loss", false},         {std::nullopt, "eval_loss", false},
+      {std::nullopt, "nll_loss", false},  {std::nullopt, "lossy", true},         {false, "accuracy", false},
+      {true, "eval_loss", true},          {false, "eval_loss", false},
+  };
+  for (const Row& row : rows) {
+    TrainingArguments a;
+    a.metric_for_best_model = row.metric;
+    a.greater_is_better = row.set;
+    EXPECT_EQ(a.resolved_greater_is_better(), row.resolved) << row.metric << (row.set ? " (set)" : " (unset)");
+    EXPECT_EQ(a.to_json()["greater_is_better"], row.resolved) << "the manifest records the direction used";
+  }
+  EXPECT_FALSE(TrainingArguments().greater_is_better.has_value()) << "unset by default, as transformers' None";
+}
+
 }  // namespace
 }  // namespace tenax::sdk

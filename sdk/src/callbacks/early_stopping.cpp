@@ -64,7 +64,7 @@ void EarlyStoppingCallback::on_evaluate(const TrainingArguments& args, TrainerSt
   // np.less; a NaN on either side is no improvement.
   const bool improved =
       !state.best_metric.has_value() ||
-      ((args.greater_is_better ? value > *state.best_metric : value < *state.best_metric) &&
+      ((args.resolved_greater_is_better() ? value > *state.best_metric : value < *state.best_metric) &&
        std::abs(value - *state.best_metric) > threshold_);
   counter_ = improved ? 0 : counter_ + 1;
   if (counter_ >= patience_) {

@@ -35,7 +35,7 @@ int stopping_evaluation(EarlyStoppingCallback& cb, const TrainingArguments& args
     state.global_step = static_cast<std::int64_t>(10 * (i + 1));
     cb.on_evaluate(args, state, control, Logs{{key, values[i]}, {"eval_runtime", 0.1}});
     const double v = values[i];
-    if (!state.best_metric || (args.greater_is_better ? v > *state.best_metric : v < *state.best_metric)) {
+    if (!state.best_metric || (args.resolved_greater_is_better() ? v > *state.best_metric : v < *state.best_metric)) {
       state.best_metric = v;
     }
     if (control.should_training_stop) return static_cast<int>(i + 1);

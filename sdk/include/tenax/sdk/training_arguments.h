@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,9 @@ struct TrainingArguments {
   std::int64_t save_steps = 500;           ///< 0 disables periodic saves
   std::int64_t save_total_limit = 0;       ///< keep this many newest checkpoints (+ the best); 0 = all
   std::string metric_for_best_model;       ///< e.g. "eval_loss"; its best checkpoint is never pruned
-  bool greater_is_better = false;          ///< for metric_for_best_model
+  /// For metric_for_best_model. Unset (transformers' None): true unless metric_for_best_model
+  /// ends in "loss", as transformers infers it; resolved_greater_is_better() applies the rule.
+  std::optional<bool> greater_is_better;
   /// At the end, load the checkpoint with the best metric_for_best_model (needs eval and save
   /// strategies that coincide, as in transformers).
   bool load_best_model_at_end = false;
@@ -97,13 +100,16 @@ struct TrainingArguments {
   std::int64_t resolved_warmup_steps(std::int64_t total_steps) const;
   /// Eval every this many steps (eval_steps, or logging_steps when 0).
   std::int64_t resolved_eval_steps() const { return eval_steps > 0 ? eval_steps : logging_steps; }
+  /// greater_is_better when set, else whether metric_for_best_model does not end in "loss".
+  bool resolved_greater_is_better() const;
   std::string resolved_logging_dir() const { return logging_dir.empty() ? output_dir + "/runs" : logging_dir; }
-  /// Every field by name (nested ones dotted: "lr_scheduler_kwargs.power").
+  /// Every field by name (nested ones dotted: "lr_scheduler_kwargs.power"); greater_is_better
+  /// as resolved, so that a checkpoint records the direction its best model was chosen in.
   nlohmann::json to_json() const;
 };
 
 /// Calls `visit(name, field)` for every field of `args` in declaration order; `field` is a
-/// reference to std::string, double, std::int64_t, std::uint64_t, bool or
+/// reference to std::string, double, std::int64_t, std::uint64_t, bool, std::optional<bool> or
 /// std::vector<std::string>. Works on const and non-const arguments.
 template <typename Args, typename Visitor>
 void for_each_field(Args& args, Visitor&& visit) {

@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -48,8 +49,8 @@
 namespace tenax::sdk {
 
 /// Where a field's value goes: one of the types for_each_field visits.
-using FieldTarget =
-    std::variant<std::string*, double*, std::int64_t*, std::uint64_t*, bool*, std::vector<std::string>*>;
+using FieldTarget = std::variant<std::string*, double*, std::int64_t*, std::uint64_t*, bool*, std::optional<bool>*,
+                                 std::vector<std::string>*>;
 
 class ArgumentParser {
  public:
