@@ -1,5 +1,7 @@
 #include "blas_choice.h"
 
+#include <cstdlib>
+
 namespace tenax::launcher {
 
 BlasChoice choose_worker_blas(const std::optional<OpenBlasInfo>& probed, CpuVectorFeatures cpu,
@@ -32,6 +34,11 @@ BlasChoice choose_worker_blas(const std::optional<OpenBlasInfo>& probed, CpuVect
   }
   choice.message = "BLAS: " + version + ", core " + probed->core + "; CPU " + describe(cpu);
   return choice;
+}
+
+BlasChoice choose_worker_blas_here() {
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  return choose_worker_blas(probe_openblas(), detect_cpu_vector_features(), user ? user : "");
 }
 
 }  // namespace tenax::launcher

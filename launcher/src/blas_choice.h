@@ -24,4 +24,7 @@ struct BlasChoice {
 BlasChoice choose_worker_blas(const std::optional<OpenBlasInfo>& probed, CpuVectorFeatures cpu,
                               const std::string& user_coretype);
 
+/// The decision on this machine, from this process's OPENBLAS_CORETYPE (probes OpenBLAS).
+BlasChoice choose_worker_blas_here();
+
 }  // namespace tenax::launcher

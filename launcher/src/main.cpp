@@ -17,7 +17,6 @@
 #include "ckpt_command.h"
 #include "rdzv_command.h"
 #include "run_options.h"
-#include "tenax/core/blas_kernels.h"
 #include "tenax/core/build_info.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
@@ -50,10 +49,7 @@ std::string this_hostname() {
 // Before any worker exists: OPENBLAS_CORETYPE, when OpenBLAS would fall back to kernels older
 // than this CPU, goes into the environment every worker inherits (blas_choice.h).
 void choose_blas_for_workers(spdlog::logger& log) {
-  using namespace tenax;
-  const char* user = std::getenv("OPENBLAS_CORETYPE");
-  const launcher::BlasChoice choice = launcher::choose_worker_blas(
-      tenax::probe_openblas(), tenax::detect_cpu_vector_features(), user ? user : "");
+  const tenax::launcher::BlasChoice choice = tenax::launcher::choose_worker_blas_here();
   if (choice.coretype) ::setenv("OPENBLAS_CORETYPE", choice.coretype->c_str(), 1);
   if (choice.warn) {
     log.warn("{}", choice.message);
@@ -120,12 +116,7 @@ int main(int argc, char** argv) {
   if (command == "--version" || command == "version") {
     // The second line: the BLAS kernels `tenax run` would give its workers here (bench headers
     // record it).
-    const char* user = std::getenv("OPENBLAS_CORETYPE");
-    std::cout << tenax::version_line() << "\n"
-              << tenax::launcher::choose_worker_blas(tenax::probe_openblas(), tenax::detect_cpu_vector_features(),
-                                                     user ? user : "")
-                     .message
-              << "\n";
+    std::cout << tenax::version_line() << "\n" << tenax::launcher::choose_worker_blas_here().message << "\n";
     return 0;
   }
   if (command == "run") return run_command(args);
