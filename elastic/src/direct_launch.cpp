@@ -1,5 +1,6 @@
 // WorkerContext::from_launch: ranks started by srun or mpirun without the `tenax run` agent
 // (the steps are in direct_launch.h).
+#include "tenax/core/endpoint.h"
 #include "tenax/elastic/direct_launch.h"
 
 #include <algorithm>
@@ -204,7 +205,7 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
         service = std::make_unique<KvService>(address.keys);
         const std::string bound = service->start(one_node ? "tcp://127.0.0.1:0" : "tcp://*:0");
         const std::string host = env::get("TENAX_RDZV_HOST").value_or(one_node ? "127.0.0.1" : node_name(launch));
-        address.endpoint = "tcp://" + host + bound.substr(bound.rfind(':'));
+        address.endpoint = Endpoint::parse(bound).with_host(host).str();
       } catch (const Error&) {
         if (!given) throw;
         failure = std::current_exception();

@@ -3,6 +3,7 @@
 // that the thread polls beside the socket, so a request goes out at once rather than at the
 // next heartbeat. Requests that need the service's word (RESUME_STEP, RESTART, LEAVE) are
 // resent every heartbeat until answered; the service handles each idempotently.
+#include "tenax/core/endpoint.h"
 #include "tenax/elastic/rendezvous_client.h"
 
 #include <algorithm>
@@ -47,23 +48,16 @@ bool heartbeating(Phase p) { return p == Phase::kJoining || p == Phase::kAssigne
 
 long long ms(Clock::duration d) { return std::chrono::duration_cast<milliseconds>(d).count(); }
 
-// The host part of "tcp://host:port" ("" when there is none).
-std::string host_of(const std::string& endpoint) {
-  const auto scheme = endpoint.find("://");
-  const auto colon = endpoint.rfind(':');
-  if (scheme == std::string::npos || colon == std::string::npos || colon <= scheme + 3) return "";
-  return endpoint.substr(scheme + 3, colon - scheme - 3);
-}
-
 // The service reports the store as bound ("tcp://0.0.0.0:PORT" for a wildcard bind); a node
 // reaches it at the host it reaches the rendezvous at.
 std::string reachable_store_endpoint(const std::string& store, const std::string& rendezvous) {
-  const std::string host = host_of(store);
-  if (host != "0.0.0.0" && host != "*" && host != "[::]" && host != "::") return store;
-  const std::string ours = host_of(rendezvous);
-  if (ours.empty()) return store;
-  const auto scheme = store.find("://");
-  return store.substr(0, scheme + 3) + ours + store.substr(store.rfind(':'));
+  try {
+    const Endpoint bound = Endpoint::parse(store, /*allow_any_port=*/true);
+    if (!bound.wildcard()) return store;
+    return bound.with_host(Endpoint::parse(rendezvous, /*allow_any_port=*/true).host).str();
+  } catch (const ConfigError&) {
+    return store;  // not TCP: as it is
+  }
 }
 
 // Everything the API threads and the client thread share; guarded by `mutex`.

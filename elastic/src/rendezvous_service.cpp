@@ -17,6 +17,7 @@
 #include "membership.h"
 #include "peer_guard.h"
 #include "rendezvous_protocol.h"
+#include "tenax/core/endpoint.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/kv_service.h"
@@ -36,9 +37,8 @@ constexpr int kMalformedLogsPerSecond = 10;
 
 // "tcp://host:PORT" → "tcp://host:0" (the store binds the same interface, any port).
 std::string any_port_on(const std::string& endpoint) {
-  const auto colon = endpoint.rfind(':');
-  if (colon == std::string::npos || endpoint.find("://") == std::string::npos) return endpoint;
-  return endpoint.substr(0, colon) + ":0";
+  if (endpoint.find("://") == std::string::npos) return endpoint;  // not TCP (inproc://, ipc://)
+  return Endpoint::parse(endpoint, /*allow_any_port=*/true).with_port(0).str();
 }
 
 // Runs on the service thread; owns the ROUTER and the control socket, and pumps: frames in →

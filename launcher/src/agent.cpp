@@ -17,6 +17,7 @@
 #include "run_decision.h"
 #include "run_summary.h"
 #include "shutdown_signals.h"
+#include "tenax/core/endpoint.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/generation_fence.h"
@@ -149,6 +150,11 @@ int RunLoop::run() {
     }
     const GenerationPlan plan = std::get<GenerationPlan>(next);
     set_identity(plan.generation);
+    if (multi_node() && restarts > 0) {
+      log_->warn("generation {} formed: {} node(s), world size {}; this node runs ranks {}..{} (restart {} of {})",
+                 plan.generation, plan.num_nodes, plan.world_size, plan.rank_offset,
+                 plan.rank_offset + options_.nproc_per_node - 1, restarts, options_.max_restarts);
+    }
     GenerationRecord record = run_generation(plan, restarts);
     record.master_port = plan.master_port;
     GenerationFacts facts;
@@ -355,17 +361,7 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restarts) {
 
 }  // namespace
 
-int endpoint_port(const std::string& endpoint) {
-  const auto colon = endpoint.rfind(':');
-  const std::string digits = colon == std::string::npos ? "" : endpoint.substr(colon + 1);
-  if (digits.empty() || digits.size() > 5 ||
-      digits.find_first_not_of("0123456789") != std::string::npos) {
-    throw Error("rendezvous endpoint '" + endpoint + "' has no port");
-  }
-  const int port = std::stoi(digits);
-  if (port < 1 || port > 65535) throw Error("rendezvous endpoint '" + endpoint + "' has no port");
-  return port;
-}
+int endpoint_port(const std::string& endpoint) { return Endpoint::parse(endpoint).port; }
 
 Agent::Agent(RunOptions options, elastic::KvService& service)
     : options_(std::move(options)), service_(&service) {}

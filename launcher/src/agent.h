@@ -1,32 +1,32 @@
-// The `tenax run` agent: starts N workers as one generation, watches them, and on any failure
-// stops them all and starts the next generation, until they finish, the restart budget is spent,
-// they are preempted, or the agent itself is told to stop.
+// The `tenax run` agent: starts this node's workers as one generation, watches them, and on any
+// failure stops them all (or heals the loss in process) and starts the next generation, until
+// they finish, the restart budget is spent, they are preempted, or the agent itself is told to
+// stop. At the end the run's story is written to <run dir>/agent.json.
+//
+// One loop for one node and many (agent.cpp):
+//   GenerationSource::next()    the plan: who runs, where their store is (generation_source.h:
+//                               the job's fence on one node; the rendezvous across nodes)
+//   run the generation          WorkerGroup (worker_group.h) starts and watches the workers;
+//                               RecoveryCoordinator (recovery_coordinator.h) heals a loss in
+//                               process when recovery_policy.h allows it
+//   decide_after_generation()   exit with which code, or restart (run_decision.h, pure)
+//   GenerationSource::report()  tell the rendezvous, drop old keys, find a lost service
 //
 // One generation:
-//   spawn N workers (own process groups, torchrun-compatible env)
+//   spawn N workers (own process groups, torchrun-compatible env: worker_environment.h)
 //   poll every --monitor-interval: waitid(WNOWAIT) on each worker, and the agent's SIGINT/SIGTERM
 //   a worker killed by a signal or exiting non-zero (other than 3) → the generation failed:
 //     kRestartStopSignal (SIGUSR2, never a preemption signal) to every group, wait up to the
 //     grace period, SIGKILL, reap
 //   a worker exiting 2 (usage/configuration error) → stop the others, no restart, exit 2
 //   all exited 0 → finished (exit 0); all exited 0 or 3, at least one 3 → preempted (exit 3)
-// Between generations the old generation's keys ("gen/<n>/") are dropped from the service.
-// At the end the run's story is written to <run dir>/agent.json.
 //
-// Multi-node (a MultiNodePlan: --nnodes, --rdzv-endpoint or srun): one agent per node. The
-// agent of the first node also hosts the RendezvousService. Each generation:
-//   join → ASSIGN (generation, node rank, rank offset, world size, store endpoint)
-//   spawn the local workers: RANK = rank offset + local rank, WORLD_SIZE, GROUP_RANK, ...,
-//     TENAX_RDZV_ENDPOINT = the store endpoint of the ASSIGN, MASTER_ADDR:MASTER_PORT = node rank
-//     0's host and the free port its agent offered in its JOIN (PyTorch's own store, on rank 0)
-//   watch the workers and the rendezvous:
-//     a local worker failed → request_restart (every node hears of it) → stop the local
-//       workers (TERM, grace, KILL) → join again (restart k of --max-restarts)
-//     the rendezvous ended the generation (another node failed, left or was lost) → stop the
-//       local workers → join again
-//   all local workers exited 0 → FINISHED (the other nodes go on undisturbed) → exit 0
-//   all exited 0/3 after a forwarded signal → FINISHED → exit 3; under Slurm node rank 0
-//     requeues the job once (`scontrol requeue`)
+// Multi-node (a MultiNodePlan: --nnodes, --rdzv-endpoint or srun): one agent per node; the
+// rendezvous forms each generation and assigns this node its ranks (RANK = rank offset + local
+// rank; MASTER_ADDR:MASTER_PORT = node rank 0's host and the free port its agent offered). A
+// local failure asks every node to restart; the rendezvous ending the generation (another node
+// failed, left or was lost) stops the local workers; all local workers finished → FINISHED (the
+// other nodes go on undisturbed); preempted under Slurm → node rank 0 requeues the job once.
 // The hosting agent stays until every other node has finished or gone: they need its service.
 // The job goes on while at least MIN nodes re-join within --join-timeout.
 //
@@ -68,7 +68,7 @@ inline constexpr int kRestartStopSignal = SIGUSR2;
 /// How often the agent looks at its workers while it stops them (--monitor-interval while they run).
 inline constexpr std::chrono::milliseconds kPollInterval = kDefaultMonitorInterval;
 
-/// The port of "tcp://host:PORT"; throws tenax::Error when there is none.
+/// The port of "tcp://host:PORT" (tenax::Endpoint); throws tenax::ConfigError when there is none.
 int endpoint_port(const std::string& endpoint);
 
 class Agent {

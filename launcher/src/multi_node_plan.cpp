@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "tenax/core/endpoint.h"
 #include "tenax/core/error.h"
 
 namespace tenax::launcher {
@@ -81,9 +82,9 @@ std::optional<MultiNodePlan> plan_multi_node(const RunOptions& options, const st
   plan.may_host = options.rdzv_host != RdzvHosting::kNo;
 
   if (!options.rdzv_endpoint.empty()) {
-    const auto colon = options.rdzv_endpoint.rfind(':');
-    plan.rdzv_host = options.rdzv_endpoint.substr(0, colon);
-    plan.rdzv_port = std::stoi(options.rdzv_endpoint.substr(colon + 1));
+    const Endpoint given = Endpoint::parse(options.rdzv_endpoint, /*allow_any_port=*/true);
+    plan.rdzv_host = given.host;
+    plan.rdzv_port = given.port;
   } else if (slurm) {
     plan.rdzv_host = slurm->first_host();
     plan.rdzv_port = rdzv_port_for_job(slurm->job_id);

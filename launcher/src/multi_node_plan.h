@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 
+#include "tenax/core/endpoint.h"
+
 #include "run_options.h"
 #include "slurm_job.h"
 
@@ -37,7 +39,7 @@ struct MultiNodePlan {
 
   /// "tcp://host:port" for the client (with `bound_port` when the service chose the port).
   std::string connect_endpoint(int bound_port = 0) const {
-    return "tcp://" + rdzv_host + ":" + std::to_string(rdzv_port != 0 ? rdzv_port : bound_port);
+    return Endpoint{rdzv_host, rdzv_port != 0 ? rdzv_port : bound_port}.str();
   }
 };
 

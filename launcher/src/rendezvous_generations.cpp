@@ -14,6 +14,7 @@
 #include "generation_claim.h"
 #include "generation_source.h"
 #include "slurm_requeue.h"
+#include "tenax/core/endpoint.h"
 #include "tenax/core/error.h"
 #include "tenax/elastic/generation_fence.h"
 #include "tenax/elastic/host_election.h"
@@ -49,7 +50,7 @@ class RendezvousGenerations final : public GenerationSource {
 
   ~RendezvousGenerations() override { close_service(); }
 
-  std::variant<GenerationPlan, Stop> next(int restarts) override {
+  std::variant<GenerationPlan, Stop> next(int /*restarts*/) override {
     if (!opened_) {
       opened_ = true;
       if (std::optional<Stop> stop = open()) return *stop;
@@ -57,15 +58,8 @@ class RendezvousGenerations final : public GenerationSource {
     std::optional<elastic::Assignment> assigned;
     Stop stop;
     if (!join_generation(assigned, stop)) return stop;
-    const int n = options_.nproc_per_node;
     const int generation = static_cast<int>(assigned->generation);
     last_generation_ = assigned->generation;
-    if (joined_before_) {
-      log_->warn("generation {} formed: {} node(s), world size {}; this node runs ranks {}..{} (restart {} of {})",
-                 generation, assigned->num_nodes, assigned->world_size, assigned->rank_offset,
-                 assigned->rank_offset + n - 1, restarts, options_.max_restarts);
-    }
-    joined_before_ = true;
     last_node_rank_ = assigned->node_rank;
     GenerationPlan gplan;
     gplan.generation = generation;
@@ -165,7 +159,6 @@ class RendezvousGenerations final : public GenerationSource {
   ShutdownSignals& signals_;
   std::shared_ptr<spdlog::logger> log_;
   bool opened_ = false;
-  bool joined_before_ = false;
   int last_node_rank_ = -1;
   std::unique_ptr<elastic::RendezvousService> rdzv_service_;
   std::unique_ptr<elastic::LeaseKeeper> lease_keeper_;  // while this agent hosts the service
@@ -427,8 +420,8 @@ bool RendezvousGenerations::host_service(std::int64_t term, const std::string& r
   }
   if (endpoint.empty()) {
     const bool loopback = plan.host == "127.0.0.1" || plan.host == "localhost";
-    const std::string bound = service->start(fmt::format("tcp://{}:0", loopback ? "127.0.0.1" : "*"));
-    endpoint = fmt::format("tcp://{}:{}", plan.host, endpoint_port(bound));
+    const Endpoint bound = Endpoint::parse(service->start(Endpoint{loopback ? "127.0.0.1" : "*", 0}.str()));
+    endpoint = bound.with_host(plan.host).str();
   }
   elastic::LeaseRecord record;
   record.term = term;
