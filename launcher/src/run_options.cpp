@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <initializer_list>
 #include <sstream>
 #include <utility>
 
@@ -28,6 +29,18 @@ struct ProgramForm {
   bool module = false;     // -m MODULE: python3 -u -m MODULE
   bool no_python = false;  // --no-python PROGRAM: the program itself
 };
+
+// Sets `out` to the value of the word `text` is; false when it is none of `words`.
+template <class T>
+bool pick(const std::string& text, std::initializer_list<std::pair<const char*, T>> words, T& out) {
+  for (const auto& [word, value] : words) {
+    if (text == word) {
+      out = value;
+      return true;
+    }
+  }
+  return false;
+}
 
 // "host:port" (or "tcp://host:port") with a port in 0..65535.
 std::string parse_endpoint(const std::string& text) {
@@ -122,11 +135,8 @@ void declare_run_flags(CommandFlags& flags, RunOptions& o, ProgramForm& form) {
               "restart (every worker restarts from the newest\n"
               "checkpoint; the default)",
               [&](const std::string& v) {
-                if (v == "in-process") {
-                  o.recovery = RecoveryMode::kInProcess;
-                } else if (v == "restart") {
-                  o.recovery = RecoveryMode::kRestart;
-                } else {
+                if (!pick(v, {{"in-process", RecoveryMode::kInProcess}, {"restart", RecoveryMode::kRestart}},
+                          o.recovery)) {
                   flags.fail(fmt::format("--recovery expects in-process or restart, got '{}'; e.g. --recovery in-process", v));
                 }
               });
@@ -177,13 +187,10 @@ void declare_run_flags(CommandFlags& flags, RunOptions& o, ProgramForm& form) {
               "whether this agent hosts the rendezvous service (auto:\n"
               "node id 0, or no --rdzv-endpoint given)",
               [&](const std::string& v) {
-                if (v == "yes" || v == "true" || v == "1") {
-                  o.rdzv_host = RdzvHosting::kYes;
-                } else if (v == "no" || v == "false" || v == "0") {
-                  o.rdzv_host = RdzvHosting::kNo;
-                } else if (v == "auto") {
-                  o.rdzv_host = RdzvHosting::kAuto;
-                } else {
+                const RdzvHosting yes = RdzvHosting::kYes, no = RdzvHosting::kNo;
+                if (!pick(v, {{"yes", yes}, {"true", yes}, {"1", yes}, {"no", no}, {"false", no}, {"0", no},
+                              {"auto", RdzvHosting::kAuto}},
+                          o.rdzv_host)) {
                   flags.fail(fmt::format("--rdzv-host expects yes, no or auto, got '{}'", v));
                 }
               });
