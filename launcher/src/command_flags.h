@@ -3,8 +3,8 @@
 // and, for torchrun's flags that `tenax run` does not take, the refusal with what to write instead.
 //
 //   CommandFlags flags("tenax rdzv", Spelling::kExact);
-//   flags.whole("--port", "P", {0, "a TCP port (0: any free one)", "29400"}, options.port,
-//               "membership port (default 29400)");
+//   flags.whole("--last-call", "SECONDS", {0, "whole seconds", "3"}, options.last_call,
+//               "once MIN nodes joined, how long to wait for more (default 3)");
 //   const CommandFlags::Stop stop = flags.parse(args);   // runs each flag's callback in order
 //
 // CLI11 converts and dispatches; CommandFlags stands in front of it for what tenax's command lines
