@@ -17,6 +17,7 @@ packages=(
   libzmq3-dev cppzmq-dev
   libspdlog-dev libfmt-dev
   nlohmann-json3-dev libtomlplusplus-dev
+  libcli11-dev  # the `tenax` command line (launcher/src/command_flags.h): each flag declared once for parsing and --help
   libxxhash-dev libutf8proc-dev
   libpng-dev libjpeg62-turbo-dev  # sdk/src/vision: PNG/JPEG decoding, the decoders Debian's Pillow links
   zlib1g-dev  # sdk/src/vision/idx_file.cpp: reading the gzip-compressed IDX files below

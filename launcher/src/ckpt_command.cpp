@@ -1,41 +1,24 @@
 #include "ckpt_command.h"
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <iostream>
-#include <map>
-#include <set>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ckpt_export.h"
 #include "ckpt_inspect.h"
 #include "tenax/core/checksum.h"
+#include "tenax/core/exit_codes.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
 
 namespace tenax::launcher {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: tenax ckpt ls CHECKPOINTS_DIR\n"
-    "       tenax ckpt verify STEP_DIR\n"
-    "       tenax ckpt inspect STEP_DIR [--json]\n"
-    "       tenax ckpt export STEP_DIR OUT_DIR [--prefix PREFIX] [--force]\n"
-    "       tenax ckpt diff STEP_DIR_A STEP_DIR_B [--prefix PREFIX]\n"
-    "\n"
-    "  ls       committed steps under CHECKPOINTS_DIR, `latest`, and leftovers\n"
-    "  verify   check the manifest and every checksum of one checkpoint (exit 1 on a fault)\n"
-    "  inspect  show step, world, shards, tensors and trainer state; --json: manifest.json\n"
-    "  export   verify, then write OUT_DIR/model.safetensors from tensors named PREFIX*\n"
-    "           (default model/, stripped) plus each uint8 tensor files/NAME as OUT_DIR/NAME;\n"
-    "           a non-empty OUT_DIR needs --force\n"
-    "  diff     compare the tensors named PREFIX* (default model/) byte for byte\n";
-
-int usage(const std::string& message) {
-  std::cerr << "tenax ckpt: " << message << "\n" << kUsage;
-  return 2;
-}
 
 int list(const std::string& root) {
   storage::CheckpointDirectory dir(root);
@@ -57,23 +40,23 @@ int list(const std::string& root) {
     std::cout << "\n";
   }
   for (const auto& p : dir.uncommitted_dirs()) std::cout << "uncommitted (ignored on load): " << p.string() << "\n";
-  return 0;
+  return kExitDone;
 }
 
 int verify(const std::string& step_dir) {
   auto reader = storage::CheckpointReader::open(step_dir);
   if (!reader.is_ok()) {
     std::cout << step_dir << ": FAILED: " << reader.status().to_string() << "\n";
-    return 1;
+    return kExitFailure;
   }
   Status st = reader.value().verify_all();
   if (!st.is_ok()) {
     std::cout << step_dir << ": FAILED: " << st.to_string() << "\n";
-    return 1;
+    return kExitFailure;
   }
   std::cout << step_dir << ": OK (" << reader.value().manifest().tensors.size() << " tensors in "
             << reader.value().manifest().shards.size() << " shards verified)\n";
-  return 0;
+  return kExitDone;
 }
 
 int diff(const std::string& a, const std::string& b, const std::string& prefix) {
@@ -81,7 +64,7 @@ int diff(const std::string& a, const std::string& b, const std::string& prefix) 
   auto rb = storage::CheckpointReader::open(b);
   if (!ra.is_ok() || !rb.is_ok()) {
     std::cout << "cannot open: " << (ra.is_ok() ? rb.status() : ra.status()).to_string() << "\n";
-    return 1;
+    return kExitFailure;
   }
   int compared = 0, different = 0;
   for (const auto& [name, entry] : ra.value().manifest().tensors) {
@@ -113,84 +96,101 @@ int diff(const std::string& a, const std::string& b, const std::string& prefix) 
   }
   if (compared == 0) {
     std::cout << "no tensor named " << prefix << "* in " << a << "\n";
-    return 1;
+    return kExitFailure;
   }
   if (different == 0) {
     std::cout << "bit-identical: " << compared << " tensors named " << prefix << "*\n";
-    return 0;
+    return kExitDone;
   }
   std::cout << different << " of " << compared << " tensors named " << prefix << "* differ\n";
-  return 1;
+  return kExitFailure;
 }
 
-// Splits `args` (after the subcommand) into positionals and the flags it allows; a flag in
-// `with_value` takes the next argument. False (with `error` set) on an unknown or
-// incomplete flag.
-bool split_args(const std::vector<std::string>& args, const std::set<std::string>& switches,
-                const std::set<std::string>& with_value, std::vector<std::string>& positional,
-                std::map<std::string, std::string>& flags, std::string& error) {
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.rfind("--", 0) != 0) {
-      positional.push_back(a);
-    } else if (switches.count(a) != 0) {
-      flags[a] = "";
-    } else if (with_value.count(a) != 0) {
-      if (i + 1 >= args.size()) {
-        error = a + " needs a value";
-        return false;
-      }
-      flags[a] = args[++i];
-    } else {
-      error = "unknown option '" + a + "' for '" + args[0] + "'";
-      return false;
-    }
+// "tenax ckpt export STEP_DIR OUT_DIR [--prefix PREFIX] [--force]", from the declaration.
+std::string usage_line(const CLI::App& sub) {
+  std::string line = fmt::format("{} {}", sub.get_parent()->get_name(), sub.get_name());
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->get_positional()) line += fmt::format(" {}", opt->get_name());
   }
-  return true;
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->get_positional() || opt == sub.get_help_ptr()) continue;
+    line += opt->get_items_expected_max() > 0 ? fmt::format(" [{} {}]", opt->get_name(), opt->get_type_name())
+                                              : fmt::format(" [{}]", opt->get_name());
+  }
+  return line;
 }
 
-int inspect_command(const std::vector<std::string>& args) {
-  std::vector<std::string> positional;
-  std::map<std::string, std::string> flags;
-  std::string error;
-  if (!split_args(args, {"--json"}, {}, positional, flags, error)) return usage(error);
-  if (positional.size() != 1) return usage("inspect takes one STEP_DIR");
-  return inspect_checkpoint(positional[0],
-                            flags.count("--json") ? InspectFormat::kJson : InspectFormat::kText);
-}
-
-int export_command(const std::vector<std::string>& args) {
-  std::vector<std::string> positional;
-  std::map<std::string, std::string> flags;
-  std::string error;
-  if (!split_args(args, {"--force"}, {"--prefix"}, positional, flags, error)) return usage(error);
-  if (positional.size() != 2) return usage("export takes STEP_DIR and OUT_DIR");
-  ExportOptions options;
-  options.step_dir = positional[0];
-  options.out_dir = positional[1];
-  if (flags.count("--prefix")) options.prefix = flags["--prefix"];
-  options.overwrite = flags.count("--force") != 0;
-  return export_checkpoint(options);
-}
+// `tenax ckpt --help` opens with one usage line per subcommand; `tenax ckpt SUB --help` with its own.
+class CkptFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string) const override {
+    if (app->get_parent() != nullptr) return fmt::format("Usage: {}\n", usage_line(*app));
+    std::string out;
+    for (const CLI::App* sub : app->get_subcommands({})) {
+      out += fmt::format("{} {}\n", out.empty() ? "Usage:" : "      ", usage_line(*sub));
+    }
+    return out;
+  }
+};
 
 }  // namespace
 
 int run_ckpt_command(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << kUsage;
-    return 0;
+  CLI::App app("", "tenax ckpt");
+  const auto formatter = std::make_shared<CkptFormatter>();
+  app.formatter(formatter);  // the subcommands inherit it
+  app.set_help_flag("-h,--help", "show this help");
+  app.require_subcommand(1);
+  int exit_code = kExitDone;
+  std::string dir, step_dir, out_dir, other_dir;
+  std::string prefix = "model/";
+  bool json = false, force = false;
+
+  app.add_subcommand("ls", "committed steps under CHECKPOINTS_DIR, `latest`, and leftovers")
+      ->callback([&] { exit_code = list(dir); })
+      ->add_option("CHECKPOINTS_DIR", dir, "a run's checkpoints directory")
+      ->required();
+  app.add_subcommand("verify", "check the manifest and every checksum of one checkpoint (exit 1 on a fault)")
+      ->callback([&] { exit_code = verify(step_dir); })
+      ->add_option("STEP_DIR", step_dir, "one checkpoint: CHECKPOINTS_DIR/step-N")
+      ->required();
+  CLI::App* inspect = app.add_subcommand("inspect", "show step, world, shards, tensors and trainer state; --json: manifest.json");
+  inspect->add_option("STEP_DIR", step_dir, "one checkpoint: CHECKPOINTS_DIR/step-N")->required();
+  inspect->add_flag("--json", json, "print manifest.json as stored");
+  inspect->callback([&] { exit_code = inspect_checkpoint(step_dir, json ? InspectFormat::kJson : InspectFormat::kText); });
+  CLI::App* exporter = app.add_subcommand(
+      "export",
+      "verify, then write OUT_DIR/model.safetensors from tensors named PREFIX*\n"
+      "(default model/, stripped) plus each uint8 tensor files/NAME as OUT_DIR/NAME;\n"
+      "a non-empty OUT_DIR needs --force");
+  exporter->add_option("STEP_DIR", step_dir, "the checkpoint to export")->required();
+  exporter->add_option("OUT_DIR", out_dir, "the model directory to write")->required();
+  exporter->add_option("--prefix", prefix, "the tensors to export (default model/)")->type_name("PREFIX");
+  exporter->add_flag("--force", force, "replace the exported files in a non-empty OUT_DIR");
+  exporter->callback([&] {
+    ExportOptions options;
+    options.step_dir = step_dir;
+    options.out_dir = out_dir;
+    options.prefix = prefix;
+    options.overwrite = force;
+    exit_code = export_checkpoint(options);
+  });
+  CLI::App* differ = app.add_subcommand("diff", "compare the tensors named PREFIX* (default model/) byte for byte");
+  differ->add_option("STEP_DIR_A", step_dir, "one checkpoint")->required();
+  differ->add_option("STEP_DIR_B", other_dir, "the other")->required();
+  differ->add_option("--prefix", prefix, "the tensors to compare (default model/)")->type_name("PREFIX");
+  differ->callback([&] { exit_code = diff(step_dir, other_dir, prefix); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitDone;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << fmt::format("tenax ckpt: {}\n", e.what()) << formatter->make_usage(&app, "");
+    return kExitUsage;
   }
-  if (args.empty()) return usage("which subcommand?");
-  const std::string sub = args[0];
-  if (sub == "ls" && args.size() == 2) return list(args[1]);
-  if (sub == "verify" && args.size() == 2) return verify(args[1]);
-  if (sub == "inspect") return inspect_command(args);
-  if (sub == "export") return export_command(args);
-  if (sub == "diff" && (args.size() == 3 || (args.size() == 5 && args[3] == "--prefix"))) {
-    return diff(args[1], args[2], args.size() == 5 ? args[4] : "model/");
-  }
-  return usage("bad arguments for '" + sub + "'");
+  return exit_code;
 }
 
 }  // namespace tenax::launcher

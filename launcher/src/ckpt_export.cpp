@@ -1,5 +1,7 @@
 #include "ckpt_export.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -8,7 +10,7 @@
 #include <vector>
 
 #include "ckpt_step_dir.h"
-#include "exit_status.h"
+#include "tenax/core/exit_codes.h"
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/storage/safetensors.h"
@@ -18,7 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kExitFailure = 1;
 constexpr const char* kFilesPrefix = "files/";
 constexpr const char* kWeightsFile = "model.safetensors";
 
@@ -37,18 +38,18 @@ std::string unsafe_file_name(const std::string& name) {
   if (name.find("..") != std::string::npos) return "file name contains \"..\"";
   if (name.find('\0') != std::string::npos) return "file name contains a NUL byte";
   if (name.front() == '.') return "hidden file names are not exported";
-  if (name == kWeightsFile) return std::string("would overwrite the exported ") + kWeightsFile;
+  if (name == kWeightsFile) return fmt::format("would overwrite the exported {}", kWeightsFile);
   return "";
 }
 
 int fail(const std::string& message) {
-  std::cerr << "tenax ckpt export: " << message << "\n";
+  std::cerr << fmt::format("tenax ckpt export: {}\n", message);
   return kExitFailure;
 }
 
 int usage_error(const std::string& message) {
-  std::cerr << "tenax ckpt export: " << message << "\n";
-  return kConfigErrorExitCode;
+  std::cerr << fmt::format("tenax ckpt export: {}\n", message);
+  return kExitUsage;
 }
 
 // Reads and checks everything to export. Returns 0 or an exit code (message printed).
@@ -61,14 +62,14 @@ int plan_export(const storage::CheckpointReader& reader, const ExportOptions& op
     if (file) {
       const std::string file_name = name.substr(std::string(kFilesPrefix).size());
       const std::string why = unsafe_file_name(file_name);
-      if (!why.empty()) return fail("tensor '" + name + "': refusing to export it: " + why);
+      if (!why.empty()) return fail(fmt::format("tensor '{}': refusing to export it: {}", name, why));
       if (entry.dtype != storage::DType::kUInt8) {
-        return fail("tensor '" + name + "': a files/ tensor must be uint8, not " +
-                    storage::dtype_name(entry.dtype));
+        return fail(fmt::format("tensor '{}': a files/ tensor must be uint8, not {}", name,
+                                storage::dtype_name(entry.dtype)));
       }
     }
     auto tensor = reader.read(name);
-    if (!tensor.is_ok()) return fail("corrupt checkpoint: " + tensor.status().to_string());
+    if (!tensor.is_ok()) return fail(fmt::format("corrupt checkpoint: {}", tensor.status().to_string()));
     const storage::TensorData& t = plan.data.emplace(name, std::move(tensor).value()).first->second;
     if (file) {
       plan.files.emplace(name.substr(std::string(kFilesPrefix).size()),
@@ -76,18 +77,18 @@ int plan_export(const storage::CheckpointReader& reader, const ExportOptions& op
     }
     if (weight) {
       const std::string hf_name = name.substr(options.prefix.size());
-      if (hf_name.empty()) return fail("tensor '" + name + "': nothing left after the prefix");
+      if (hf_name.empty()) return fail(fmt::format("tensor '{}': nothing left after the prefix", name));
       plan.weights.push_back(
           storage::TensorRef{hf_name, t.dtype, t.shape, t.bytes.data(), t.bytes.size()});
       plan.weight_bytes += t.bytes.size();
     }
   }
   if (plan.weights.empty()) {
-    return usage_error("no tensor named " + options.prefix + "* in " + options.step_dir +
-                       "; pick the prefix with --prefix (see `tenax ckpt inspect " +
-                       options.step_dir + "`)");
+    return usage_error(fmt::format("no tensor named {0}* in {1}; pick the prefix with --prefix (see `tenax ckpt "
+                                   "inspect {1}`)",
+                                   options.prefix, options.step_dir));
   }
-  return 0;
+  return kExitDone;
 }
 
 // Writes the plan into OUT_DIR/.export-tmp, then renames each file into OUT_DIR.
@@ -95,9 +96,9 @@ int write_export(const ExportPlan& plan, const fs::path& out_dir) {
   const fs::path staging = out_dir / kExportStagingDir;
   std::error_code ec;
   fs::remove_all(staging, ec);
-  if (ec) return fail("cannot remove the stale " + staging.string() + ": " + ec.message());
+  if (ec) return fail(fmt::format("cannot remove the stale {}: {}", staging.string(), ec.message()));
   fs::create_directory(staging, ec);
-  if (ec) return fail("cannot create " + staging.string() + ": " + ec.message());
+  if (ec) return fail(fmt::format("cannot create {}: {}", staging.string(), ec.message()));
 
   auto cleanup = [&staging] {
     std::error_code ignored;
@@ -120,8 +121,8 @@ int write_export(const ExportPlan& plan, const fs::path& out_dir) {
     return fail(e.what());
   }
   fs::remove(staging, ec);
-  if (ec) return fail("exported, but cannot remove " + staging.string() + ": " + ec.message());
-  return 0;
+  if (ec) return fail(fmt::format("exported, but cannot remove {}: {}", staging.string(), ec.message()));
+  return kExitDone;
 }
 
 }  // namespace
@@ -133,23 +134,23 @@ int export_checkpoint(const ExportOptions& options) {
   const fs::file_status out_status = fs::status(out_dir, ec);
   if (fs::exists(out_status)) {
     if (!fs::is_directory(out_status)) {
-      return usage_error(options.out_dir + ": exists and is not a directory");
+      return usage_error(fmt::format("{}: exists and is not a directory", options.out_dir));
     }
     const bool empty = fs::is_empty(out_dir, ec);
-    if (ec) return usage_error(options.out_dir + ": cannot list: " + ec.message());
+    if (ec) return usage_error(fmt::format("{}: cannot list: {}", options.out_dir, ec.message()));
     if (!empty && !options.overwrite) {
-      return usage_error(options.out_dir +
-                         ": not empty; choose a new directory, or pass --force to replace the "
-                         "exported files in it");
+      return usage_error(fmt::format(
+          "{}: not empty; choose a new directory, or pass --force to replace the exported files in it",
+          options.out_dir));
     }
   }
 
-  int exit_code = 0;
+  int exit_code = kExitDone;
   auto reader = open_step_dir(options.step_dir, "export", exit_code);
   if (!reader) return exit_code;
   const Status verified = reader->verify_all();
   if (!verified.is_ok()) {
-    return fail("corrupt checkpoint, nothing exported: " + verified.to_string());
+    return fail(fmt::format("corrupt checkpoint, nothing exported: {}", verified.to_string()));
   }
   ExportPlan plan;
   if (int code = plan_export(*reader, options, plan)) return code;
@@ -157,7 +158,7 @@ int export_checkpoint(const ExportOptions& options) {
   const bool created = !fs::exists(out_status);
   if (created) {
     fs::create_directories(out_dir, ec);
-    if (ec) return fail("cannot create " + options.out_dir + ": " + ec.message());
+    if (ec) return fail(fmt::format("cannot create {}: {}", options.out_dir, ec.message()));
   }
   if (int code = write_export(plan, out_dir)) {
     if (created) fs::remove(out_dir, ec);  // only if still empty
@@ -167,7 +168,7 @@ int export_checkpoint(const ExportOptions& options) {
             << " bytes) named " << options.prefix << "* to " << (out_dir / kWeightsFile).string();
   for (const auto& [name, contents] : plan.files) std::cout << ", " << name;
   std::cout << "\n";
-  return 0;
+  return kExitDone;
 }
 
 }  // namespace tenax::launcher

@@ -1,5 +1,7 @@
 #include "ckpt_inspect.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <iomanip>
@@ -11,19 +13,14 @@
 #include "ckpt_step_dir.h"
 #include "tenax/core/checksum.h"
 #include "tenax/core/error.h"
+#include "tenax/core/exit_codes.h"
 #include "tenax/core/files.h"
 #include "tenax/storage/layout.h"
 
 namespace tenax::launcher {
 namespace {
 
-constexpr int kExitCorrupt = 1;
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
+std::string shape_text(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 // Prints rows indented, as columns at least two spaces apart: left-aligned, except the column
 // `right_aligned` (numbers); the last column is not padded.
@@ -64,16 +61,16 @@ void print_json_block(const char* title, const nlohmann::json& value) {
 
 void print_text(const std::string& step_dir, const storage::Manifest& m) {
   std::cout << "checkpoint " << step_dir << "\n";
-  print_table({{"step", std::to_string(m.step)},
-               {"epoch", std::to_string(m.epoch)},
-               {"world size", std::to_string(m.world_size)},
-               {"generation", std::to_string(m.generation)},
-               {"format version", std::to_string(m.format_version)}});
+  print_table({{"step", fmt::format("{}", m.step)},
+               {"epoch", fmt::format("{}", m.epoch)},
+               {"world size", fmt::format("{}", m.world_size)},
+               {"generation", fmt::format("{}", m.generation)},
+               {"format version", fmt::format("{}", m.format_version)}});
 
   std::uint64_t shard_bytes = 0;
   std::vector<std::vector<std::string>> shards = {{"FILE", "BYTES", "XXH3"}};
   for (const auto& s : m.shards) {
-    shards.push_back({s.file, std::to_string(s.bytes), checksum_hex(s.checksum)});
+    shards.push_back({s.file, fmt::format("{}", s.bytes), checksum_hex(s.checksum)});
     shard_bytes += s.bytes;
   }
   std::cout << "\nshards (" << m.shards.size() << ", " << shard_bytes << " bytes):\n";
@@ -83,7 +80,7 @@ void print_text(const std::string& step_dir, const storage::Manifest& m) {
   std::vector<std::vector<std::string>> tensors = {{"NAME", "DTYPE", "SHAPE", "BYTES", "SHARD"}};
   for (const auto& [name, e] : m.tensors) {  // a std::map: sorted by name
     tensors.push_back({name, storage::dtype_name(e.dtype), shape_text(e.shape),
-                       std::to_string(e.nbytes), e.shard});
+                       fmt::format("{}", e.nbytes), e.shard});
     tensor_bytes += e.nbytes;
   }
   std::cout << "\ntensors (" << m.tensors.size() << ", " << tensor_bytes << " bytes):\n";
@@ -100,21 +97,21 @@ void print_text(const std::string& step_dir, const storage::Manifest& m) {
 }  // namespace
 
 int inspect_checkpoint(const std::string& step_dir, InspectFormat format) {
-  int exit_code = 0;
+  int exit_code = kExitDone;
   auto reader = open_step_dir(step_dir, "inspect", exit_code);
   if (!reader) return exit_code;
   if (format == InspectFormat::kText) {
     print_text(step_dir, reader->manifest());
-    return 0;
+    return kExitDone;
   }
   // The file as stored, once the reader has validated it.
   try {
     std::cout << files::read_all(reader->step_dir() / storage::kManifestFile) << std::flush;
   } catch (const StorageError& e) {
-    std::cerr << "tenax ckpt inspect: " << e.what() << "\n";
-    return kExitCorrupt;
+    std::cerr << fmt::format("tenax ckpt inspect: {}\n", e.what());
+    return kExitFailure;
   }
-  return 0;
+  return kExitDone;
 }
 
 }  // namespace tenax::launcher

@@ -1,18 +1,18 @@
 #include "ckpt_step_dir.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
 #include <system_error>
 
-#include "exit_status.h"
+#include "tenax/core/exit_codes.h"
 #include "tenax/storage/layout.h"
 
 namespace tenax::launcher {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int kExitCorrupt = 1;
 
 // Whether `dir` looks like a checkpoints root (it holds step-* directories).
 bool holds_step_dirs(const fs::path& dir) {
@@ -28,18 +28,18 @@ bool holds_step_dirs(const fs::path& dir) {
 std::optional<storage::CheckpointReader> open_step_dir(const std::string& step_dir,
                                                        const std::string& subcommand,
                                                        int& exit_code) {
-  const std::string prefix = "tenax ckpt " + subcommand + ": " + step_dir + ": ";
+  const std::string prefix = fmt::format("tenax ckpt {}: {}: ", subcommand, step_dir);
   std::error_code ec;
   const fs::file_status status = fs::status(step_dir, ec);
   if (!fs::exists(status)) {
     std::cerr << prefix << "no such directory\n";
-    exit_code = kConfigErrorExitCode;
+    exit_code = kExitUsage;
     return std::nullopt;
   }
   if (!fs::is_directory(status)) {
     std::cerr << prefix << "not a directory (expected a step directory such as "
               << "checkpoints/" << storage::step_dir_name(500) << ")\n";
-    exit_code = kConfigErrorExitCode;
+    exit_code = kExitUsage;
     return std::nullopt;
   }
   auto reader = storage::CheckpointReader::open(step_dir);
@@ -51,12 +51,11 @@ std::optional<storage::CheckpointReader> open_step_dir(const std::string& step_d
                 << "directories (see `tenax ckpt ls " << step_dir << "`)";
     }
     std::cerr << "\n";
-    exit_code = kConfigErrorExitCode;
+    exit_code = kExitUsage;
     return std::nullopt;
   }
-  std::cerr << "tenax ckpt " << subcommand
-            << ": corrupt checkpoint: " << reader.status().to_string() << "\n";
-  exit_code = kExitCorrupt;
+  std::cerr << fmt::format("tenax ckpt {}: corrupt checkpoint: {}\n", subcommand, reader.status().to_string());
+  exit_code = kExitFailure;
   return std::nullopt;
 }
 

@@ -1,5 +1,7 @@
 #include "flag_values.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <limits>
 
@@ -9,7 +11,7 @@
 namespace tenax::launcher {
 
 void flag_error(const std::string& command, const std::string& message) {
-  throw ConfigError(command + ": " + message);
+  throw ConfigError(fmt::format("{}: {}", command, message));
 }
 
 int parse_flag_int(const std::string& command, const std::string& flag, const std::string& text, int min,
@@ -18,10 +20,10 @@ int parse_flag_int(const std::string& command, const std::string& flag, const st
   try {
     value = env::parse_int(text, flag);
   } catch (const ConfigError&) {
-    flag_error(command, flag + " expects " + meaning + ", got '" + text + "'; for example: " + flag + " " + example);
+    flag_error(command, fmt::format("{0} expects {1}, got '{2}'; for example: {0} {3}", flag, meaning, text, example));
   }
   if (value < min || value > std::numeric_limits<int>::max()) {
-    flag_error(command, flag + " must be at least " + std::to_string(min) + ", got " + text);
+    flag_error(command, fmt::format("{} must be at least {}, got {}", flag, min, text));
   }
   return static_cast<int>(value);
 }
@@ -36,7 +38,7 @@ NodeRange parse_node_range(const std::string& command, const std::string& text) 
     range.max = parse_flag_int(command, "--nnodes", text.substr(colon + 1), 1, "N or MIN:MAX nodes", "1:2");
   }
   if (range.min > range.max) {
-    flag_error(command, "--nnodes " + text + ": MIN is above MAX; write MIN:MAX, e.g. --nnodes 1:2");
+    flag_error(command, fmt::format("--nnodes {}: MIN is above MAX; write MIN:MAX, e.g. --nnodes 1:2", text));
   }
   return range;
 }

@@ -1,14 +1,15 @@
 // The `tenax` command line: dispatches subcommands. Exit codes follow DESIGN.md §3:
 // 0 done, 1 failure, 2 usage or configuration error, 3 preempted.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
-
-#include <optional>
 
 #include "agent.h"
 #include "blas_choice.h"
@@ -19,26 +20,11 @@
 #include "run_options.h"
 #include "tenax/core/build_info.h"
 #include "tenax/core/error.h"
+#include "tenax/core/exit_codes.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/kv_service.h"
 
 namespace {
-
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
-const char* const kUsage =
-    "Usage: tenax <command> [options]\n"
-    "\n"
-    "Commands:\n"
-    "  run    start and supervise the workers of a training job on this node\n"
-    "         (tenax run --nproc-per-node N [--nnodes MIN:MAX ...] -- PROGRAM ARGS...)\n"
-    "  rdzv   serve a job's rendezvous on its own (tenax rdzv --nnodes MIN:MAX ...)\n"
-    "  ckpt   list, verify, inspect, export and compare checkpoints\n"
-    "         (tenax ckpt ls|verify|inspect|export|diff ...)\n"
-    "\n"
-    "Run `tenax <command> --help` for the options of a command; `tenax --version` names the build\n"
-    "(its commit, flavour and libtorch).\n";
 
 std::string this_hostname() {
   char buffer[256] = {};
@@ -62,7 +48,7 @@ int run_command(const std::vector<std::string>& args) {
   using namespace tenax;
   if (launcher::run_help_requested(args)) {
     std::cout << launcher::run_usage();
-    return 0;
+    return kExitDone;
   }
   try {
     launcher::RunOptions options = launcher::parse_run_options(args);
@@ -102,26 +88,52 @@ int run_command(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+  using namespace tenax;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  // CLI11 reads the command; the command reads the rest (run_options.h, rdzv_command.h, ckpt_command.h).
+  CLI::App app("", "tenax");
+  app.set_help_flag("-h,--help", "show this help");
+  CLI::Option* version_flag =
+      app.add_flag("--version", "name the build (its commit, flavour and libtorch) and the BLAS kernels of workers");
+  CLI::App* run = app.add_subcommand("run",
+                                     "start and supervise the workers of a training job on this node\n"
+                                     "(tenax run --nproc-per-node N [--nnodes MIN:MAX ...] -- PROGRAM ARGS...)");
+  CLI::App* rdzv = app.add_subcommand("rdzv", "serve a job's rendezvous on its own (tenax rdzv --nnodes MIN:MAX ...)");
+  CLI::App* ckpt = app.add_subcommand("ckpt",
+                                      "list, verify, inspect, export and compare checkpoints\n"
+                                      "(tenax ckpt ls|verify|inspect|export|diff ...)");
+  for (CLI::App* command : {run, rdzv, ckpt}) command->group("Commands");
+  CLI::App* help = app.add_subcommand("help")->group("");  // the words, beside --help and --version
+  CLI::App* version = app.add_subcommand("version")->group("");
+  app.footer(
+      "Run `tenax <command> --help` for the options of a command; `tenax --version` names the build\n"
+      "(its commit, flavour and libtorch).");
+
   if (args.empty()) {
-    std::cerr << "tenax: missing command\n\n" << kUsage;
+    std::cerr << "tenax: missing command\n\n" << app.help();
     return kExitUsage;
   }
-  const std::string command = args.front();
-  args.erase(args.begin());
-  if (command == "--help" || command == "-h" || command == "help") {
-    std::cout << kUsage;
-    return 0;
+  try {
+    app.parse(std::vector<std::string>{args.front()});
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitDone;
+  } catch (const CLI::ParseError&) {
+    std::cerr << fmt::format("tenax: unknown command '{}'; see `tenax --help`\n", args.front());
+    return kExitUsage;
   }
-  if (command == "--version" || command == "version") {
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (help->parsed()) {
+    std::cout << app.get_formatter()->make_help(&app, "tenax", CLI::AppFormatMode::Normal);  // not `help`'s own
+    return kExitDone;
+  }
+  if (*version_flag || version->parsed()) {
     // The second line: the BLAS kernels `tenax run` would give its workers here (bench headers
     // record it).
-    std::cout << tenax::version_line() << "\n" << tenax::launcher::choose_worker_blas_here().message << "\n";
-    return 0;
+    std::cout << fmt::format("{}\n{}\n", version_line(), launcher::choose_worker_blas_here().message);
+    return kExitDone;
   }
-  if (command == "run") return run_command(args);
-  if (command == "rdzv") return tenax::launcher::run_rdzv_command(args);
-  if (command == "ckpt") return tenax::launcher::run_ckpt_command(argc - 1, argv + 1);
-  std::cerr << "tenax: unknown command '" << command << "'; see `tenax --help`\n";
-  return kExitUsage;
+  if (run->parsed()) return run_command(rest);
+  if (rdzv->parsed()) return launcher::run_rdzv_command(rest);
+  return launcher::run_ckpt_command(argc - 1, argv + 1);  // `ckpt`, the one left; argv[1] is "ckpt"
 }

@@ -1,18 +1,22 @@
 #include "rdzv_command.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <iostream>
 #include <optional>
-#include <sstream>
+#include <utility>
 
 #include <unistd.h>
 
+#include "command_flags.h"
 #include "exit_status.h"
 #include "generation_claim.h"
 #include "shutdown_signals.h"
 #include "tenax/core/error.h"
+#include "tenax/core/exit_codes.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/generation_fence.h"
 #include "tenax/elastic/host_election.h"
@@ -23,123 +27,111 @@ namespace tenax::launcher {
 namespace {
 
 constexpr const char* kCommand = "tenax rdzv";
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
 
 std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+  const std::string out = fmt::format("{}", fmt::join(names, ","));
   return out.empty() ? "-" : out;
 }
 
 // One line per change an operator cares about: who is in, who waits, what was refused.
 std::string describe(const elastic::RendezvousSnapshot& s) {
-  std::ostringstream out;
-  out << "generation " << s.generation << ": members " << joined(s.members) << " (" << s.world_size
-      << " workers), live " << joined(s.live) << ", waiting " << joined(s.waiting) << ", finished "
-      << joined(s.finished) << ", nodes lost " << s.nodes_lost;
-  if (s.restart_requested) out << "; ending: " << s.restart_reason;
-  if (!s.last_failure.empty()) out << "; last failed round: " << s.last_failure;
-  return out.str();
+  std::string out = fmt::format("generation {}: members {} ({} workers), live {}, waiting {}, finished {}, nodes lost {}",
+                                s.generation, joined(s.members), s.world_size, joined(s.live), joined(s.waiting),
+                                joined(s.finished), s.nodes_lost);
+  if (s.restart_requested) out += fmt::format("; ending: {}", s.restart_reason);
+  if (!s.last_failure.empty()) out += fmt::format("; last failed round: {}", s.last_failure);
+  return out;
 }
+
+// Every flag of `tenax rdzv`, once: its parsing into `o` and its line of --help.
+void declare_rdzv_flags(CommandFlags& flags, RdzvOptions& o, bool& nnodes_given) {
+  flags.describe(
+      "Usage: tenax rdzv --nnodes MIN:MAX [options]\n"
+      "\n"
+      "Serves the rendezvous (membership, heartbeats, the workers' key-value store) of one job\n"
+      "on its own, until SIGINT/SIGTERM. The job's agents then run\n"
+      "  tenax run --rdzv-endpoint THIS_HOST:PORT --rdzv-host no --keys-file FILE --nnodes MIN:MAX ...\n",
+      fmt::format("Failover: the serving instance holds a lease ({}) beside the keys file;\n"
+                  "start one instance per candidate host, each with its own --position, sharing that\n"
+                  "directory: position 0 serves, the others stand by and the lowest takes over when the lease\n"
+                  "is not renewed for the lease timeout. Agents started with --rdzv-host no follow the lease.\n",
+                  elastic::kLeaseFileName));
+  flags.value("--nnodes", "MIN:MAX", "1:2", "nodes a generation needs and may have (required)",
+              [&](const std::string& v) {
+                o.nodes = parse_node_range(kCommand, v);
+                nnodes_given = true;
+              });
+  flags.value("--host", "ADDR", "'*'", "address to bind (default * = every interface)", [&](const std::string& v) {
+    if (v.empty()) flags.fail("--host needs an address to bind, e.g. --host '*' or --host 10.0.0.5");
+    o.host = v;
+  });
+  flags.value("--port", "P", "29400",
+              fmt::format("membership port (default {}; the store takes any free port)", kDefaultRdzvPort),
+              [&](const std::string& v) {
+                o.port = flags.flag_int(v, {0, "a TCP port (0: any free one)", "29400"});
+                if (o.port > 65535) flags.fail(fmt::format("--port must be at most 65535, got {}", v));
+              });
+  flags.value("--keys-file", "FILE", "/shared/job/tenax-job.keys",
+              fmt::format("the job's CURVE keys, written (mode 0600) if missing (default ./{});\n"
+                          "the agents and workers need the same file",
+                          elastic::kJobKeysFileName),
+              [&](const std::string& v) {
+                if (v.empty()) flags.fail("--keys-file needs a file name, e.g. --keys-file /shared/job/tenax-job.keys");
+                o.keys_file = v;
+              });
+  flags.whole("--last-call", "SECONDS", {0, "whole seconds", "3"}, o.last_call,
+              "once MIN nodes joined, how long to wait for more (default 3)");
+  flags.whole("--join-timeout", "SECONDS", {1, "whole seconds", "300"}, o.join_timeout,
+              "fail a round with fewer than MIN nodes by then (default 300)");
+  flags.whole("--heartbeat-interval", "MS", {10, "whole milliseconds", "500"}, o.heartbeat_interval,
+              "agent <-> service heartbeat (default 500)");
+  flags.whole("--heartbeat-liveness", "N", {2, "a whole number of beats", "5"}, o.heartbeat_liveness,
+              "missed beats before a node is lost (default 5)");
+  flags.section("Failover (one instance per candidate host, see below)");
+  flags.whole("--position", "N", {0, "a whole number (0 serves first)", "1"}, o.position,
+              "this candidate's place (default 0: serves first)");
+  flags.value("--advertise", "HOST", "rdzv01", "the address agents connect to (default: --host, or this host's name)",
+              [&](const std::string& v) {
+                if (v.empty() || v.find_first_of(" \t/:") != std::string::npos) {
+                  flags.fail("--advertise expects a host name or address the agents reach, e.g. --advertise rdzv01");
+                }
+                o.advertise = v;
+              });
+  flags.whole("--lease-timeout", "MS", {10, "whole milliseconds", "5000"}, o.lease_timeout,
+              "a lease unrenewed this long is dead (default 2 x interval x liveness)");
+}
+
+// The flags of `tenax rdzv` declared over the options they fill in.
+struct RdzvFlags {
+  RdzvOptions options;
+  bool nnodes_given = false;
+  CommandFlags flags{kCommand, Spelling::kExact};
+  RdzvFlags() { declare_rdzv_flags(flags, options, nnodes_given); }
+};
 
 }  // namespace
 
 RdzvOptions parse_rdzv_options(const std::vector<std::string>& args) {
-  RdzvOptions options;
-  bool saw_nnodes = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i];
-    std::optional<std::string> value;
-    if (const auto eq = name.find('='); name.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    static const std::vector<std::string> known = {"--nnodes",       "--host",         "--port",
-                                                   "--keys-file",    "--last-call",    "--join-timeout",
-                                                   "--heartbeat-interval", "--heartbeat-liveness",
-                                                   "--position",     "--advertise",    "--lease-timeout"};
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      flag_error(kCommand, "unknown argument '" + name + "' (see `tenax rdzv --help`)");
-    }
-    if (!value) {
-      if (i + 1 >= args.size()) flag_error(kCommand, name + " needs a value (see `tenax rdzv --help`)");
-      value = args[++i];
-    }
-    if (name == "--nnodes") {
-      options.nodes = parse_node_range(kCommand, *value);
-      saw_nnodes = true;
-    } else if (name == "--host") {
-      if (value->empty()) flag_error(kCommand, "--host needs an address to bind, e.g. --host '*' or --host 10.0.0.5");
-      options.host = *value;
-    } else if (name == "--port") {
-      options.port = parse_flag_int(kCommand, name, *value, 0, "a TCP port (0: any free one)", "29400");
-      if (options.port > 65535) flag_error(kCommand, "--port must be at most 65535, got " + *value);
-    } else if (name == "--keys-file") {
-      if (value->empty()) flag_error(kCommand, "--keys-file needs a file name, e.g. --keys-file /shared/job/tenax-job.keys");
-      options.keys_file = *value;
-    } else if (name == "--last-call") {
-      options.last_call = std::chrono::seconds(parse_flag_int(kCommand, name, *value, 0, "whole seconds", "3"));
-    } else if (name == "--join-timeout") {
-      options.join_timeout = std::chrono::seconds(parse_flag_int(kCommand, name, *value, 1, "whole seconds", "300"));
-    } else if (name == "--heartbeat-interval") {
-      options.heartbeat_interval =
-          std::chrono::milliseconds(parse_flag_int(kCommand, name, *value, 10, "whole milliseconds", "500"));
-    } else if (name == "--position") {
-      options.position = parse_flag_int(kCommand, name, *value, 0, "a whole number (0 serves first)", "1");
-    } else if (name == "--advertise") {
-      if (value->empty() || value->find_first_of(" \t/:") != std::string::npos) {
-        flag_error(kCommand, "--advertise expects a host name or address the agents reach, e.g. --advertise rdzv01");
-      }
-      options.advertise = *value;
-    } else if (name == "--lease-timeout") {
-      options.lease_timeout =
-          std::chrono::milliseconds(parse_flag_int(kCommand, name, *value, 10, "whole milliseconds", "5000"));
-    } else {  // --heartbeat-liveness
-      options.heartbeat_liveness = parse_flag_int(kCommand, name, *value, 2, "a whole number of beats", "5");
-    }
+  RdzvFlags rdzv;
+  const CommandFlags::Stop stop = rdzv.flags.parse(args);
+  if (stop.kind != CommandFlags::Stop::Kind::kEnd) {
+    const std::string what = stop.kind == CommandFlags::Stop::Kind::kUnknownFlag ? stop.flag
+                              : stop.kind == CommandFlags::Stop::Kind::kDoubleDash ? "--"
+                                                                                   : args[stop.at];
+    flag_error(kCommand, fmt::format("unknown argument '{}' (see `tenax rdzv --help`)", what));
   }
-  if (!saw_nnodes) flag_error(kCommand, "missing --nnodes; say how many nodes a generation needs, e.g. --nnodes 1:2");
-  return options;
+  if (!rdzv.nnodes_given) {
+    flag_error(kCommand, "missing --nnodes; say how many nodes a generation needs, e.g. --nnodes 1:2");
+  }
+  return std::move(rdzv.options);
 }
 
-std::string rdzv_usage() {
-  std::ostringstream out;
-  out << "Usage: tenax rdzv --nnodes MIN:MAX [options]\n"
-      << "\n"
-      << "Serves the rendezvous (membership, heartbeats, the workers' key-value store) of one job\n"
-      << "on its own, until SIGINT/SIGTERM. The job's agents then run\n"
-      << "  tenax run --rdzv-endpoint THIS_HOST:PORT --rdzv-host no --keys-file FILE --nnodes MIN:MAX ...\n"
-      << "\n"
-      << "Options:\n"
-      << "  --nnodes MIN:MAX          nodes a generation needs and may have (required)\n"
-      << "  --host ADDR               address to bind (default * = every interface)\n"
-      << "  --port P                  membership port (default " << kDefaultRdzvPort
-      << "; the store takes any free port)\n"
-      << "  --keys-file FILE          the job's CURVE keys, written (mode 0600) if missing (default ./"
-      << elastic::kJobKeysFileName << ");\n"
-      << "                            the agents and workers need the same file\n"
-      << "  --last-call SECONDS       once MIN nodes joined, how long to wait for more (default 3)\n"
-      << "  --join-timeout SECONDS    fail a round with fewer than MIN nodes by then (default 300)\n"
-      << "  --heartbeat-interval MS   (default 500)\n"
-      << "  --heartbeat-liveness N    missed beats before a node is lost (default 5)\n"
-      << "\n"
-      << "Failover: the serving instance holds a lease (" << elastic::kLeaseFileName << ") beside the keys file;\n"
-      << "start one instance per candidate host, each with its own --position, sharing that\n"
-      << "directory: position 0 serves, the others stand by and the lowest takes over when the lease\n"
-      << "is not renewed for the lease timeout. Agents started with --rdzv-host no follow the lease.\n"
-      << "  --position N              this candidate's place (default 0: serves first)\n"
-      << "  --advertise HOST          the address agents connect to (default: --host, or this host's name)\n"
-      << "  --lease-timeout MS        a lease unrenewed this long is dead (default 2 x interval x liveness)\n";
-  return out.str();
-}
+std::string rdzv_usage() { return RdzvFlags().flags.help(); }
 
 int run_rdzv_command(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::cout << rdzv_usage();
-      return 0;
-    }
+  if (RdzvFlags().flags.help_requested(args)) {
+    std::cout << rdzv_usage();
+    return kExitDone;
   }
   RdzvOptions options;
   std::optional<elastic::JobKeys> keys;
@@ -163,7 +155,7 @@ int run_rdzv_command(const std::vector<std::string>& args) {
     (void)::gethostname(hostname, sizeof hostname - 1);
     const std::string advertise =
         !options.advertise.empty() ? options.advertise : options.host != "*" ? options.host : std::string(hostname);
-    const std::string node = "rdzv-" + std::to_string(options.position);
+    const std::string node = fmt::format("rdzv-{}", options.position);
     elastic::HostElection election(
         node, elastic::HostElectionOptions(options.position, lease_timeout).stagger_step(heartbeat.interval() * 2));
     auto unix_ms = [] {
@@ -199,11 +191,11 @@ int run_rdzv_command(const std::vector<std::string>& args) {
                             .generations_above(std::max(election.highest_generation(),
                                                         fenced.is_ok() ? fenced.value() : std::int64_t{-1}))
                             .claim_generation(fenced_generation_claim(lease_file, fence, d.term, node)));
-        const std::string bound = service->start("tcp://" + options.host + ":" + std::to_string(options.port));
+        const std::string bound = service->start(fmt::format("tcp://{}:{}", options.host, options.port));
         elastic::LeaseRecord record;
         record.term = d.term;
         record.holder = node;
-        record.endpoint = "tcp://" + advertise + ":" + bound.substr(bound.rfind(':') + 1);
+        record.endpoint = fmt::format("tcp://{}:{}", advertise, bound.substr(bound.rfind(':') + 1));
         record.generation = election.highest_generation();
         if (!lease_file.claim(record)) {
           service.reset();
@@ -236,7 +228,7 @@ int run_rdzv_command(const std::vector<std::string>& args) {
     } else {
       log->info("stopping on {} (standing by, never served)", signal_name(signals.received()));
     }
-    return 0;
+    return kExitDone;
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\nRun `tenax rdzv --help` for usage.\n";
     return kExitUsage;
