@@ -15,6 +15,7 @@
 #include "exit_status.h"
 #include "generation_claim.h"
 #include "shutdown_signals.h"
+#include "tenax/core/endpoint.h"
 #include "tenax/core/error.h"
 #include "tenax/core/exit_codes.h"
 #include "tenax/core/logging.h"
@@ -191,11 +192,12 @@ int run_rdzv_command(const std::vector<std::string>& args) {
                             .generations_above(std::max(election.highest_generation(),
                                                         fenced.is_ok() ? fenced.value() : std::int64_t{-1}))
                             .claim_generation(fenced_generation_claim(lease_file, fence, d.term, node)));
-        const std::string bound = service->start(fmt::format("tcp://{}:{}", options.host, options.port));
+        const Endpoint bound =
+            Endpoint::parse(service->start(Endpoint{options.host, options.port}.str()), /*allow_any_port=*/true);
         elastic::LeaseRecord record;
         record.term = d.term;
         record.holder = node;
-        record.endpoint = fmt::format("tcp://{}:{}", advertise, bound.substr(bound.rfind(':') + 1));
+        record.endpoint = bound.with_host(advertise).str();
         record.generation = election.highest_generation();
         if (!lease_file.claim(record)) {
           service.reset();
@@ -206,13 +208,13 @@ int run_rdzv_command(const std::vector<std::string>& args) {
                                                         [raw] { return raw->snapshot().generation; });
         log->info("serving {}..{} node(s) at {} (lease term {}: {}); agents: tenax run --rdzv-endpoint {}:{} "
                   "--rdzv-host no --keys-file {} --nnodes {}:{} ...",
-                  options.nodes.min, options.nodes.max, bound, d.term, d.reason, advertise,
-                  bound.substr(bound.rfind(':') + 1), std::filesystem::absolute(options.keys_file).string(),
+                  options.nodes.min, options.nodes.max, bound.str(), d.term, d.reason, advertise, bound.port,
+                  std::filesystem::absolute(options.keys_file).string(),
                   options.nodes.min, options.nodes.max);
         // Ranks started by srun/mpirun without agents use only the store (direct_launch.h).
-        const std::string store = service->store_endpoint();
-        log->info("direct launches (srun/mpirun, no agents): TENAX_RDZV_ENDPOINT=tcp://{}:{} TENAX_KEYS_FILE={}",
-                  advertise, store.substr(store.rfind(':') + 1),
+        const Endpoint store = Endpoint::parse(service->store_endpoint(), /*allow_any_port=*/true);
+        log->info("direct launches (srun/mpirun, no agents): TENAX_RDZV_ENDPOINT={} TENAX_KEYS_FILE={}",
+                  store.with_host(advertise).str(),
                   std::filesystem::absolute(options.keys_file).string());
       }
       const std::string now = describe(service->snapshot());

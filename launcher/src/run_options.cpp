@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "command_flags.h"
+#include "tenax/core/endpoint.h"
 #include "tenax/core/error.h"
 
 namespace tenax::launcher {
@@ -44,15 +45,11 @@ bool pick(const std::string& text, std::initializer_list<std::pair<const char*, 
 
 // "host:port" (or "tcp://host:port") with a port in 0..65535.
 std::string parse_endpoint(const std::string& text) {
-  std::string rest = text.rfind("tcp://", 0) == 0 ? text.substr(6) : text;
-  const auto colon = rest.rfind(':');
-  const std::string port = colon == std::string::npos ? "" : rest.substr(colon + 1);
-  if (colon == std::string::npos || colon == 0 || port.empty() ||
-      port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
-      std::stoi(port) > 65535) {
+  try {
+    return Endpoint::parse(text, /*allow_any_port=*/true).host_port();
+  } catch (const ConfigError&) {
     usage_error(fmt::format("--rdzv-endpoint expects HOST:PORT, got '{}'; e.g. --rdzv-endpoint node01:29400", text));
   }
-  return rest;
 }
 
 // --monitor-interval SECONDS, as torchrun writes it (0.02); kept to whole milliseconds.
