@@ -275,7 +275,7 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restarts) {
       const int forward = sig == SIGUSR1 ? SIGUSR1 : SIGTERM;
       log_->warn("received {}; forwarding {} to {} so that they checkpoint and exit {} "
                  "(SIGKILL after {} s; a second signal cuts the wait short)",
-                 signal_name(sig), signal_name(forward), plural(n, "worker"), kPreemptedExitCode,
+                 signal_name(sig), signal_name(forward), plural(n, "worker"), kExitPreempted,
                  options_.preempt_grace.count());
       group.stop(forward, options_.preempt_grace);
       return end_generation(plan.generation,

@@ -12,11 +12,6 @@
 
 namespace tenax::launcher {
 
-/// Exit code a worker uses to say "preempted: checkpoint saved, requeue me" (DESIGN.md §3).
-inline constexpr int kPreemptedExitCode = kExitPreempted;
-/// Exit code of a usage or configuration error (DESIGN.md §3): a restart cannot fix it.
-inline constexpr int kConfigErrorExitCode = kExitUsage;
-
 class ExitStatus {
  public:
   enum class Kind { kExited, kSignaled };
@@ -40,10 +35,10 @@ class ExitStatus {
 
   /// Exited with status 0.
   bool succeeded() const { return kind_ == Kind::kExited && value_ == 0; }
-  /// Exited with kPreemptedExitCode.
-  bool preempted() const { return kind_ == Kind::kExited && value_ == kPreemptedExitCode; }
-  /// Exited with kConfigErrorExitCode (a subset of failed()).
-  bool config_error() const { return kind_ == Kind::kExited && value_ == kConfigErrorExitCode; }
+  /// Exited with kExitPreempted.
+  bool preempted() const { return kind_ == Kind::kExited && value_ == kExitPreempted; }
+  /// Exited with kExitUsage (a subset of failed()).
+  bool config_error() const { return kind_ == Kind::kExited && value_ == kExitUsage; }
   /// Neither success nor preemption: killed by any signal or any other non-zero exit.
   bool failed() const { return !succeeded() && !preempted(); }
 

@@ -112,7 +112,7 @@ class RendezvousGenerations final : public GenerationSource {
   }
 
   void close(const Stop& how) override {
-    if (how.outcome == Outcome::kPreempted && how.exit_code == kPreemptedExitCode) {
+    if (how.outcome == Outcome::kPreempted && how.exit_code == kExitPreempted) {
       // Before any generation formed, the node-list position stands in for the node rank.
       requeue_if_rank0(last_node_rank_ >= 0 ? last_node_rank_ : plan_.position);
     }
@@ -224,7 +224,7 @@ bool RendezvousGenerations::join_generation(std::optional<elastic::Assignment>& 
   const auto give_up = [&](const std::string& what) {
     stop.outcome = Outcome::kFailed;
     stop.exit_code = give_up_waiting(what);
-    if (stop.exit_code == kPreemptedExitCode) stop.outcome = Outcome::kRequeued;
+    if (stop.exit_code == kExitPreempted) stop.outcome = Outcome::kRequeued;
     return false;
   };
   while (true) {
@@ -254,8 +254,8 @@ bool RendezvousGenerations::join_generation(std::optional<elastic::Assignment>& 
       if (plan_.slurm && sig == SIGUSR1) {
         // Slurm's preemption warning between generations: nothing to save, requeue all the same.
         log_->warn("received {} while joining; leaving the rendezvous; exiting {} so that the job is requeued",
-                   signal_name(sig), kPreemptedExitCode);
-        stop = {kPreemptedExitCode, Outcome::kPreempted};
+                   signal_name(sig), kExitPreempted);
+        stop = {kExitPreempted, Outcome::kPreempted};
         return false;
       }
       log_->warn("received {} while joining; leaving the rendezvous; exiting {}", signal_name(sig),
@@ -296,7 +296,7 @@ int RendezvousGenerations::give_up_waiting(const std::string& what) {
   }
   log_->error("{}; asking Slurm to requeue job {} rather than hold its allocation idle (`scontrol requeue {}`); "
               "exiting {}",
-              what, job.job_id, job.job_id, kPreemptedExitCode);
+              what, job.job_id, job.job_id, kExitPreempted);
   // The marker that makes the requeue once per run of the job lives in the job's shared
   // directory, so that of several agents giving up together one requeues.
   const RequeueResult r = requeue_job(job.job_id, job.restart_count.value_or(0), keys_file_.parent_path(),
@@ -306,7 +306,7 @@ int RendezvousGenerations::give_up_waiting(const std::string& what) {
     return 1;
   }
   log_->warn("{}", r.message);
-  return kPreemptedExitCode;
+  return kExitPreempted;
 }
 
 // The lease says the service this agent uses is gone (its holder stopped renewing) or moved
@@ -379,7 +379,7 @@ bool RendezvousGenerations::locate_service(const std::string& why, Stop& stop) {
       stop.exit_code = give_up_waiting(
           fmt::format("node {}: no rendezvous service found within the join timeout of {} s ({}; last: {})",
                       plan.node_id, options_.join_timeout.count(), why, d.reason));
-      if (stop.exit_code == kPreemptedExitCode) stop.outcome = Outcome::kRequeued;
+      if (stop.exit_code == kExitPreempted) stop.outcome = Outcome::kRequeued;
       return false;
     }
     if (now >= next_note) {

@@ -41,23 +41,23 @@ Decision decide_after_generation(const GenerationFacts& f) {
       return d;
     }
     case Outcome::kConfigError: {
-      Decision d = exit_with(kConfigErrorExitCode, Outcome::kConfigError, f.restarts,
+      Decision d = exit_with(kExitUsage, Outcome::kConfigError, f.restarts,
                              multi ? Farewell::kLeave : Farewell::kNone);
       say(d, Level::kError,
           fmt::format("a worker exited with status {} (usage or configuration error; its message is above): "
                       "restarting cannot fix that, so no restart; {}fix the command line or configuration and "
                       "submit again",
-                      kConfigErrorExitCode, multi ? "leaving the rendezvous (the other nodes will see it); " : ""));
+                      kExitUsage, multi ? "leaving the rendezvous (the other nodes will see it); " : ""));
       return d;
     }
     case Outcome::kPreempted: {
-      Decision d = exit_with(kPreemptedExitCode, Outcome::kPreempted, f.restarts,
+      Decision d = exit_with(kExitPreempted, Outcome::kPreempted, f.restarts,
                              multi ? Farewell::kFinish : Farewell::kNone);
       if (sig != 0) say(d, Level::kInfo, fmt::format("workers saved their checkpoint after {}", signal_name(sig)));
       say(d, Level::kWarn,
           fmt::format("workers were preempted (exit status {}); exiting {} so that the job can be requeued and "
                       "resume from its checkpoint",
-                      kPreemptedExitCode, kPreemptedExitCode));
+                      kExitPreempted, kExitPreempted));
       return d;
     }
     default:
@@ -68,12 +68,12 @@ Decision decide_after_generation(const GenerationFacts& f) {
       // Slurm's preemption warning reached workers that could not save (still starting, before
       // their handlers were installed: killed by the signal). The job must still be requeued,
       // not end FAILED: its newest committed checkpoint is where the requeued run resumes.
-      Decision d = exit_with(kPreemptedExitCode, Outcome::kPreempted, f.restarts, Farewell::kFinish);
+      Decision d = exit_with(kExitPreempted, Outcome::kPreempted, f.restarts, Farewell::kFinish);
       say(d, Level::kWarn,
           fmt::format("workers did not save a checkpoint at {} (still starting?); the requeued job resumes from the "
                       "newest committed checkpoint",
                       signal_name(SIGUSR1)));
-      say(d, Level::kWarn, fmt::format("preempted; exiting {} so that the job is requeued", kPreemptedExitCode));
+      say(d, Level::kWarn, fmt::format("preempted; exiting {} so that the job is requeued", kExitPreempted));
       return d;
     }
     Decision d = exit_with(exit_code_for_signal(sig), Outcome::kInterrupted, f.restarts,

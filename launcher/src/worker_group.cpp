@@ -78,7 +78,7 @@ WorkerEvents WorkerGroup::poll(bool check_hangs, bool narrow_hangs) {
       events.config_error = events.config_error || status->config_error();
     } else if (status->preempted()) {
       log_->warn("worker rank {} (pid {}) exited with status {}: preempted", w.rank, w.process->pid(),
-                 kPreemptedExitCode);
+                 kExitPreempted);
       events.preempted = true;
     } else {
       log_->info("worker rank {} (pid {}) finished", w.rank, w.process->pid());

@@ -44,8 +44,8 @@ TEST(LauncherExitStatus, DescribesSignals) {
 TEST(LauncherExitStatus, ClassifiesSuccessAndPreemption) {
   EXPECT_TRUE(ExitStatus::exited(0).succeeded());
   EXPECT_FALSE(ExitStatus::exited(0).failed());
-  EXPECT_TRUE(ExitStatus::exited(kPreemptedExitCode).preempted());
-  EXPECT_FALSE(ExitStatus::exited(kPreemptedExitCode).failed());
+  EXPECT_TRUE(ExitStatus::exited(kExitPreempted).preempted());
+  EXPECT_FALSE(ExitStatus::exited(kExitPreempted).failed());
   EXPECT_TRUE(ExitStatus::exited(1).failed());
   EXPECT_TRUE(ExitStatus::signaled(SIGTERM).failed());
   // A signal whose number happens to be 3 is not a preemption.
