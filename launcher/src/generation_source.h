@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "generation.h"
+#include "tenax/core/exit_codes.h"
 #include "multi_node_plan.h"
 #include "run_decision.h"
 #include "run_options.h"
@@ -33,7 +34,7 @@ namespace tenax::launcher {
 
 /// The agent stops instead of running a generation.
 struct Stop {
-  int exit_code = 1;
+  int exit_code = kExitFailure;
   Outcome outcome = Outcome::kFailed;
 };
 

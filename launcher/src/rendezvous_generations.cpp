@@ -282,7 +282,7 @@ bool RendezvousGenerations::join_generation(std::optional<elastic::Assignment>& 
 int RendezvousGenerations::give_up_waiting(const std::string& what) {
   if (!plan_.slurm) {
     log_->error("{}; exiting 1 (start the missing nodes, or lower MIN with --nnodes, and run the job again)", what);
-    return 1;
+    return kExitFailure;
   }
   const SlurmJob& job = *plan_.slurm;
   // A cause that a requeue does not cure (a node that fails every time) must not requeue the
@@ -292,7 +292,7 @@ int RendezvousGenerations::give_up_waiting(const std::string& what) {
     log_->error("{}; Slurm job {} was already requeued {} times (SLURM_RESTART_COUNT); not again: exiting 1 (check "
                 "the nodes of the allocation, or lower MIN with --nnodes, and resubmit)",
                 what, job.job_id, *job.restart_count);
-    return 1;
+    return kExitFailure;
   }
   log_->error("{}; asking Slurm to requeue job {} rather than hold its allocation idle (`scontrol requeue {}`); "
               "exiting {}",
@@ -303,7 +303,7 @@ int RendezvousGenerations::give_up_waiting(const std::string& what) {
                                       std::chrono::seconds(30));
   if (r.outcome == RequeueResult::Outcome::kFailed) {
     log_->error("{}; exiting 1", r.message);
-    return 1;
+    return kExitFailure;
   }
   log_->warn("{}", r.message);
   return kExitPreempted;

@@ -33,7 +33,7 @@ Decision decide_after_generation(const GenerationFacts& f) {
   const int sig = f.signal;
   switch (f.outcome) {
     case Outcome::kFinished: {
-      Decision d = exit_with(0, Outcome::kFinished, f.restarts, multi ? Farewell::kFinish : Farewell::kNone);
+      Decision d = exit_with(kExitDone, Outcome::kFinished, f.restarts, multi ? Farewell::kFinish : Farewell::kNone);
       say(d, Level::kInfo,
           multi ? fmt::format("all {} of node {} finished; telling the rendezvous (the other nodes go on undisturbed)",
                               workers_text(f.workers), f.node_id)
@@ -88,7 +88,7 @@ Decision decide_after_generation(const GenerationFacts& f) {
   if (f.restarts >= f.max_restarts) {
     // Nothing is retried once the budget is spent, not even a lost rendezvous service: the agent
     // leaves at once (a service that is gone is not waited for).
-    Decision d = exit_with(1, f.outcome, f.restarts, multi ? Farewell::kLeave : Farewell::kNone);
+    Decision d = exit_with(kExitFailure, f.outcome, f.restarts, multi ? Farewell::kLeave : Farewell::kNone);
     say(d, Level::kError,
         multi ? fmt::format("restart budget spent ({}); leaving the rendezvous and giving up (raise --max-restarts to "
                             "allow more)",

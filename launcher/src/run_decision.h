@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "generation.h"
+#include "tenax/core/exit_codes.h"
 
 namespace tenax::launcher {
 
@@ -43,7 +44,7 @@ struct LogLine {
 
 struct Decision {
   RunAction action = RunAction::kExit;
-  int exit_code = 1;
+  int exit_code = kExitFailure;
   Outcome outcome = Outcome::kFailed;  ///< the run's outcome as agent.json records it
   int restarts = 0;                    ///< restarts after this decision
   Farewell farewell = Farewell::kNone;

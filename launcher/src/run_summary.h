@@ -11,13 +11,14 @@
 #include <spdlog/spdlog.h>
 
 #include "generation.h"
+#include "tenax/core/exit_codes.h"
 #include "run_options.h"
 
 namespace tenax::launcher {
 
 struct RunSummary {
   Outcome outcome = Outcome::kFailed;
-  int exit_code = 1;
+  int exit_code = kExitFailure;
   int restarts = 0;
   std::vector<GenerationRecord> history;
   std::vector<nlohmann::json> recoveries;  ///< RecoveryCoordinator::records()
