@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
 #include "tenax/core/unique_fd.h"
 
 namespace tenax::elastic {
@@ -20,12 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::path(::testing::TempDir()) / ("tenax-fence-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir(const std::string& name) { return tenax::testing::fresh_dir("fence", name); }
 
 std::int64_t current_of(const GenerationFence& fence) {
   StatusOr<std::int64_t> current = fence.current();
