@@ -57,6 +57,7 @@
 
 #include "tenax/core/logging.h"
 #include "tenax/core/status.h"
+#include "tenax/core/unique_fd.h"
 #include "tenax/elastic/job_keys.h"
 #include "tenax/elastic/rendezvous.h"
 #include "tenax/elastic/rendezvous_client.h"
@@ -233,10 +234,9 @@ std::optional<std::string> read_line(int fd) {
 // `out_fd`. Never returns.
 [[noreturn]] void serve(const Args& a, const el::JobKeys& keys, int in_fd, int out_fd) {
   if (!a.service_log.empty()) {
-    const int fd = ::open(a.service_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) die("cannot open --service-log " + a.service_log + ": " + std::strerror(errno));
-    ::dup2(fd, 2);
-    ::close(fd);
+    const tenax::UniqueFd fd(::open(a.service_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd) die("cannot open --service-log " + a.service_log + ": " + std::strerror(errno));
+    ::dup2(fd.get(), 2);
   }
   tenax::LogIdentity identity;
   identity.role = "rdzv";
@@ -421,20 +421,22 @@ int run(const Args& a) {
 
   // The service's process is forked before this one starts any thread (fork copies only the
   // calling thread: a ZeroMQ context must not cross it).
-  int to_child[2];
-  int from_child[2];
-  if (::pipe2(to_child, O_CLOEXEC) != 0 || ::pipe2(from_child, O_CLOEXEC) != 0) die("pipe2 failed");
+  int to_child_fds[2];
+  int from_child_fds[2];
+  if (::pipe2(to_child_fds, O_CLOEXEC) != 0 || ::pipe2(from_child_fds, O_CLOEXEC) != 0) die("pipe2 failed");
+  tenax::UniqueFd to_child[2] = {tenax::UniqueFd(to_child_fds[0]), tenax::UniqueFd(to_child_fds[1])};
+  tenax::UniqueFd from_child[2] = {tenax::UniqueFd(from_child_fds[0]), tenax::UniqueFd(from_child_fds[1])};
   std::fflush(nullptr);
   const pid_t service_pid = ::fork();
   if (service_pid < 0) die(std::string("fork: ") + std::strerror(errno));
   if (service_pid == 0) {
-    ::close(to_child[1]);
-    ::close(from_child[0]);
-    serve(a, keys, to_child[0], from_child[1]);
+    to_child[1].reset();
+    from_child[0].reset();
+    serve(a, keys, to_child[0].get(), from_child[1].get());
   }
-  ::close(to_child[0]);
-  ::close(from_child[1]);
-  const auto endpoint = read_line(from_child[0]);
+  to_child[0].reset();
+  from_child[1].reset();
+  const auto endpoint = read_line(from_child[0].get());
   if (!endpoint) die("the service process ended before it listened (see its log)");
   // Each client logs a line per generation and a warning when one ends: 2,000 lines at 1,024
   // nodes would cost more than the rendezvous and say nothing here. Errors still show.
@@ -544,8 +546,8 @@ int run(const Args& a) {
   for (auto& agent : agents) {
     if (agent.thread.joinable()) agent.thread.join();
   }
-  ::close(to_child[1]);  // the service reports and stops
-  const std::string service_stats = read_line(from_child[0]).value_or("{}");
+  to_child[1].reset();  // the service reports and stops
+  const std::string service_stats = read_line(from_child[0].get()).value_or("{}");
   int wait_status = 0;
   ::waitpid(service_pid, &wait_status, 0);
   const auto teardown_t0 = Clock::now();

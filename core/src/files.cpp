@@ -8,8 +8,10 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "tenax/core/error.h"
+#include "tenax/core/unique_fd.h"
 
 namespace tenax::files {
 namespace {
@@ -19,14 +21,10 @@ namespace {
 }
 
 void fsync_path(const std::filesystem::path& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) fail("cannot open for fsync", path, errno);
-  if (::fsync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    fail("fsync failed for", path, err);
-  }
-  if (::close(fd) != 0) fail("close failed for", path, errno);
+  UniqueFd fd(::open(path.c_str(), flags | O_CLOEXEC));
+  if (!fd) fail("cannot open for fsync", path, errno);
+  if (::fsync(fd.get()) != 0) fail("fsync failed for", path, errno);
+  if (const std::error_code ec = fd.close()) fail("close failed for", path, ec.value());
 }
 
 }  // namespace
@@ -36,12 +34,12 @@ void fsync_file(const std::filesystem::path& path) { fsync_path(path, O_RDONLY);
 void fsync_dir(const std::filesystem::path& dir) { fsync_path(dir, O_RDONLY | O_DIRECTORY); }
 
 void write_durably(const std::filesystem::path& path, const void* data, std::size_t size) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("cannot create", path, errno);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) fail("cannot create", path, errno);
   // On any failure the partial file goes: it holds nothing usable, and on a full disk the
   // space is what the next attempt needs.
   auto give_up = [&](const char* what, int err) {
-    if (fd >= 0) ::close(fd);
+    fd.reset();
     ::unlink(path.c_str());
     fail(what, path, err);
   };
@@ -49,7 +47,7 @@ void write_durably(const std::filesystem::path& path, const void* data, std::siz
   std::size_t left = size;
   while (left > 0) {
     // Writes are capped at 1 GiB: Linux transfers at most 0x7ffff000 bytes per call anyway.
-    const ssize_t n = ::write(fd, p, std::min<std::size_t>(left, std::size_t{1} << 30));
+    const ssize_t n = ::write(fd.get(), p, std::min<std::size_t>(left, std::size_t{1} << 30));
     if (n < 0) {
       if (errno == EINTR) continue;
       give_up("write failed for", errno);
@@ -57,10 +55,8 @@ void write_durably(const std::filesystem::path& path, const void* data, std::siz
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) give_up("fsync failed for", errno);
-  const int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0) give_up("close failed for", errno);
+  if (::fsync(fd.get()) != 0) give_up("fsync failed for", errno);
+  if (const std::error_code ec = fd.close()) give_up("close failed for", ec.value());
 }
 
 void atomic_write(const std::filesystem::path& path, const std::string& contents) {

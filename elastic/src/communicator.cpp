@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "tenax/core/error.h"
 
 namespace tenax::elastic {
 
@@ -17,7 +20,7 @@ std::size_t element_size(ElementType type) {
     case ElementType::kUInt8:
       return 1;
   }
-  throw std::invalid_argument("unknown ElementType " + std::to_string(static_cast<int>(type)));
+  throw Error(fmt::format("unknown ElementType {}", static_cast<int>(type)));
 }
 
 std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine,

@@ -14,6 +14,7 @@
 
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
+#include "tenax/core/unique_fd.h"
 
 namespace tenax::elastic {
 namespace {
@@ -23,50 +24,18 @@ using Clock = std::chrono::steady_clock;
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// Unlocks and closes. LOCK_UN first: a child forked meanwhile shares the open file
-// description (and with it the lock) until it exits or execs, and closing only our descriptor
-// would leave the fence locked for that long; LOCK_UN releases it for every sharer.
-void unlock_and_close(int fd) {
-  if (fd < 0) return;
-  ::flock(fd, LOCK_UN);
-  ::close(fd);
-}
-
-// Owns a descriptor until it goes out of scope or is released (into a FenceHold). `kLock`:
-// the lock file, unlocked before it is closed.
-enum class FdKind { kPlain, kLock };
-class UniqueFd {
- public:
-  UniqueFd(int fd, FdKind kind) : fd_(fd), kind_(kind) {}
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() {
-    if (kind_ == FdKind::kLock) {
-      unlock_and_close(fd_);
-    } else if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-  FdKind kind_;
-};
-
-StatusOr<int> open_lock_file(const fs::path& dir) {
+StatusOr<UniqueFd> open_lock_file(const fs::path& dir) {
   const fs::path path = dir / GenerationFence::kLockFile;
   // Read-write: NFS emulates flock with byte-range locks, and an exclusive one needs a
   // descriptor open for writing.
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd) {
     const int err = errno;
     return Status(StatusCode::kFailedPrecondition,
                   "cannot open the generation fence's lock file " + path.string() + ": " + errno_text(err) +
                       (err == ENOENT ? " (the job's shared control directory does not exist on this node)" : ""));
   }
-  return fd;
+  return StatusOr<UniqueFd>(std::move(fd));
 }
 
 // flock(`operation`) on `fd` by `deadline`. Polls with LOCK_NB so that the wait has a deadline
@@ -102,8 +71,8 @@ Status lock_by(int fd, int operation, const fs::path& dir, Clock::time_point dea
 // The recorded generation, kNoGeneration without the file.
 StatusOr<std::int64_t> read_generation(const fs::path& dir) {
   const fs::path path = dir / GenerationFence::kGenerationFile;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC), FdKind::kPlain);
-  if (fd.get() < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
     const int err = errno;
     if (err == ENOENT) return GenerationFence::kNoGeneration;
     return Status(StatusCode::kFailedPrecondition,
@@ -137,18 +106,28 @@ StatusOr<std::int64_t> read_generation(const fs::path& dir) {
 
 }  // namespace
 
-FenceHold::FenceHold(FenceHold&& other) noexcept : fd_(std::exchange(other.fd_, -1)), generation_(other.generation_) {}
+FenceHold::FenceHold(UniqueFd fd, std::int64_t generation) : fd_(std::move(fd)), generation_(generation) {}
+
+FenceHold::FenceHold(FenceHold&& other) noexcept : fd_(std::move(other.fd_)), generation_(other.generation_) {}
 
 FenceHold& FenceHold::operator=(FenceHold&& other) noexcept {
   if (this != &other) {
-    unlock_and_close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
+    unlock();
+    fd_ = std::move(other.fd_);
     generation_ = other.generation_;
   }
   return *this;
 }
 
-FenceHold::~FenceHold() { unlock_and_close(fd_); }
+FenceHold::~FenceHold() { unlock(); }
+
+// LOCK_UN before the descriptor closes: a child forked meanwhile shares the open file
+// description (and with it the lock) until it exits or execs, and closing only our descriptor
+// would leave the fence locked for that long; LOCK_UN releases it for every sharer.
+void FenceHold::unlock() noexcept {
+  if (fd_) ::flock(fd_.get(), LOCK_UN);
+  fd_.reset();
+}
 
 GenerationFence::GenerationFence(fs::path dir) : dir_(std::move(dir)) {}
 
@@ -159,10 +138,10 @@ Status GenerationFence::advance(std::int64_t generation, std::chrono::millisecon
     return Status(StatusCode::kInvalidArgument, "generation " + std::to_string(generation) + " is negative");
   }
   const auto deadline = Clock::now() + timeout;
-  StatusOr<int> opened = open_lock_file(dir_);
+  StatusOr<UniqueFd> opened = open_lock_file(dir_);
   if (!opened.is_ok()) return opened.status();
-  UniqueFd fd(opened.value(), FdKind::kLock);
-  if (Status locked = lock_by(fd.get(), LOCK_EX, dir_, deadline, timeout); !locked.is_ok()) return locked;
+  const FenceHold exclusive(std::move(opened).value(), generation);  // unlocks on every return
+  if (Status locked = lock_by(exclusive.fd_.get(), LOCK_EX, dir_, deadline, timeout); !locked.is_ok()) return locked;
   StatusOr<std::int64_t> recorded = read_generation(dir_);
   if (!recorded.is_ok()) return recorded.status();
   if (recorded.value() >= generation) {
@@ -176,15 +155,15 @@ Status GenerationFence::advance(std::int64_t generation, std::chrono::millisecon
     return Status(StatusCode::kFailedPrecondition,
                   "cannot record generation " + std::to_string(generation) + " in the fence: " + e.what());
   }
-  return Status::ok();  // `fd` closes here: the lock is released once the number is durable
+  return Status::ok();  // `exclusive` ends here: the lock is released once the number is durable
 }
 
 StatusOr<FenceHold> GenerationFence::hold_if_current(std::int64_t generation, std::chrono::milliseconds timeout) const {
   const auto deadline = Clock::now() + timeout;
-  StatusOr<int> opened = open_lock_file(dir_);
+  StatusOr<UniqueFd> opened = open_lock_file(dir_);
   if (!opened.is_ok()) return opened.status();
-  UniqueFd fd(opened.value(), FdKind::kLock);
-  if (Status locked = lock_by(fd.get(), LOCK_SH, dir_, deadline, timeout); !locked.is_ok()) return locked;
+  FenceHold hold(std::move(opened).value(), generation);  // unlocks on every return but the last
+  if (Status locked = lock_by(hold.fd_.get(), LOCK_SH, dir_, deadline, timeout); !locked.is_ok()) return locked;
   StatusOr<std::int64_t> recorded = read_generation(dir_);
   if (!recorded.is_ok()) return recorded.status();
   if (recorded.value() > generation) {
@@ -192,7 +171,7 @@ StatusOr<FenceHold> GenerationFence::hold_if_current(std::int64_t generation, st
                                             " is no longer current (generation " + std::to_string(recorded.value()) +
                                             " formed)");
   }
-  return FenceHold(fd.release(), generation);
+  return StatusOr<FenceHold>(std::move(hold));
 }
 
 }  // namespace tenax::elastic

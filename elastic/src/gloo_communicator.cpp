@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cctype>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 #include <gloo/allgather.h>
@@ -19,6 +18,8 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+
+#include <fmt/format.h>
 
 #include "store_values.h"
 #include "tenax/core/error.h"
@@ -63,7 +64,7 @@ gloo::AllreduceOptions::Func reduce_function(ReduceOp op) {
     case ReduceOp::kMin:
       return static_cast<Fn>(&gloo::min<T>);
   }
-  throw std::invalid_argument("unknown ReduceOp " + std::to_string(static_cast<int>(op)));
+  throw Error(fmt::format("unknown ReduceOp {}", static_cast<int>(op)));
 }
 
 template <typename T>
@@ -80,8 +81,7 @@ bool mentions_timeout(std::string text) {
 
 void check_timeout(std::chrono::milliseconds timeout, const char* what) {
   if (timeout.count() <= 0) {
-    throw std::invalid_argument(std::string(what) + ": timeout must be positive, got " +
-                                std::to_string(timeout.count()) + " ms");
+    throw ConfigError(fmt::format("{}: timeout must be positive, got {} ms", what, timeout.count()));
   }
 }
 
@@ -98,7 +98,7 @@ class GlooCommunicator final : public Communicator {
                  std::chrono::milliseconds timeout) override {
     run("allreduce", timeout, [&](std::uint32_t tag) {
       if (count == 0) return;
-      if (data == nullptr) throw std::invalid_argument("allreduce: null buffer");
+      if (data == nullptr) throw Error("allreduce: null buffer");
       gloo::AllreduceOptions options(context_);
       // Ring: the reduction order depends only on the world size, so results are bit-identical
       // across ranks and across runs (DESIGN.md decision 6).
@@ -119,7 +119,7 @@ class GlooCommunicator final : public Communicator {
           set_allreduce_buffer<std::uint8_t>(options, data, count, op);
           break;
         default:
-          throw std::invalid_argument("allreduce: unknown ElementType " + std::to_string(static_cast<int>(type)));
+          throw Error(fmt::format("allreduce: unknown ElementType {}", static_cast<int>(type)));
       }
       gloo::allreduce(options);
     });
@@ -128,11 +128,10 @@ class GlooCommunicator final : public Communicator {
   void broadcast(void* data, std::size_t bytes, int root, std::chrono::milliseconds timeout) override {
     run("broadcast", timeout, [&](std::uint32_t tag) {
       if (root < 0 || root >= size_) {
-        throw std::invalid_argument("broadcast: root " + std::to_string(root) + " outside world size " +
-                                    std::to_string(size_));
+        throw Error(fmt::format("broadcast: root {} outside world size {}", root, size_));
       }
       if (bytes == 0) return;
-      if (data == nullptr) throw std::invalid_argument("broadcast: null buffer");
+      if (data == nullptr) throw Error("broadcast: null buffer");
       gloo::BroadcastOptions options(context_);
       options.setOutput(static_cast<std::uint8_t*>(data), bytes);
       options.setRoot(root);
@@ -145,7 +144,7 @@ class GlooCommunicator final : public Communicator {
   void allgather(const void* in, void* out, std::size_t bytes_per_rank, std::chrono::milliseconds timeout) override {
     run("allgather", timeout, [&](std::uint32_t tag) {
       if (bytes_per_rank == 0) return;
-      if (in == nullptr || out == nullptr) throw std::invalid_argument("allgather: null buffer");
+      if (in == nullptr || out == nullptr) throw Error("allgather: null buffer");
       gloo::AllgatherOptions options(context_);
       // Gloo only reads the input; its API takes a non-const pointer.
       options.setInput(static_cast<std::uint8_t*>(const_cast<void*>(in)), bytes_per_rank);

@@ -16,6 +16,7 @@
 #include <zmq.h>
 
 #include "tenax/core/error.h"
+#include "tenax/core/unique_fd.h"
 
 namespace tenax::elastic {
 namespace {
@@ -127,12 +128,12 @@ JobKeys write_job_keys_if_absent(const fs::path& file, const JobKeys& keys) {
   // first, so every node ends up with the same keys and nobody reads half a file.
   const fs::path temporary = dir / (".tmp-" + file.filename().string() + "-" + std::to_string(::getpid()));
   const std::string text = file_text(keys);
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw ConfigError("cannot write the job's key file " + temporary.string() + ": " + errno_text());
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                       ::fchmod(fd, 0600) == 0 && ::fsync(fd) == 0;
+  UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd) throw ConfigError("cannot write the job's key file " + temporary.string() + ": " + errno_text());
+  const bool written = ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       ::fchmod(fd.get(), 0600) == 0 && ::fsync(fd.get()) == 0;
   const std::string write_error = errno_text();
-  ::close(fd);
+  fd.reset();
   if (!written) {
     ::unlink(temporary.c_str());
     throw ConfigError("cannot write the job's key file " + temporary.string() + ": " + write_error);

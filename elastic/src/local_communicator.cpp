@@ -1,7 +1,8 @@
 // World size 1: every collective is local, so no network, store or Gloo is needed.
 #include <atomic>
 #include <cstring>
-#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "tenax/core/error.h"
 #include "tenax/elastic/gloo_communicator.h"
@@ -17,19 +18,19 @@ class LocalCommunicator final : public Communicator {
   void allreduce(void* data, std::size_t count, ElementType type, ReduceOp, std::chrono::milliseconds) override {
     check();
     (void)element_size(type);  // validates the type as the Gloo path does
-    if (count > 0 && data == nullptr) throw std::invalid_argument("allreduce: null buffer");
+    if (count > 0 && data == nullptr) throw Error("allreduce: null buffer");
   }
 
   void broadcast(void* data, std::size_t bytes, int root, std::chrono::milliseconds) override {
     check();
-    if (root != 0) throw std::invalid_argument("broadcast: root " + std::to_string(root) + " outside world size 1");
-    if (bytes > 0 && data == nullptr) throw std::invalid_argument("broadcast: null buffer");
+    if (root != 0) throw Error(fmt::format("broadcast: root {} outside world size 1", root));
+    if (bytes > 0 && data == nullptr) throw Error("broadcast: null buffer");
   }
 
   void allgather(const void* in, void* out, std::size_t bytes_per_rank, std::chrono::milliseconds) override {
     check();
     if (bytes_per_rank == 0) return;
-    if (in == nullptr || out == nullptr) throw std::invalid_argument("allgather: null buffer");
+    if (in == nullptr || out == nullptr) throw Error("allgather: null buffer");
     if (in != out) std::memmove(out, in, bytes_per_rank);
   }
 

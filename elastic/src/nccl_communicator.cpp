@@ -7,13 +7,14 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+
+#include <fmt/format.h>
 
 #include "tenax/core/env.h"
 #include "tenax/core/error.h"
@@ -48,7 +49,7 @@ ncclDataType_t nccl_type(ElementType type) {
     case ElementType::kUInt8:
       return ncclUint8;
   }
-  throw std::invalid_argument("NCCL communicator: unknown ElementType " + std::to_string(static_cast<int>(type)));
+  throw Error(fmt::format("NCCL communicator: unknown ElementType {}", static_cast<int>(type)));
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
@@ -60,13 +61,12 @@ ncclRedOp_t nccl_op(ReduceOp op) {
     case ReduceOp::kMin:
       return ncclMin;
   }
-  throw std::invalid_argument("NCCL communicator: unknown ReduceOp " + std::to_string(static_cast<int>(op)));
+  throw Error(fmt::format("NCCL communicator: unknown ReduceOp {}", static_cast<int>(op)));
 }
 
 void check_timeout(std::chrono::milliseconds timeout, const char* what) {
   if (timeout.count() <= 0) {
-    throw std::invalid_argument(std::string(what) + ": timeout must be positive, got " +
-                                std::to_string(timeout.count()) + " ms");
+    throw ConfigError(fmt::format("{}: timeout must be positive, got {} ms", what, timeout.count()));
   }
 }
 
@@ -141,7 +141,7 @@ class NcclCommunicator final : public Communicator {
     const std::size_t bytes = count * element_size(type);
     run("allreduce", timeout, [&] {
       if (count == 0) return;
-      if (data == nullptr) throw std::invalid_argument("allreduce: null buffer");
+      if (data == nullptr) throw Error("allreduce: null buffer");
       Buffer buffer = stage_in(data, bytes, 0);
       enqueue("ncclAllReduce", ncclAllReduce(buffer.device, buffer.device, count, dtype, rop, comm_, stream_));
       stage_out(buffer, data, bytes);
@@ -151,11 +151,10 @@ class NcclCommunicator final : public Communicator {
   void broadcast(void* data, std::size_t bytes, int root, std::chrono::milliseconds timeout) override {
     run("broadcast", timeout, [&] {
       if (root < 0 || root >= size_) {
-        throw std::invalid_argument("broadcast: root " + std::to_string(root) + " outside world size " +
-                                    std::to_string(size_));
+        throw Error(fmt::format("broadcast: root {} outside world size {}", root, size_));
       }
       if (bytes == 0) return;
-      if (data == nullptr) throw std::invalid_argument("broadcast: null buffer");
+      if (data == nullptr) throw Error("broadcast: null buffer");
       Buffer buffer = stage_in(data, bytes, 0);
       enqueue("ncclBroadcast", ncclBroadcast(buffer.device, buffer.device, bytes, ncclUint8, root, comm_, stream_));
       stage_out(buffer, data, bytes);
@@ -165,7 +164,7 @@ class NcclCommunicator final : public Communicator {
   void allgather(const void* in, void* out, std::size_t bytes_per_rank, std::chrono::milliseconds timeout) override {
     run("allgather", timeout, [&] {
       if (bytes_per_rank == 0) return;
-      if (in == nullptr || out == nullptr) throw std::invalid_argument("allgather: null buffer");
+      if (in == nullptr || out == nullptr) throw Error("allgather: null buffer");
       const std::size_t total = bytes_per_rank * static_cast<std::size_t>(size_);
       // Output first in the staging buffer, the input after it. Reserved up front: growing the
       // buffer while staging the input would move the output's place.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tenax/core/logging.h"
+#include "tenax/core/unique_fd.h"
 
 namespace tenax::elastic {
 
@@ -26,12 +27,9 @@ void ProgressFile::report(std::int64_t step) {
   if (written_ && now - last_write_ < min_interval_) return;
   // Rewritten in place (not renamed): the agent looks at the modification time only.
   const std::string text = std::to_string(step) + "\n";
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool ok = fd >= 0;
-  if (ok) {
-    ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
-  }
+  UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  const bool ok = fd && ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  fd.reset();  // errno kept for the warning
   if (!ok && !warned_) {
     warned_ = true;
     logger("tenax.elastic")->warn("cannot write the progress file {} ({}); the agent's --hang-timeout may "

@@ -27,6 +27,7 @@
 #include "rendezvous_protocol.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
+#include "tenax/core/unique_fd.h"
 
 namespace tenax::elastic {
 namespace {
@@ -398,13 +399,13 @@ struct RendezvousClient::Impl {
   void wake() const {
     const std::uint64_t one = 1;
     // A full counter (impossible in practice) still leaves the thread readable: nothing lost.
-    (void)!::write(wake_fd, &one, sizeof one);
+    (void)!::write(wake_fd.get(), &one, sizeof one);
   }
 
   const std::string endpoint;
   const RendezvousClientOptions options;
   zmq::context_t context{1};  // declared before the thread: outlives the socket it owns
-  int wake_fd = -1;
+  UniqueFd wake_fd;  // closed after the thread that polls it is joined (~RendezvousClient)
   Shared shared;
   std::thread thread;
 };
@@ -422,12 +423,12 @@ RendezvousClient::RendezvousClient(std::string endpoint, RendezvousClientOptions
     throw RendezvousError("invalid rendezvous endpoint '" + impl_->endpoint + "': " + e.what() +
                           "; expected e.g. tcp://host:port");
   }
-  impl_->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (impl_->wake_fd < 0) throw RendezvousError("rendezvous client: eventfd failed: " + std::to_string(errno));
+  impl_->wake_fd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!impl_->wake_fd) throw RendezvousError("rendezvous client: eventfd failed: " + std::to_string(errno));
   // The socket moves to the client's thread here and is used only there from now on (thread
   // creation is the memory barrier ZeroMQ asks for when a socket changes threads).
   auto thread = std::make_unique<ClientThread>(impl_->context, impl_->endpoint, impl_->options, impl_->shared,
-                                               impl_->wake_fd, std::move(*first_socket));
+                                               impl_->wake_fd.get(), std::move(*first_socket));
   impl_->thread = std::thread([thread = std::move(thread)] { thread->run(); });
 }
 
@@ -438,7 +439,7 @@ RendezvousClient::~RendezvousClient() {
   }
   impl_->wake();
   if (impl_->thread.joinable()) impl_->thread.join();
-  ::close(impl_->wake_fd);
+  impl_->wake_fd.reset();
 }
 
 StatusOr<Assignment> RendezvousClient::join(std::chrono::milliseconds timeout, int master_port) {

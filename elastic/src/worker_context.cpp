@@ -4,7 +4,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <limits>
-#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -330,7 +329,7 @@ WorkerContext::WorkerContext(WorkerIdentity identity, std::unique_ptr<Store> sto
       communicator_(std::move(communicator)),
       open_store_(std::move(open_store)),
       fence_(std::move(fence)) {
-  if (!communicator_) throw std::invalid_argument("WorkerContext needs a communicator");
+  if (!communicator_) throw ConfigError("WorkerContext needs a communicator");
   if (communicator_->rank() != identity_.rank || communicator_->size() != identity_.world_size) {
     throw ConfigError("WorkerContext: the communicator is rank " + std::to_string(communicator_->rank()) + " of " +
                       std::to_string(communicator_->size()) + " but the identity says rank " +
@@ -430,6 +429,8 @@ bool WorkerContext::finalize(std::chrono::milliseconds timeout) {
   bool ok = true;
   try {
     communicator_->barrier(timeout);
+  } catch (const ConfigError&) {
+    throw;  // a timeout that is not positive: the caller's mistake, not the peers'
   } catch (const Error& e) {
     logger("tenax.elastic")->warn("finalize: peers did not reach the final barrier: {}", e.what());
     ok = false;

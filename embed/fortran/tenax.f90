@@ -48,6 +48,9 @@ module tenax
   integer(c_int), parameter, public :: TENAX_REPLICATED = 0, TENAX_PER_RANK = 1
   integer(c_int), parameter, public :: TENAX_LOSS_MSE = 0, TENAX_LOSS_CROSS_ENTROPY = 1
   integer(c_int), parameter, public :: TENAX_SUM = 0, TENAX_MAX = 1, TENAX_MIN = 2
+  !> The release of this module (tenax.h's TENAX_VERSION_*); tenax_version() names the library's.
+  integer(c_int), parameter, public :: TENAX_VERSION_MAJOR = 0, TENAX_VERSION_MINOR = 1, TENAX_VERSION_PATCH = 0
+  character(len=*), parameter, public :: TENAX_VERSION_STRING = '0.1.0'
 
   ! ---- Types ---------------------------------------------------------------------------------
   !> A view of the caller's memory (struct tenax_array), for the raw interfaces and for argument

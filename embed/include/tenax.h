@@ -61,6 +61,13 @@ extern "C" {
 #define TENAX_API
 #endif
 
+/* The release of this header. tenax_version() says which library is loaded: a program can
+ * compare the two (TENAX_VERSION_STRING is the start of that line after "tenax "). */
+#define TENAX_VERSION_MAJOR 0
+#define TENAX_VERSION_MINOR 1
+#define TENAX_VERSION_PATCH 0
+#define TENAX_VERSION_STRING "0.1.0"
+
 /* The exit status that asks the launcher / batch script for a requeue: a preemption was
  * handled and the checkpoint is saved. */
 #define TENAX_EXIT_PREEMPTED 3
@@ -115,7 +122,8 @@ TENAX_API const char* tenax_last_error(void);
 /* A short constant name for a status ("TENAX_ERR_CONFIG"). */
 TENAX_API const char* tenax_status_name(int32_t status /* tenax_status */);
 /* This library's build: "tenax 0.1.0 (commit 00c7bb9d1e2f, tree clean, flavour cpu, libtorch
- * 1.13.0, RelWithDebInfo)", the line `tenax --version` prints. A constant string; never NULL. */
+ * 1.13.0, RelWithDebInfo)", the line `tenax --version` prints; the version in it is the
+ * library's TENAX_VERSION_STRING. A constant string; never NULL. */
 TENAX_API const char* tenax_version(void);
 
 /* ---- Context: who this process is, and its collectives ---------------------------------- */
@@ -127,7 +135,8 @@ TENAX_API const char* tenax_version(void);
  *     rank 0 hosts the key-value service that bootstraps the communicator (TENAX_RDZV_ENDPOINT
  *     names a `tenax rdzv` instead); recovery is a Slurm requeue;
  *   - with none of these: a single process (world size 1).
- * Gradients are averaged over Gloo (TCP). */
+ * Gradients are averaged by the build's communicator, as TENAX_BACKEND (auto|gloo|nccl|mpi) picks:
+ * by default NCCL in the CUDA build when the process sees a GPU, Gloo (TCP) in the CPU build. */
 TENAX_API tenax_status tenax_init(tenax_context** ctx);
 /* Collective over `comm`. As tenax_init, but the ranks are those of the caller's MPI communicator
  * (a Fortran handle, MPI_Fint; from C: MPI_Comm_c2f(comm)) and gradients are averaged with

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tenax/core/error.h"
+#include "tenax/core/unique_fd.h"
 
 namespace tenax::launcher {
 namespace {
@@ -16,8 +17,8 @@ namespace {
 // Binds a fresh socket of `family` to the wildcard address, port 0; returns the port the kernel
 // chose, or 0 with `error` set.
 int bind_any(int family, std::string& error) {
-  const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
+  const UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) {
     error = std::string("socket: ") + std::strerror(errno);
     return 0;
   }
@@ -26,7 +27,7 @@ int bind_any(int family, std::string& error) {
   if (family == AF_INET6) {
     // Dual-stack, as PyTorch's TCPStore binds: the port must be free for IPv4 and IPv6 alike.
     const int off = 0;
-    (void)::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+    (void)::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
     auto* a6 = reinterpret_cast<sockaddr_in6*>(&address);
     a6->sin6_family = AF_INET6;
     a6->sin6_addr = in6addr_any;
@@ -38,15 +39,14 @@ int bind_any(int family, std::string& error) {
     length = sizeof(sockaddr_in);
   }
   int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) {
     error = std::string("bind: ") + std::strerror(errno);
-  } else if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+  } else if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     error = std::string("getsockname: ") + std::strerror(errno);
   } else {
     port = ntohs(family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&address)->sin6_port
                                     : reinterpret_cast<sockaddr_in*>(&address)->sin_port);
   }
-  ::close(fd);
   return port;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tenax/core/error.h"
+#include "tenax/core/unique_fd.h"
 
 namespace tenax::launcher {
 namespace {
@@ -38,11 +39,11 @@ ShutdownSignals::ShutdownSignals() {
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
     throw Error(std::string("cannot create the signal pipe: ") + std::strerror(errno));
   }
-  read_fd_ = fds[0];
-  write_fd_ = fds[1];
+  read_fd_.reset(fds[0]);
+  write_fd_.reset(fds[1]);
   g_first_signal = 0;
   g_signal_count = 0;
-  g_write_fd = write_fd_;
+  g_write_fd = write_fd_.get();
   g_instance_alive = true;
 
   struct sigaction action {};
@@ -59,19 +60,19 @@ ShutdownSignals::~ShutdownSignals() {
   ::sigaction(SIGTERM, &old_term_, nullptr);
   ::sigaction(SIGUSR1, &old_usr1_, nullptr);
   g_write_fd = -1;
-  ::close(read_fd_);
-  ::close(write_fd_);
+  read_fd_.reset();
+  write_fd_.reset();
   g_instance_alive = false;
 }
 
 int ShutdownSignals::wait(std::chrono::milliseconds timeout) {
   // Always sleeps on the pipe (never returns early just because a signal came before), so the
   // stop sequence can use wait() as its sleep after the first signal; a new signal still wakes it.
-  pollfd pfd{read_fd_, POLLIN, 0};
+  pollfd pfd{read_fd_.get(), POLLIN, 0};
   int rc = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
   if (rc > 0) {
     char buffer[64];
-    while (::read(read_fd_, buffer, sizeof buffer) > 0) {
+    while (::read(read_fd_.get(), buffer, sizeof buffer) > 0) {
     }
   }
   return g_first_signal;

@@ -18,6 +18,8 @@
 #include <chrono>
 #include <csignal>
 
+#include "tenax/core/unique_fd.h"
+
 namespace tenax::launcher {
 
 class ShutdownSignals {
@@ -38,8 +40,8 @@ class ShutdownSignals {
   int received() const;
 
  private:
-  int read_fd_ = -1;
-  int write_fd_ = -1;
+  UniqueFd read_fd_;
+  UniqueFd write_fd_;  // closed after the handler stopped using it (g_write_fd reset first)
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
   struct sigaction old_usr1_ {};

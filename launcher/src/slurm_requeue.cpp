@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tenax/core/error.h"
+#include "tenax/core/unique_fd.h"
 #include "worker_process.h"
 
 extern char** environ;
@@ -25,13 +26,13 @@ RequeueResult requeue_job(const std::string& job_id, int restart_count, const st
   for (const auto& w : command) shown += (shown.empty() ? "" : " ") + w;
 
   const auto marker = run_dir / ("requeued-job" + job_id + "-run" + std::to_string(restart_count));
-  const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0 && errno == EEXIST) {
+  // Only the marker's existence matters: its descriptor closes at the end of the if.
+  if (const UniqueFd created(::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+      !created && errno == EEXIST) {
     result.outcome = RequeueResult::Outcome::kAlreadyDone;
     result.message = "job " + job_id + " was already requeued from this run (" + marker.string() + " exists)";
     return result;
   }
-  if (fd >= 0) ::close(fd);
 
   const auto output = run_dir / ("requeue-job" + job_id + ".out");
   std::vector<std::string> env;

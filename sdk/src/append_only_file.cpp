@@ -18,54 +18,38 @@ std::string errno_text(int err) { return std::system_category().message(err); }
 
 }  // namespace
 
-AppendOnlyFile::AppendOnlyFile(int fd, std::filesystem::path path) : fd_(fd), path_(std::move(path)) {
-  const off_t size = ::lseek(fd_, 0, SEEK_END);
+AppendOnlyFile::AppendOnlyFile(UniqueFd fd, std::filesystem::path path)
+    : fd_(std::move(fd)), path_(std::move(path)) {
+  const off_t size = ::lseek(fd_.get(), 0, SEEK_END);
   if (size > 0) {
     char last = '\n';
-    if (::pread(fd_, &last, 1, size - 1) == 1) ended_mid_line_ = last != '\n';
+    if (::pread(fd_.get(), &last, 1, size - 1) == 1) ended_mid_line_ = last != '\n';
   }
 }
 
 AppendOnlyFile AppendOnlyFile::open_append(const std::filesystem::path& path) {
   // Read-write only so that the constructor can look at the last byte.
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd) {
     throw StorageError("cannot open " + path.string() + " for appending: " + errno_text(errno) +
                        " (check that the directory is writable, or choose another logging_dir)");
   }
-  return AppendOnlyFile(fd, path);
+  return AppendOnlyFile(std::move(fd), path);
 }
 
 std::optional<AppendOnlyFile> AppendOnlyFile::create_new(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd) {
     if (errno == EEXIST) return std::nullopt;
     throw StorageError("cannot create " + path.string() + ": " + errno_text(errno) +
                        " (check that the directory is writable, or choose another logging_dir)");
   }
-  return AppendOnlyFile(fd, path);
-}
-
-AppendOnlyFile::AppendOnlyFile(AppendOnlyFile&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)), ended_mid_line_(other.ended_mid_line_) {}
-
-AppendOnlyFile& AppendOnlyFile::operator=(AppendOnlyFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-    path_ = std::move(other.path_);
-    ended_mid_line_ = other.ended_mid_line_;
-  }
-  return *this;
-}
-
-AppendOnlyFile::~AppendOnlyFile() {
-  if (fd_ >= 0) ::close(fd_);
+  return AppendOnlyFile(std::move(fd), path);
 }
 
 void AppendOnlyFile::append(std::string_view bytes) {
   while (!bytes.empty()) {
-    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+    const ssize_t n = ::write(fd_.get(), bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       throw StorageError("cannot append to " + path_.string() + ": " + errno_text(errno));

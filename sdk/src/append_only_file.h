@@ -9,6 +9,8 @@
 #include <optional>
 #include <string_view>
 
+#include "tenax/core/unique_fd.h"
+
 namespace tenax::sdk::detail {
 
 class AppendOnlyFile {
@@ -20,11 +22,11 @@ class AppendOnlyFile {
   /// naming the path for any other failure.
   static std::optional<AppendOnlyFile> create_new(const std::filesystem::path& path);
 
-  AppendOnlyFile(AppendOnlyFile&& other) noexcept;
-  AppendOnlyFile& operator=(AppendOnlyFile&& other) noexcept;
+  AppendOnlyFile(AppendOnlyFile&& other) noexcept = default;
+  AppendOnlyFile& operator=(AppendOnlyFile&& other) noexcept = default;
   AppendOnlyFile(const AppendOnlyFile&) = delete;
   AppendOnlyFile& operator=(const AppendOnlyFile&) = delete;
-  ~AppendOnlyFile();
+  ~AppendOnlyFile() = default;
 
   const std::filesystem::path& path() const { return path_; }
   /// True when the file was not empty when opened and its last byte was not '\n' (a record cut
@@ -34,8 +36,8 @@ class AppendOnlyFile {
   void append(std::string_view bytes);
 
  private:
-  AppendOnlyFile(int fd, std::filesystem::path path);
-  int fd_ = -1;
+  AppendOnlyFile(UniqueFd fd, std::filesystem::path path);
+  UniqueFd fd_;
   std::filesystem::path path_;
   bool ended_mid_line_ = false;
 };

@@ -1,4 +1,4 @@
-#include "tenax/sdk/argument_changes.h"
+#include "argument_changes.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -19,7 +19,7 @@
 #include "tenax/core/logging.h"
 #include "tenax/core/trace_point.h"
 #include "tenax/elastic/generation_fence.h"
-#include "tenax/sdk/tensor_conversion.h"
+#include "tensor_conversion.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/write_plan.h"

@@ -1,8 +1,11 @@
 #include "ordered_pipeline.h"
 
-#include <stdexcept>
 #include <string>
 #include <utility>
+
+#include <fmt/format.h>
+
+#include "tenax/core/error.h"
 
 namespace tenax::sdk {
 
@@ -64,8 +67,7 @@ void OrderedPipeline::mark_ready(std::size_t index) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (index >= ready_.size()) {
-      throw std::logic_error("OrderedPipeline::mark_ready: job " + std::to_string(index) + " of a round of " +
-                             std::to_string(ready_.size()));
+      throw Error(fmt::format("OrderedPipeline::mark_ready: job {} of a round of {}", index, ready_.size()));
     }
     ready_[index] = 1;
   }

@@ -1,4 +1,4 @@
-#include "tenax/sdk/tensor_conversion.h"
+#include "tensor_conversion.h"
 
 #include <cstring>
 

@@ -19,7 +19,7 @@
 #include "commit_protocol.h"
 #include "fused_adamw.h"
 #include "peer_heal.h"
-#include "tenax/sdk/argument_changes.h"
+#include "argument_changes.h"
 #include "tenax/sdk/autocast.h"
 #include "tenax/sdk/callbacks/default_callbacks.h"
 #include "tenax/sdk/checkpointer.h"

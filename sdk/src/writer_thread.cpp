@@ -6,9 +6,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <stdexcept>
 #include <utility>
 
+#include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 
 namespace tenax::sdk::detail {
@@ -25,7 +25,7 @@ WriterThread::~WriterThread() {
 void WriterThread::post(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (task_) throw std::logic_error("WriterThread::post: the previous task has not started");
+    if (task_) throw Error("WriterThread::post: the previous task has not started");
     task_ = std::move(task);
   }
   if (!thread_.joinable()) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <mutex>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "file_digest.h"
@@ -17,6 +18,7 @@
 #include "tenax/core/checksum.h"
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
+#include "tenax/core/unique_fd.h"
 #include "tenax/storage/layout.h"
 
 namespace tenax::storage {
@@ -84,23 +86,19 @@ struct CheckpointReader::State {
   };
   std::mutex mutex;
   std::map<std::string, Shard> shards;  ///< by file name
-  std::map<std::string, int> fds;       ///< shards opened for direct reads, by file name
+  std::map<std::string, UniqueFd> fds;  ///< shards opened for direct reads, by file name
 
   State() = default;
   State(const State&) = delete;
   State& operator=(const State&) = delete;
-  ~State() {
-    for (const auto& [file, fd] : fds) ::close(fd);
-  }
 
   // A descriptor for reading tensor bytes at the manifest's offsets, opened once per shard.
   StatusOr<int> direct_fd(const fs::path& path, const std::string& file) {
-    if (auto it = fds.find(file); it != fds.end()) return it->second;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return data_loss(path, "", std::string("cannot open: ") + std::strerror(errno));
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    fds.emplace(file, fd);
-    return fd;
+    if (auto it = fds.find(file); it != fds.end()) return it->second.get();
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return data_loss(path, "", std::string("cannot open: ") + std::strerror(errno));
+    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+    return fds.emplace(file, std::move(fd)).first->second.get();
   }
 
   // Checks the whole file once, so HDF5 never parses bytes that differ from what was written.

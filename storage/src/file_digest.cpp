@@ -12,6 +12,7 @@
 
 #include "tenax/core/checksum.h"
 #include "tenax/core/error.h"
+#include "tenax/core/unique_fd.h"
 
 namespace tenax::storage::detail {
 namespace {
@@ -20,24 +21,21 @@ namespace {
 // nullptr to stop), `got(p, n)` sees each chunk read. Throws StorageError naming the path.
 void read_chunks(const std::filesystem::path& path, std::size_t chunk,
                  const std::function<char*(std::size_t&)>& next, const std::function<void(const char*, std::size_t)>& got) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw StorageError("cannot open " + path.string() + ": " + std::strerror(errno));
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw StorageError("cannot open " + path.string() + ": " + std::strerror(errno));
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   for (;;) {
     std::size_t want = chunk;
     char* where = next(want);
     if (where == nullptr) break;
-    const ssize_t n = ::read(fd, where, want);
+    const ssize_t n = ::read(fd.get(), where, want);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      throw StorageError("cannot read " + path.string() + ": " + std::strerror(err));
+      throw StorageError("cannot read " + path.string() + ": " + std::strerror(errno));
     }
     if (n == 0) break;
     got(where, static_cast<std::size_t>(n));
   }
-  ::close(fd);
 }
 
 }  // namespace
@@ -70,14 +68,10 @@ FileDigest read_file_into(const std::filesystem::path& path, void* buffer, std::
 
 FileDigest digest_file_with_regions(const std::filesystem::path& path, std::uint64_t file_size,
                                     const std::vector<KnownRegion>& regions) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw StorageError("cannot open " + path.string() + ": " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw StorageError("cannot open " + path.string() + ": " + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw StorageError("cannot stat " + path.string() + ": " + std::strerror(errno));
+  if (::fstat(fd.get(), &st) != 0) throw StorageError("cannot stat " + path.string() + ": " + std::strerror(errno));
   if (static_cast<std::uint64_t>(st.st_size) != file_size) {
     throw StorageError(path.string() + " has " + std::to_string(st.st_size) + " bytes, expected " +
                        std::to_string(file_size));
@@ -90,7 +84,7 @@ FileDigest digest_file_with_regions(const std::filesystem::path& path, std::uint
     while (pos < end) {
       if (!buffer) buffer.reset(new char[kChunk]);
       const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, end - pos));
-      const ssize_t n = ::pread(fd, buffer.get(), want, static_cast<off_t>(pos));
+      const ssize_t n = ::pread(fd.get(), buffer.get(), want, static_cast<off_t>(pos));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) throw StorageError("cannot read " + path.string() + ": " + std::strerror(errno));
       if (n == 0) throw StorageError(path.string() + " ended at byte " + std::to_string(pos) + " while being hashed");

@@ -9,11 +9,13 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <system_error>
 #include <utility>
 
 #include "shape_bytes.h"
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
+#include "tenax/core/unique_fd.h"
 #include "tenax/storage/safetensors.h"
 
 namespace tenax::storage {
@@ -76,22 +78,6 @@ std::string header_json(const std::vector<const TensorRef*>& ordered,
   return header.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::strict);
 }
 
-// Owns a file descriptor; close() reports, the destructor does not.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int close() { return ::close(std::exchange(fd_, -1)); }
-
- private:
-  int fd_;
-};
-
 // Writes everything, retrying on EINTR and short writes; returns errno or 0.
 int write_all(int fd, const void* data, std::size_t size) {
   const char* p = static_cast<const char*>(data);
@@ -107,10 +93,9 @@ int write_all(int fd, const void* data, std::size_t size) {
   return 0;
 }
 
-// Writes the file into `raw_fd` (a new temporary file at `tmp`, now owned), fsyncs, closes.
-Status write_file(int raw_fd, const fs::path& tmp, const std::string& prefix,
+// Writes the file into `fd` (a new temporary file at `tmp`), fsyncs, closes.
+Status write_file(UniqueFd fd, const fs::path& tmp, const std::string& prefix,
                   const std::vector<const TensorRef*>& ordered) {
-  Fd fd(raw_fd);
   if (int err = write_all(fd.get(), prefix.data(), prefix.size())) {
     return io_failure("write failed for", tmp, err);
   }
@@ -121,7 +106,7 @@ Status write_file(int raw_fd, const fs::path& tmp, const std::string& prefix,
     }
   }
   if (::fsync(fd.get()) != 0) return io_failure("fsync failed for", tmp, errno);
-  if (fd.close() != 0) return io_failure("close failed for", tmp, errno);
+  if (const std::error_code ec = fd.close()) return io_failure("close failed for", tmp, ec.value());
   return Status::ok();
 }
 
@@ -187,9 +172,9 @@ Status write_safetensors(const fs::path& path, const std::vector<TensorRef>& ten
   static std::atomic<std::uint64_t> counter{0};
   const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
                        std::to_string(counter.fetch_add(1));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return io_failure("cannot create", tmp, errno);
-  Status status = write_file(fd, tmp, prefix, ordered);
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd) return io_failure("cannot create", tmp, errno);
+  Status status = write_file(std::move(fd), tmp, prefix, ordered);
   if (status.is_ok()) {
     try {
       files::durable_rename(tmp, path);

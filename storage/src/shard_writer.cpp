@@ -21,6 +21,7 @@
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
+#include "tenax/core/unique_fd.h"
 
 namespace tenax::storage {
 namespace {
@@ -176,11 +177,11 @@ std::uint64_t space_estimate(const std::vector<TensorRef>& tensors) {
 //  2. abandon(): for whatever still fails (EIO, ...), HDF5's descriptor is swapped for an
 //     anonymous in-memory file, so that the one H5Fclose succeeds and the disk file is free.
 void reserve_space(const std::filesystem::path& file, std::uint64_t bytes) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) fail(StatusCode::kFailedPrecondition, file, "", std::string("cannot open: ") + std::strerror(errno));
-  const int rc = ::fallocate(fd, 0, 0, static_cast<off_t>(bytes));
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) fail(StatusCode::kFailedPrecondition, file, "", std::string("cannot open: ") + std::strerror(errno));
+  const int rc = ::fallocate(fd.get(), 0, 0, static_cast<off_t>(bytes));
   const int err = errno;
-  ::close(fd);
+  fd.reset();
   if (rc == 0 || err == EOPNOTSUPP || err == ENOSYS) return;  // no reservation on this file system
   fail(StatusCode::kFailedPrecondition, file, "",
        "cannot reserve " + std::to_string(bytes) + " bytes for the shard: " + std::strerror(err));
@@ -191,11 +192,8 @@ void abandon(H5Handle& h5file) {
   void* handle = nullptr;
   if (H5Fget_vfd_handle(h5file.get(), H5P_DEFAULT, &handle) >= 0 && handle != nullptr) {
     const int fd = *static_cast<int*>(handle);
-    int scratch = ::memfd_create("tenax-abandoned-shard", MFD_CLOEXEC);
-    if (scratch >= 0) {
-      ::dup2(scratch, fd);
-      ::close(scratch);
-    }
+    const UniqueFd scratch(::memfd_create("tenax-abandoned-shard", MFD_CLOEXEC));
+    if (scratch) ::dup2(scratch.get(), fd);
   }
   if (h5file.close() < 0) {
     logger("tenax.storage")->warn("HDF5 could not close an abandoned shard: {}", detail::error_text());

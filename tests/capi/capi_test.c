@@ -912,6 +912,17 @@ static void part_labels(tenax_context* ctx) {
   CHECK_OK(tenax_model_free(&model));
 }
 
+/* The header's version macros agree with each other and with the library that is loaded. */
+static void part_version(void) {
+  char expected[64];
+  const char* line = tenax_version();
+  snprintf(expected, sizeof expected, "%d.%d.%d", TENAX_VERSION_MAJOR, TENAX_VERSION_MINOR, TENAX_VERSION_PATCH);
+  CHECK(strcmp(TENAX_VERSION_STRING, expected) == 0);
+  snprintf(expected, sizeof expected, "tenax %s (", TENAX_VERSION_STRING);
+  CHECK(line != NULL && strncmp(line, expected, strlen(expected)) == 0);
+  printf("header %s, library \"%s\"\n", TENAX_VERSION_STRING, line);
+}
+
 int main(int argc, char** argv) {
   tenax_context* ctx = NULL;
   const char* part;
@@ -927,6 +938,8 @@ int main(int argc, char** argv) {
   printf("capi_test %s\n", part);
   if (strcmp(part, "mlp") == 0) {
     part_mlp(ctx);
+  } else if (strcmp(part, "version") == 0) {
+    part_version();
   } else if (strcmp(part, "orders") == 0) {
     part_orders(ctx);
   } else if (strcmp(part, "float64") == 0) {

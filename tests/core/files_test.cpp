@@ -6,17 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
 #include "tenax/core/error.h"
 
 namespace tenax {
 namespace {
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("tenax-core-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path fresh_dir(const std::string& name) { return tenax::testing::fresh_dir("core", name); }
 
 TEST(CoreFiles, AtomicWriteReplacesContentsAndLeavesNoTemporary) {
   auto dir = fresh_dir("atomic");

@@ -12,18 +12,16 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
+#include "tenax/core/unique_fd.h"
+
 namespace tenax::elastic {
 namespace {
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::path(::testing::TempDir()) / ("tenax-fence-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir(const std::string& name) { return tenax::testing::fresh_dir("fence", name); }
 
 std::int64_t current_of(const GenerationFence& fence) {
   StatusOr<std::int64_t> current = fence.current();
@@ -34,22 +32,23 @@ std::int64_t current_of(const GenerationFence& fence) {
 // A pipe whose ends close with it; a child writes one byte to say where it got to.
 class Pipe {
  public:
-  Pipe() { EXPECT_EQ(::pipe(fds_), 0); }
-  ~Pipe() {
-    for (int fd : fds_) {
-      if (fd >= 0) ::close(fd);
-    }
+  Pipe() {
+    int fds[2] = {-1, -1};
+    EXPECT_EQ(::pipe(fds), 0);
+    read_.reset(fds[0]);
+    write_.reset(fds[1]);
   }
-  void signal() const { (void)!::write(fds_[1], "x", 1); }
+  void signal() const { (void)!::write(write_.get(), "x", 1); }
   // Blocks until the other side wrote a byte; false if it closed first (the child died).
   bool await() const {
     char c = 0;
-    return ::read(fds_[0], &c, 1) == 1;
+    return ::read(read_.get(), &c, 1) == 1;
   }
-  void close_write() { ::close(std::exchange(fds_[1], -1)); }
+  void close_write() { write_.reset(); }
 
  private:
-  int fds_[2] = {-1, -1};
+  UniqueFd read_;
+  UniqueFd write_;
 };
 
 // Runs `child` in a forked process whose exit status is what it returns; returns the pid.

@@ -134,6 +134,8 @@ program api_test
   call expect_ok(tenax_finalize(ctx), 'tenax_finalize')
   call check(tenax_status_name(TENAX_ERR_CONFIG) == 'TENAX_ERR_CONFIG', 'tenax_status_name')
   call check(tenax_status_name(TENAX_RECOVERED) == 'TENAX_RECOVERED', 'tenax_status_name of TENAX_RECOVERED')
+  call check(index(tenax_version(), 'tenax ' // TENAX_VERSION_STRING // ' (') == 1, &
+             'tenax_version() names the release of the module (TENAX_VERSION_STRING)')
 
   if (failures > 0) then
     write (error_unit, '(i0, a, i0, a)') failures, ' of ', checks, ' checks failed'

@@ -17,6 +17,7 @@ if(MODE STREQUAL "install")
   file(REMOVE_RECURSE ${PREFIX})
   run_step("install" ${CMAKE_COMMAND} --install ${TENAX_BUILD_DIR} --prefix ${PREFIX})
   set(expected lib/cmake/Tenax/TenaxConfig.cmake lib/cmake/Tenax/TenaxTargets.cmake include/tenax/sdk/trainer.h
+      include/tenax/sdk.h include/tenax/tenax.h
       bin/tenax lib/cmake/Tenax/TenaxCTargets.cmake include/tenax.h lib/libtenax.so)
   if(WITH_FORTRAN)
     list(APPEND expected lib/cmake/Tenax/TenaxFortranTargets.cmake include/tenax/fortran/tenax.mod
@@ -25,6 +26,13 @@ if(MODE STREQUAL "install")
   foreach(f IN LISTS expected)
     if(NOT EXISTS ${PREFIX}/${f})
       message(FATAL_ERROR "install did not produce ${f}")
+    endif()
+  endforeach()
+  # Internals stay in sdk/src: installed, they would be API that nobody promised to keep.
+  foreach(f IN ITEMS tenax/sdk/tensorboard/crc32c.h tenax/sdk/tensorboard/event_proto.h
+                     tenax/sdk/tensorboard/tfrecord.h tenax/sdk/tensor_conversion.h tenax/sdk/argument_changes.h)
+    if(EXISTS ${PREFIX}/include/${f})
+      message(FATAL_ERROR "install put the SDK's private header ${f} into ${PREFIX}/include")
     endif()
   endforeach()
 elseif(MODE STREQUAL "consumer")

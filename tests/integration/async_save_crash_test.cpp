@@ -53,6 +53,7 @@
 #include "support/agent_process.h"
 #include "support/model_checkpoints.h"
 #include "tenax/core/checksum.h"
+#include "tenax/core/unique_fd.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
@@ -99,14 +100,11 @@ class TraceFollower {
  public:
   explicit TraceFollower(const fs::path& path) : path_(path) {
     std::ofstream(path).flush();  // exists before the job starts, so it can be watched
-    inotify_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (inotify_ < 0 || ::inotify_add_watch(inotify_, path.c_str(), IN_MODIFY) < 0) {
+    inotify_.reset(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    if (!inotify_ || ::inotify_add_watch(inotify_.get(), path.c_str(), IN_MODIFY) < 0) {
       throw std::runtime_error("inotify on " + path.string() + " failed");
     }
     in_.open(path);
-  }
-  ~TraceFollower() {
-    if (inotify_ >= 0) ::close(inotify_);
   }
   TraceFollower(const TraceFollower&) = delete;
   TraceFollower& operator=(const TraceFollower&) = delete;
@@ -137,10 +135,10 @@ class TraceFollower {
       if (done()) return true;
       const std::int64_t left = deadline_ns - now_ns();
       if (left <= 0) return false;
-      pollfd p{inotify_, POLLIN, 0};
+      pollfd p{inotify_.get(), POLLIN, 0};
       ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left / 1000000 + 1, 50)));
       char buf[4096];
-      while (::read(inotify_, buf, sizeof buf) > 0) {
+      while (::read(inotify_.get(), buf, sizeof buf) > 0) {
       }
     }
   }
@@ -168,7 +166,7 @@ class TraceFollower {
 
  private:
   fs::path path_;
-  int inotify_ = -1;
+  tenax::UniqueFd inotify_;
   std::ifstream in_;
   std::string partial_;
   std::vector<Event> events_;

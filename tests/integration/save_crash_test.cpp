@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tenax/core/unique_fd.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
@@ -37,11 +38,13 @@ class Saver {
   Saver(const fs::path& out, int generation, const std::string& count = "") {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe");
+    tenax::UniqueFd read_end(fds[0]);
+    tenax::UniqueFd write_end(fds[1]);
     pid_ = ::fork();
     if (pid_ == 0) {
-      ::dup2(fds[1], STDOUT_FILENO);
-      ::close(fds[0]);
-      ::close(fds[1]);
+      ::dup2(write_end.get(), STDOUT_FILENO);
+      read_end.reset();
+      write_end.reset();
       const std::string gen = std::to_string(generation);
       if (count.empty()) {
         ::execl(CRASH_SAVER_BINARY, CRASH_SAVER_BINARY, out.c_str(), gen.c_str(), static_cast<char*>(nullptr));
@@ -51,8 +54,8 @@ class Saver {
       }
       ::_exit(127);
     }
-    ::close(fds[1]);
-    out_ = ::fdopen(fds[0], "r");
+    write_end.reset();
+    out_ = ::fdopen(read_end.release(), "r");  // the FILE owns the descriptor from here
   }
   ~Saver() {
     if (pid_ > 0 && !reaped_) {

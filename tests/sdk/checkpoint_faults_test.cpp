@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
 #include "tenax/core/error.h"
 #include "tenax/elastic/gloo_communicator.h"
 #include "tenax/elastic/in_memory_store.h"
@@ -30,12 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::path(::testing::TempDir()) / ("tenax-faults-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir(const std::string& name) { return tenax::testing::fresh_dir("faults", name); }
 
 // Limits the size of any file this process writes; SIGXFSZ is ignored so write(2) fails with
 // EFBIG instead of killing the process. Restored on destruction.

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
 #include "support/thread_ranks.h"
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
@@ -32,8 +33,7 @@ namespace fs = std::filesystem;
 using elastic::GenerationFence;
 
 fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::path(::testing::TempDir()) / ("tenax-fencing-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  auto dir = tenax::testing::fresh_dir("fencing", name);
   fs::create_directories(dir / "control");  // the job's shared control directory
   return dir;
 }

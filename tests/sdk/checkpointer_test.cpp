@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
 #include "support/thread_ranks.h"
 #include "tenax/core/error.h"
 #include "tenax/elastic/in_memory_store.h"
@@ -18,11 +19,7 @@
 namespace tenax::sdk {
 namespace {
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("tenax-sdk-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+std::filesystem::path fresh_dir(const std::string& name) { return tenax::testing::fresh_path("sdk", name); }
 
 NamedTensors replicated_state(float scale) {
   return {{"model/a.weight", torch::arange(0, 300, torch::kFloat32).reshape({30, 10}) * scale},

@@ -15,8 +15,8 @@
 
 #include "sdk/callbacks/callback_test_support.h"
 #include "sdk/tensorboard_records.h"
-#include "tenax/sdk/tensorboard/crc32c.h"
-#include "tenax/sdk/tensorboard/event_proto.h"
+#include "tensorboard/crc32c.h"
+#include "tensorboard/event_proto.h"
 
 namespace tenax::sdk {
 namespace {

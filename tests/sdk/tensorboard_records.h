@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tenax/sdk/tensorboard/crc32c.h"
-#include "tenax/sdk/tensorboard/tfrecord.h"
+#include "tensorboard/crc32c.h"
+#include "tensorboard/tfrecord.h"
 
 namespace tenax::sdk::testing {
 

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
 #include "support/thread_ranks.h"
 #include "tenax/core/error.h"
 #include "tenax/sdk/autocast.h"
@@ -61,11 +62,7 @@ class Mlp final : public Model {
   torch::nn::Linear fc1_, fc2_;
 };
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("tenax-flow-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+std::filesystem::path fresh_dir(const std::string& name) { return tenax::testing::fresh_path("flow", name); }
 
 TrainingArguments quiet_args(const std::filesystem::path& dir) {
   TrainingArguments a;

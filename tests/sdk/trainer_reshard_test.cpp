@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
 #include "support/thread_ranks.h"
 #include "tenax/core/error.h"
 #include "tenax/elastic/gloo_communicator.h"
@@ -81,11 +82,7 @@ TrainingArguments args_for(const std::filesystem::path& dir, std::int64_t max_st
   return a;
 }
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("tenax-reshard-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+std::filesystem::path fresh_dir(const std::string& name) { return tenax::testing::fresh_path("reshard", name); }
 
 // Stops training after a given step, as a job cut short would (the arguments stay those of the
 // whole run: a resume with another max_steps is refused, it would change the schedule).

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
 #include "support/thread_ranks.h"
 #include "tenax/storage/layout.h"
 #include "tenax/core/error.h"
@@ -97,11 +98,7 @@ TrainingArguments args_for(const std::filesystem::path& dir) {
   return a;
 }
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("tenax-trainer-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+std::filesystem::path fresh_dir(const std::string& name) { return tenax::testing::fresh_path("trainer", name); }
 
 std::vector<torch::Tensor> run(const std::filesystem::path& dir, std::int64_t crash_at, std::uint64_t init_seed,
                                Recorder* recorder = nullptr) {

@@ -13,6 +13,7 @@
 
 #include "run_plan.h"
 #include "step_flow.h"
+#include "support/temp_dir.h"
 #include "support/thread_ranks.h"
 #include "tenax/core/error.h"
 #include "tenax/sdk/sampler.h"
@@ -69,11 +70,7 @@ TrainingArguments args_for(const std::filesystem::path& dir) {
   return a;
 }
 
-std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::path(::testing::TempDir()) / ("tenax-step-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+std::filesystem::path fresh_dir(const std::string& name) { return tenax::testing::fresh_path("step", name); }
 
 std::vector<torch::Tensor> snapshot(Model& model) {
   std::vector<torch::Tensor> out;

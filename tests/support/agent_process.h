@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "tenax/core/unique_fd.h"
+
 extern char** environ;
 
 namespace tenax::testing {
@@ -36,15 +38,14 @@ inline std::string read_text(const std::filesystem::path& path) {
 
 /// A free TCP port on 127.0.0.1 (bound and released; good enough for a test).
 inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
   return ntohs(addr.sin_port);
 }
 

@@ -17,8 +17,8 @@
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
-#include "tenax/sdk/tensor_conversion.h"
 #include "tenax/storage/safetensors.h"
+#include "tensor_conversion.h"
 
 namespace tenax::sdk {
 namespace {

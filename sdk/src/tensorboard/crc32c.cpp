@@ -1,4 +1,4 @@
-#include "tenax/sdk/tensorboard/crc32c.h"
+#include "tensorboard/crc32c.h"
 
 #include <array>
 

@@ -10,8 +10,8 @@
 
 #include "append_only_file.h"
 #include "tenax/core/error.h"
-#include "tenax/sdk/tensorboard/event_proto.h"
-#include "tenax/sdk/tensorboard/tfrecord.h"
+#include "tensorboard/event_proto.h"
+#include "tensorboard/tfrecord.h"
 
 namespace tenax::sdk::tensorboard {
 namespace {

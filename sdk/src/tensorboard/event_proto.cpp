@@ -1,4 +1,4 @@
-#include "tenax/sdk/tensorboard/event_proto.h"
+#include "tensorboard/event_proto.h"
 
 #include <cstring>
 

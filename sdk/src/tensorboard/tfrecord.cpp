@@ -1,6 +1,6 @@
-#include "tenax/sdk/tensorboard/tfrecord.h"
+#include "tensorboard/tfrecord.h"
 
-#include "tenax/sdk/tensorboard/crc32c.h"
+#include "tensorboard/crc32c.h"
 
 namespace tenax::sdk::tensorboard {
 namespace {

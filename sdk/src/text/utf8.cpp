@@ -1,19 +1,43 @@
 #include "text/utf8.h"
 
-#include <cstdio>
+#include <utf8proc.h>
+
+#include <cstdint>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "tenax/core/error.h"
 
 namespace tenax::sdk::utf8 {
 namespace {
 
-[[noreturn]] void invalid(std::string_view what, std::string_view bytes, std::size_t offset,
-                          const char* why) {
-  char byte[8];
-  std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(bytes[offset]));
-  throw Error(std::string(what) + ": invalid UTF-8 at byte " + std::to_string(offset) + " (" +
-              byte + ": " + why + "); decode the text as UTF-8, or replace invalid bytes, " +
-              "before tokenizing");
+// Where and why the sequence starting at `start` is not UTF-8: utf8proc only says that it is
+// not. The byte ranges are those of the Unicode standard's table of well-formed sequences
+// (3-7), checked in the order a reader meets them: the lead byte, the length, each continuation
+// byte, then the second byte's range (overlong forms, surrogates, beyond U+10FFFF).
+std::pair<std::size_t, const char*> diagnose(std::string_view bytes, std::size_t start) {
+  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(bytes[start + k]); };
+  const unsigned char lead = at(0);
+  if (lead < 0xC2) return {start, "not a lead byte"};
+  if (lead > 0xF4) return {start, "lead byte out of range"};
+  const std::size_t length = lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+  if (bytes.size() - start < length) return {start, "sequence cut short by the end"};
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((at(k) & 0xC0) != 0x80) return {start + k, "expected a continuation byte"};
+  }
+  const unsigned char second = at(1);
+  if ((lead == 0xE0 && second < 0xA0) || (lead == 0xF0 && second < 0x90)) return {start, "overlong encoding"};
+  if (lead == 0xED && second > 0x9F) return {start, "encodes a UTF-16 surrogate"};
+  if (lead == 0xF4 && second > 0x8F) return {start, "beyond U+10FFFF"};
+  return {start, utf8proc_errmsg(UTF8PROC_ERROR_INVALIDUTF8)};  // not reached: utf8proc and the table agree
+}
+
+[[noreturn]] void invalid(std::string_view what, std::string_view bytes, std::size_t start) {
+  const auto [offset, why] = diagnose(bytes, start);
+  throw Error(fmt::format("{}: invalid UTF-8 at byte {} (0x{:02X}: {}); decode the text as UTF-8, or replace "
+                          "invalid bytes, before tokenizing",
+                          what, offset, static_cast<unsigned char>(bytes[offset]), why));
 }
 
 }  // namespace
@@ -21,57 +45,24 @@ namespace {
 std::u32string decode(std::string_view bytes, std::string_view what) {
   std::u32string out;
   out.reserve(bytes.size());
+  const auto* data = reinterpret_cast<const utf8proc_uint8_t*>(bytes.data());
   std::size_t i = 0;
   while (i < bytes.size()) {
-    const auto b0 = static_cast<unsigned char>(bytes[i]);
-    if (b0 < 0x80) {
-      out.push_back(b0);
-      ++i;
-      continue;
-    }
-    std::size_t length;
-    char32_t cp;
-    char32_t min;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      length = 2, cp = b0 & 0x1F, min = 0x80;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      length = 3, cp = b0 & 0x0F, min = 0x800;
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      length = 4, cp = b0 & 0x07, min = 0x10000;
-    } else {
-      invalid(what, bytes, i, b0 < 0xC2 ? "not a lead byte" : "lead byte out of range");
-    }
-    if (bytes.size() - i < length) invalid(what, bytes, i, "sequence cut short by the end");
-    for (std::size_t k = 1; k < length; ++k) {
-      const auto b = static_cast<unsigned char>(bytes[i + k]);
-      if ((b & 0xC0) != 0x80) invalid(what, bytes, i + k, "expected a continuation byte");
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if (cp < min) invalid(what, bytes, i, "overlong encoding");
-    if (cp >= 0xD800 && cp <= 0xDFFF) invalid(what, bytes, i, "encodes a UTF-16 surrogate");
-    if (cp > 0x10FFFF) invalid(what, bytes, i, "beyond U+10FFFF");
-    out.push_back(cp);
-    i += length;
+    utf8proc_int32_t cp = 0;
+    // Strict as RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
+    const utf8proc_ssize_t n =
+        utf8proc_iterate(data + i, static_cast<utf8proc_ssize_t>(bytes.size() - i), &cp);
+    if (n <= 0) invalid(what, bytes, i);
+    out.push_back(static_cast<char32_t>(cp));
+    i += static_cast<std::size_t>(n);
   }
   return out;
 }
 
 void append(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+  utf8proc_uint8_t buffer[4];
+  const utf8proc_ssize_t n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buffer);
+  out.append(reinterpret_cast<const char*>(buffer), static_cast<std::size_t>(n));
 }
 
 std::string encode(std::u32string_view code_points) {

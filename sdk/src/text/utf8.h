@@ -1,5 +1,6 @@
 // Strict UTF-8 decoding (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF)
-// and encoding, for the tokenizer. Private to tenax::sdk.
+// and encoding, for the tokenizer, on utf8proc; what this adds is the error message, which
+// names the offending byte and why. Private to tenax::sdk.
 #pragma once
 
 #include <string>

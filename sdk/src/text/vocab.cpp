@@ -2,7 +2,8 @@
 
 #include <fstream>
 #include <limits>
-#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "tenax/core/error.h"
 
@@ -49,8 +50,7 @@ std::int32_t Vocab::at(const std::string& token, const std::string& what) const 
 
 const std::string& Vocab::token(std::int32_t id) const {
   if (id < 0 || static_cast<std::size_t>(id) >= tokens_.size()) {
-    throw std::out_of_range("Vocab::token: id " + std::to_string(id) + " outside [0, " +
-                            std::to_string(tokens_.size()) + ")");
+    throw Error(fmt::format("Vocab::token: id {} outside [0, {})", id, tokens_.size()));
   }
   return tokens_[static_cast<std::size_t>(id)];
 }

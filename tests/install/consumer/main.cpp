@@ -1,4 +1,7 @@
-// A program outside the Tenax tree, built against an installed Tenax.
+// A program outside the Tenax tree, built against an installed Tenax. The umbrella header
+// first: it compiles from the installed headers alone (none of them needs one that is not).
+#include <tenax/sdk.h>
+
 #include <iostream>
 
 #include <tenax/sdk/sampler.h>

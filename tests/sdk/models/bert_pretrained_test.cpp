@@ -10,8 +10,8 @@
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/sdk/models/bert.h"
-#include "tenax/sdk/tensor_conversion.h"
 #include "tenax/storage/safetensors.h"
+#include "tensor_conversion.h"
 
 namespace tenax::sdk {
 namespace {

@@ -18,8 +18,8 @@
 #include "tenax/sdk/models/auto_model.h"
 #include "tenax/sdk/models/bert.h"
 #include "tenax/sdk/models/distilbert.h"
-#include "tenax/sdk/tensor_conversion.h"
 #include "tenax/storage/safetensors.h"
+#include "tensor_conversion.h"
 
 namespace tenax::sdk {
 namespace {

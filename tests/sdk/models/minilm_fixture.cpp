@@ -6,8 +6,8 @@
 #include <torch/optim/adamw.h>
 #include <torch/utils.h>
 
-#include "tenax/sdk/tensor_conversion.h"
 #include "tenax/storage/safetensors.h"
+#include "tensor_conversion.h"
 
 namespace tenax::test {
 namespace fs = std::filesystem;

@@ -15,8 +15,8 @@
 #include "tenax/core/files.h"
 #include "tenax/sdk/models/auto_model.h"
 #include "tenax/sdk/models/vit.h"
-#include "tenax/sdk/tensor_conversion.h"
 #include "tenax/storage/safetensors.h"
+#include "tensor_conversion.h"
 
 namespace tenax::sdk {
 namespace {

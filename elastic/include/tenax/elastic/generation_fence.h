@@ -50,6 +50,7 @@
 #include <filesystem>
 
 #include "tenax/core/status.h"
+#include "tenax/core/unique_fd.h"
 
 namespace tenax::elastic {
 
@@ -75,9 +76,10 @@ class FenceHold {
 
  private:
   friend class GenerationFence;
-  FenceHold(int fd, std::int64_t generation) : fd_(fd), generation_(generation) {}
+  FenceHold(UniqueFd fd, std::int64_t generation);
+  void unlock() noexcept;
 
-  int fd_ = -1;  // the lock file, locked shared; closing it releases the lock
+  UniqueFd fd_;  // the lock file, locked shared; unlocked and closed with the hold
   std::int64_t generation_ = 0;
 };
 

@@ -29,7 +29,7 @@ class Vocab {
   std::optional<std::int32_t> find(const std::string& token) const;
   /// The id of `token`; throws tenax::ConfigError naming the token and `what` when absent.
   std::int32_t at(const std::string& token, const std::string& what) const;
-  /// The token of `id`; throws std::out_of_range for an id outside [0, size()).
+  /// The token of `id`; throws tenax::Error for an id outside [0, size()).
   const std::string& token(std::int32_t id) const;
 
  private:

@@ -12,6 +12,8 @@
 // written, oneof members always are. Thread-safety: stateless.
 //
 //   std::string payload = encode_scalar_event(wall_time, 100, "train/loss", 0.25f);
+//
+// Private to the SDK (under sdk/src: not installed).
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,8 @@
 // with all integers little-endian. Thread-safety: stateless.
 //
 //   file.append(tenax::sdk::tensorboard::frame_record(event_bytes));
+//
+// Private to the SDK (under sdk/src: not installed).
 #pragma once
 
 #include <cstdint>

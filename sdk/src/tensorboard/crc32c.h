@@ -3,6 +3,8 @@
 // Thread-safety: stateless.
 //
 //   std::uint32_t c = tenax::sdk::tensorboard::crc32c("123456789", 9);  // 0xE3069283
+//
+// Private to the SDK (under sdk/src: not installed).
 #pragma once
 
 #include <cstddef>

@@ -28,6 +28,8 @@
 //   const auto changes = diff_arguments(manifest.arguments, args);
 //   for (const auto& c : changes) if (c.kind == ArgumentChangeKind::kHarmless) log->info(describe(c));
 //   if (has_breaking(changes)) throw ConfigError(breaking_changes_message(changes, dir));
+//
+// Private to the SDK (under sdk/src: not installed).
 #pragma once
 
 #include <optional>

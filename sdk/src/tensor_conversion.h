@@ -1,5 +1,7 @@
 // Conversion between torch tensors and the torch-free tensor vocabulary of storage/.
 // Thread-safety: stateless.
+//
+// Private to the SDK (under sdk/src: not installed).
 #pragma once
 
 #include <string>
