@@ -54,8 +54,8 @@ sdk::TrainingArguments read_arguments(const char* toml_path, const char* const* 
     }
   }
   args.validate();
-  if (args.save_strategy != "no") {
-    throw ConfigError("save_strategy: '" + args.save_strategy +
+  if (args.save_strategy != sdk::IntervalStrategy::kNo) {
+    throw ConfigError("save_strategy: '" + args.save_strategy.name() +
                       "': an embedded trainer saves when its caller calls tenax_checkpoint_save(step), labelled with "
                       "the caller's step; remove save_strategy (default \"no\")");
   }

@@ -96,6 +96,15 @@ struct Checkpointer::Job {
   std::future<SaveResult> future = result.get_future();
 };
 
+SaveResult::SaveResult(std::int64_t step, SaveOutcome outcome, std::string error, std::filesystem::path dir)
+    : step(step),
+      outcome(outcome),
+      dir(std::move(dir)),
+      error(std::move(error)),
+      committed(outcome == SaveOutcome::kCommitted),
+      fenced(outcome == SaveOutcome::kFenced),
+      superseded(outcome == SaveOutcome::kSuperseded) {}
+
 torch::Tensor LoadedCheckpoint::get(const std::string& name) const {
   auto it = tensors.find(name);
   return it == tensors.end() ? torch::Tensor() : it->second;
@@ -271,14 +280,8 @@ void Checkpointer::start_writer(std::shared_ptr<Job> job) {
     job->copied.set_value();
     trace_point("save.copied", job->plan.step);
     const auto start = Clock::now();
-    const detail::CommitOutcome outcome = detail::run_commit(job->plan, *store, job->cancelled, kCancelLatency);
-    SaveResult result;
-    result.step = job->plan.step;
-    result.committed = outcome.committed;
-    result.dir = outcome.dir;
-    result.error = outcome.error;
-    result.fenced = outcome.fenced;
-    result.superseded = outcome.superseded;
+    detail::CommitOutcome outcome = detail::run_commit(job->plan, *store, job->cancelled, kCancelLatency);
+    SaveResult result(job->plan.step, outcome.outcome, std::move(outcome.error), std::move(outcome.dir));
     result.write_seconds = seconds_since(start);
     // This thread lets go of the job before the training thread can see the result, so the
     // job, and the tensors it references, are freed by the training thread (wait()), never
@@ -311,13 +314,17 @@ std::optional<SaveResult> Checkpointer::wait() {
 }
 
 std::filesystem::path Checkpointer::save(SaveRequest request) {
-  if (auto previous = start(std::move(request), Snapshot::kNoCopy); previous && !previous->committed) {
+  if (auto previous = start(std::move(request), Snapshot::kNoCopy); previous && previous->outcome != SaveOutcome::kCommitted) {
     logger("tenax.checkpoint")->error("an earlier checkpoint failed: {}", previous->error);
   }
   SaveResult result = *wait();
-  if (result.fenced) throw RendezvousError(result.error);
-  if (!result.committed) throw StorageError(result.error);
-  return result.dir;
+  switch (result.outcome) {
+    case SaveOutcome::kCommitted: return result.dir;
+    case SaveOutcome::kFenced: throw RendezvousError(result.error);
+    case SaveOutcome::kFailed:
+    case SaveOutcome::kSuperseded: break;
+  }
+  throw StorageError(result.error);
 }
 
 std::optional<LoadedCheckpoint> Checkpointer::load_latest(const std::function<bool(const std::string&)>& wanted,

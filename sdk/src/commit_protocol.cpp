@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <system_error>
+#include <utility>
 
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
@@ -20,16 +22,43 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The store's spelling of an outcome: "<tag><text>"; a bare "ok" is a success with no text.
 constexpr const char* kOk = "ok";
-constexpr const char* kErrorTag = "error:";
-constexpr const char* kFencedTag = "fenced:";
-constexpr const char* kSupersededTag = "superseded:";
+constexpr std::pair<SaveOutcome, const char*> kTags[] = {{SaveOutcome::kCommitted, "ok:"},
+                                                         {SaveOutcome::kFailed, "error:"},
+                                                         {SaveOutcome::kFenced, "fenced:"},
+                                                         {SaveOutcome::kSuperseded, "superseded:"}};
 
 std::vector<char> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
-bool is_error(const std::string& value) { return value.rfind(kErrorTag, 0) == 0; }
-bool is_fenced(const std::string& value) { return value.rfind(kFencedTag, 0) == 0; }
-bool is_superseded(const std::string& value) { return value.rfind(kSupersededTag, 0) == 0; }
+std::string tagged(SaveOutcome outcome, const std::string& text) {
+  for (const auto& [o, tag] : kTags) {
+    if (o == outcome) return tag + text;
+  }
+  return kOk;
+}
+
+// A value another rank published ("ok" for "prepared" and a shard report's success, and for a
+// committed "result"), parsed once where it is read. Text without a tag is a failure, as written.
+struct Published {
+  SaveOutcome outcome = SaveOutcome::kFailed;
+  std::string text;  ///< after the tag: the why, or the shard report's JSON
+};
+
+Published parse_published(const std::string& value) {
+  if (value == kOk) return {SaveOutcome::kCommitted, ""};
+  for (const auto& [outcome, tag] : kTags) {
+    if (value.rfind(tag, 0) == 0) return {outcome, value.substr(std::char_traits<char>::length(tag))};
+  }
+  return {SaveOutcome::kFailed, value};
+}
+
+CommitOutcome outcome_of(SaveOutcome outcome, std::string error) {
+  CommitOutcome out;
+  out.outcome = outcome;
+  out.error = std::move(error);
+  return out;
+}
 
 // Waits on other ranks' keys. Each ends with the value, or with nullopt and `why` when the
 // deadline passes, `cancelled` is set, the store fails (service gone), or the generation is
@@ -90,10 +119,10 @@ std::string rank_tag(int rank) { return "rank " + std::to_string(rank) + ": "; }
 std::string write_my_shard(const CommitPlan& plan, const std::filesystem::path& tmp) {
   try {
     auto written = storage::write_shard(tmp / storage::shard_file_name(plan.rank, plan.world_size), plan.tensors);
-    if (!written.is_ok()) return kErrorTag + written.status().to_string();
-    return "ok:" + storage::to_json(written.value()).dump();
+    if (!written.is_ok()) return tagged(SaveOutcome::kFailed, written.status().to_string());
+    return tagged(SaveOutcome::kCommitted, storage::to_json(written.value()).dump());
   } catch (const std::exception& e) {
-    return std::string(kErrorTag) + e.what();
+    return tagged(SaveOutcome::kFailed, e.what());
   }
 }
 
@@ -120,10 +149,13 @@ void apply_retention(const CommitPlan& plan) {
 
 // A newer generation formed: this rank's part of a stale partition's save, which commits nothing.
 CommitOutcome fenced_outcome(const CommitPlan& plan, const Status& fence) {
-  CommitOutcome out;
-  out.fenced = true;
-  out.error = fence.message() + ": this partition must not commit checkpoint step " + std::to_string(plan.step) +
-              "; not moving latest";
+  return outcome_of(SaveOutcome::kFenced, fence.message() + ": this partition must not commit checkpoint step " +
+                                              std::to_string(plan.step) + "; not moving latest");
+}
+
+// Rank 0's end of the protocol: `out` for every rank, under "<key>result".
+CommitOutcome publish_result(elastic::Store& store, const CommitPlan& plan, CommitOutcome out) {
+  publish(store, plan.key_prefix + "result", tagged(out.outcome, out.error));
   return out;
 }
 
@@ -148,9 +180,8 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
       out = fenced_outcome(plan, Status(StatusCode::kAborted, "generation " + std::to_string(plan.generation) +
                                                                   " is no longer current (generation " +
                                                                   std::to_string(newest.value()) + " formed)"));
-      publish(store, k + "prepared", kFencedTag + out.error);
-      publish(store, k + "result", kFencedTag + out.error);
-      return out;
+      publish(store, k + "prepared", tagged(out.outcome, out.error));
+      return publish_result(store, plan, out);
     }
   }
   std::filesystem::path tmp;
@@ -160,9 +191,8 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
     out.error = "checkpoint at step " + std::to_string(plan.step) +
                 " not committed; the previous checkpoint is intact. Failed: " + rank_tag(0) +
                 "cannot prepare the checkpoint directory: " + e.what();
-    publish(store, k + "prepared", kErrorTag + out.error);
-    publish(store, k + "result", kErrorTag + out.error);
-    return out;
+    publish(store, k + "prepared", tagged(out.outcome, out.error));
+    return publish_result(store, plan, out);
   }
   publish(store, k + "prepared", kOk);
   trace_point("save.prepared", plan.step);
@@ -175,30 +205,29 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
   PeerWait peers(store, cancelled, poll);
   for (int r = 1; r < plan.world_size && !cancelled.load() && !peers.superseded; ++r) {
     auto report = peers.get(k + "report/" + std::to_string(r), deadline);
-    reports[static_cast<std::size_t>(r)] = report ? *report : kErrorTag + peers.why;
+    reports[static_cast<std::size_t>(r)] = report ? *report : tagged(SaveOutcome::kFailed, peers.why);
   }
   trace_point("save.reports.in", plan.step);
   if (peers.superseded) {
     remove_quietly(tmp);
-    out.superseded = true;
-    out.error = "checkpoint at step " + std::to_string(plan.step) + " not committed: " + rank_tag(0) + peers.why;
-    publish(store, k + "result", kSupersededTag + out.error);
-    return out;
+    return publish_result(store, plan,
+                          outcome_of(SaveOutcome::kSuperseded, "checkpoint at step " + std::to_string(plan.step) +
+                                                                   " not committed: " + rank_tag(0) + peers.why));
   }
 
   std::vector<storage::ShardInfo> shards;
   std::optional<CommitOutcome> fenced;
   for (int r = 0; r < plan.world_size && failures.empty(); ++r) {
-    const std::string& rep = reports[static_cast<std::size_t>(r)];
-    if (rep.rfind("ok:", 0) == 0) {
-      auto info = storage::shard_info_from_json(nlohmann::json::parse(rep.substr(3), nullptr, false));
+    const Published report = parse_published(reports[static_cast<std::size_t>(r)]);
+    if (report.outcome == SaveOutcome::kCommitted) {
+      auto info = storage::shard_info_from_json(nlohmann::json::parse(report.text, nullptr, false));
       if (info.is_ok()) {
         shards.push_back(info.value());
         continue;
       }
       failures += " " + rank_tag(r) + info.status().to_string() + ";";
     } else {
-      failures += " " + rank_tag(r) + (is_error(rep) ? rep.substr(6) : rep) + ";";
+      failures += " " + rank_tag(r) + report.text + ";";
     }
   }
   if (failures.empty()) {
@@ -223,18 +252,17 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
   }
   if (fenced) {
     remove_quietly(tmp);
-    publish(store, k + "result", kFencedTag + fenced->error);
-    return *fenced;
+    return publish_result(store, plan, *fenced);
   }
   if (!failures.empty()) {
     remove_quietly(tmp);
-    out.error = "checkpoint at step " + std::to_string(plan.step) +
-                " not committed; the previous checkpoint is intact. Failed:" + failures;
-    publish(store, k + "result", kErrorTag + out.error);
-    return out;
+    return publish_result(store, plan,
+                          outcome_of(SaveOutcome::kFailed, "checkpoint at step " + std::to_string(plan.step) +
+                                                               " not committed; the previous checkpoint is intact. "
+                                                               "Failed:" + failures));
   }
   apply_retention(plan);
-  out.committed = true;
+  out.outcome = SaveOutcome::kCommitted;
   out.dir = directory.step_dir(plan.step);
   publish(store, k + "result", kOk);
   trace_point("save.result", plan.step);
@@ -247,25 +275,20 @@ CommitOutcome run_other_rank(const CommitPlan& plan, elastic::Store& store, cons
   const std::string& k = plan.key_prefix;
   const auto deadline = Clock::now() + plan.timeout;
   PeerWait rank0(store, cancelled, poll);
-  auto prepared = rank0.get(k + "prepared", deadline);
+  const std::optional<std::string> prepared = rank0.get(k + "prepared", deadline);
   if (!prepared) {
-    out.superseded = rank0.superseded;
+    out.outcome = rank0.superseded ? SaveOutcome::kSuperseded : SaveOutcome::kFailed;
     out.error = rank_tag(plan.rank) + rank0.why;
     try {
-      publish(store, k + "report/" + std::to_string(plan.rank), kErrorTag + out.error);
+      publish(store, k + "report/" + std::to_string(plan.rank), tagged(SaveOutcome::kFailed, out.error));
     } catch (const std::exception&) {
       // The store is gone too; rank 0 will time out on this report.
     }
     return out;
   }
-  if (is_fenced(*prepared)) {
-    out.fenced = true;
-    out.error = prepared->substr(7);
-    return out;
-  }
-  if (is_error(*prepared)) {
-    out.error = prepared->substr(6);
-    return out;
+  // Rank 0 could not prepare, or knew before the write that this partition is stale.
+  if (Published ready = parse_published(*prepared); ready.outcome != SaveOutcome::kCommitted) {
+    return outcome_of(ready.outcome, std::move(ready.text));
   }
   const std::filesystem::path tmp = plan.root / storage::tmp_dir_name(plan.step, plan.generation);
   try {
@@ -275,27 +298,15 @@ CommitOutcome run_other_rank(const CommitPlan& plan, elastic::Store& store, cons
     out.error = rank_tag(plan.rank) + "could not report its shard: " + e.what();
     return out;
   }
-  auto result = rank0.get(k + "result", Clock::now() + plan.timeout);
+  const std::optional<std::string> result = rank0.get(k + "result", Clock::now() + plan.timeout);
   if (!result) {
-    out.superseded = rank0.superseded;
+    out.outcome = rank0.superseded ? SaveOutcome::kSuperseded : SaveOutcome::kFailed;
     out.error = rank_tag(plan.rank) + rank0.why;
     return out;
   }
-  if (is_fenced(*result)) {
-    out.fenced = true;
-    out.error = result->substr(7);
-    return out;
-  }
-  if (is_superseded(*result)) {
-    out.superseded = true;
-    out.error = result->substr(std::string(kSupersededTag).size());
-    return out;
-  }
-  if (is_error(*result)) {
-    out.error = result->substr(6);
-    return out;
-  }
-  out.committed = true;
+  Published published = parse_published(*result);
+  if (published.outcome != SaveOutcome::kCommitted) return outcome_of(published.outcome, std::move(published.text));
+  out.outcome = SaveOutcome::kCommitted;
   out.dir = storage::CheckpointDirectory(plan.root).step_dir(plan.step);
   trace_point("save.result", plan.step);
   return out;
@@ -308,9 +319,8 @@ CommitOutcome run_commit(const CommitPlan& plan, elastic::Store& store, const st
   try {
     return plan.rank == 0 ? run_rank0(plan, store, cancelled, poll) : run_other_rank(plan, store, cancelled, poll);
   } catch (const std::exception& e) {
-    CommitOutcome out;
-    out.error = rank_tag(plan.rank) + "checkpoint at step " + std::to_string(plan.step) + " failed: " + e.what();
-    return out;
+    return outcome_of(SaveOutcome::kFailed,
+                      rank_tag(plan.rank) + "checkpoint at step " + std::to_string(plan.step) + " failed: " + e.what());
   }
 }
 

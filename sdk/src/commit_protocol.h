@@ -13,6 +13,8 @@
 // Once a newer generation formed it commits nothing, removes its tmp directory and publishes
 // "fenced:<why>" (as "<key>prepared" when it knows before the write, else as "<key>result"), so
 // every rank ends with the same fenced outcome.
+// The store holds each outcome as "<tag>:<text>" ("ok", "ok:<shard json>", "error:<why>",
+// "fenced:<why>", "superseded:<why>"); it is parsed to a SaveOutcome once, where it is read.
 //
 // In-process recovery: a dead rank never writes its key, and the waits would run to the
 // timeout while the job could be healing. Each wait also reads the agent's superseded mark
@@ -34,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tenax/elastic/store.h"
+#include "tenax/sdk/save_outcome.h"
 #include "tenax/storage/tensor_bytes.h"
 
 namespace tenax::sdk::detail {
@@ -56,14 +59,11 @@ struct CommitPlan {
   std::filesystem::path fence_dir;          ///< the job's GenerationFence; empty: not fenced
 };
 
+/// How this rank's part ended: the same outcome on every rank (see the file comment).
 struct CommitOutcome {
-  bool committed = false;
-  std::filesystem::path dir;
-  std::string error;
-  bool fenced = false;  ///< not committed because a newer generation formed (see the file comment)
-  /// Not committed because a peer was lost while this rank waited on it (in-process recovery
-  /// declared a newer generation, elastic/in_process_recovery.h): the survivor heals, not fails.
-  bool superseded = false;
+  SaveOutcome outcome = SaveOutcome::kFailed;
+  std::string error;          ///< what failed, naming the rank (when not committed)
+  std::filesystem::path dir;  ///< the committed directory (when committed)
 };
 
 /// Runs this rank's part of the protocol above; never throws (every failure is an outcome).

@@ -10,10 +10,6 @@
 namespace tenax::sdk {
 namespace {
 
-constexpr LrSchedulerType kAllTypes[] = {LrSchedulerType::kLinear,     LrSchedulerType::kCosine,
-                                         LrSchedulerType::kCosineWithRestarts, LrSchedulerType::kPolynomial,
-                                         LrSchedulerType::kConstant,   LrSchedulerType::kConstantWithWarmup};
-
 std::string number(double x) {
   std::ostringstream out;
   out << x;
@@ -37,24 +33,13 @@ double progress(std::int64_t step, std::int64_t warmup, std::int64_t total) {
 }  // namespace
 
 LrSchedulerType parse_lr_scheduler_type(const std::string& name, const std::string& field) {
-  std::string accepted;
-  for (LrSchedulerType type : kAllTypes) {
-    if (name == lr_scheduler_type_name(type)) return type;
-    accepted += (accepted.empty() ? "" : ", ") + std::string(lr_scheduler_type_name(type));
-  }
-  throw ConfigError(field + ": '" + name + "' is not one of: " + accepted);
+  const Choice<LrSchedulerType> choice(name);
+  if (!choice.valid()) throw ConfigError(field + ": '" + name + "' is not one of: " + choice.accepted());
+  return choice.value();
 }
 
 const char* lr_scheduler_type_name(LrSchedulerType type) {
-  switch (type) {
-    case LrSchedulerType::kLinear: return "linear";
-    case LrSchedulerType::kCosine: return "cosine";
-    case LrSchedulerType::kCosineWithRestarts: return "cosine_with_restarts";
-    case LrSchedulerType::kPolynomial: return "polynomial";
-    case LrSchedulerType::kConstant: return "constant";
-    case LrSchedulerType::kConstantWithWarmup: return "constant_with_warmup";
-  }
-  return "?";
+  return ChoiceSpellings<LrSchedulerType>::kNames[static_cast<int>(type)];
 }
 
 bool LrScheduleOptions::operator==(const LrScheduleOptions& other) const {

@@ -8,18 +8,28 @@
 namespace tenax::sdk::detail {
 
 IntervalStrategy parse_interval_strategy(const std::string& value, const std::string& key) {
-  if (value == "no") return IntervalStrategy::kNo;
-  if (value == "steps") return IntervalStrategy::kSteps;
-  if (value == "epoch") return IntervalStrategy::kEpoch;
-  throw ConfigError("TrainingArguments." + key + ": '" + value + "' is not one of \"no\", \"steps\", \"epoch\"");
+  const Choice<IntervalStrategy> choice(value);
+  if (!choice.valid()) {
+    throw ConfigError("TrainingArguments." + key + ": '" + value + "' is not one of \"no\", \"steps\", \"epoch\"");
+  }
+  return choice.value();
 }
+
+namespace {
+
+// The arguments' strategy; one outside the set (arguments not validated) is refused naming `key`.
+IntervalStrategy strategy_of(const Choice<IntervalStrategy>& choice, const std::string& key) {
+  return choice.valid() ? choice.value() : parse_interval_strategy(choice.name(), key);
+}
+
+}  // namespace
 
 RunPlan plan_run(const TrainingArguments& args, int world_size, std::optional<std::int64_t> dataset_size,
                  std::optional<std::int64_t> saved_global_batch, const std::string& output_dir) {
   RunPlan plan;
-  plan.logging = parse_interval_strategy(args.logging_strategy, "logging_strategy");
-  plan.eval = parse_interval_strategy(args.eval_strategy, "eval_strategy");
-  plan.save = parse_interval_strategy(args.save_strategy, "save_strategy");
+  plan.logging = strategy_of(args.logging_strategy, "logging_strategy");
+  plan.eval = strategy_of(args.eval_strategy, "eval_strategy");
+  plan.save = strategy_of(args.save_strategy, "save_strategy");
   plan.eval_steps = args.resolved_eval_steps();
   plan.has_dataset = dataset_size.has_value();
 
@@ -54,7 +64,7 @@ RunPlan plan_run(const TrainingArguments& args, int world_size, std::optional<st
     // the caller names by its own step (a solver step): the newest name would no longer be the
     // newest state, and a resume could restore another time's fields.
     if (plan.save != IntervalStrategy::kNo) {
-      throw ConfigError("TrainingArguments.save_strategy: '" + args.save_strategy +
+      throw ConfigError("TrainingArguments.save_strategy: '" + args.save_strategy.name() +
                         "': an embedded trainer (no training dataset) saves only when its caller asks, labelled "
                         "with the caller's step (Trainer::save_checkpoint, tenax_checkpoint_save); set "
                         "save_strategy = \"no\"");

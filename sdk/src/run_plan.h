@@ -2,7 +2,7 @@
 // size, the training dataset's size (none when an embedding code supplies the batches) and the
 // global batch of the checkpoint being resumed. Pure: no I/O, no communication, so every rule
 // (DESIGN.md decision 4, the schedule's length, the epoch arithmetic) is unit-tested directly.
-// The strategies are parsed here, once: the step loop compares enums, never strings.
+// The strategies arrive parsed (TrainingArguments' Choices): the step loop compares enums.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 namespace tenax::sdk::detail {
 
-enum class IntervalStrategy : std::uint8_t { kNo, kSteps, kEpoch };
+using tenax::sdk::IntervalStrategy;
 
 /// "no", "steps" or "epoch"; ConfigError naming `key` otherwise.
 IntervalStrategy parse_interval_strategy(const std::string& value, const std::string& key);

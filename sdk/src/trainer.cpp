@@ -4,36 +4,29 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <limits>
 #include <optional>
 #include <utility>
 
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "commit_protocol.h"
+#include "fused_adamw.h"
+#include "run_plan.h"
+#include "step_flow.h"
+#include "training_device.h"
+#include "training_run.h"
+#include "training_snapshot.h"
 #include "tenax/core/blas_kernels.h"
 #include "tenax/core/build_info.h"
 #include "tenax/core/error.h"
 #include "tenax/core/exit_codes.h"
 #include "tenax/core/logging.h"
-#include "commit_protocol.h"
-#include "fused_adamw.h"
-#include "peer_heal.h"
-#include "argument_changes.h"
 #include "tenax/sdk/autocast.h"
 #include "tenax/sdk/callbacks/default_callbacks.h"
-#include "tenax/sdk/checkpointer.h"
 #include "tenax/sdk/determinism.h"
-#include "tenax/sdk/grad_sync.h"
-#include "training_device.h"
 #include "tenax/sdk/optimizer_groups.h"
-#include "tenax/sdk/preemption.h"
-#include "tenax/sdk/sampler.h"
-#include "run_plan.h"
-#include "step_flow.h"
-#include "user_state_mirror.h"
 #include "tenax/storage/checkpoint_directory.h"
-#include "tenax/storage/checkpoint_reader.h"
 
 namespace tenax::sdk {
 namespace {
@@ -47,14 +40,9 @@ GradSyncOptions grad_sync_options(const TrainingArguments& args) {
 
 using Clock = std::chrono::steady_clock;
 
-// How long a survivor waits for the agent to declare the next generation and for its peers
-// (a warm spare at once, a fresh process after it has loaded libtorch) to connect.
-constexpr std::chrono::seconds kRejoinTimeout{120};
 // The fields of GradSync's step flag: a preemption signal's number, and a regroup request.
 constexpr int kSignalFlags = 0xFF;
 constexpr int kRegroupFlag = 1 << 8;
-
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 std::string format_duration(double seconds) {
   const auto s = static_cast<long long>(std::max(0.0, seconds));
@@ -63,103 +51,7 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-// The per-rank seed of a fresh run; also how a rank with no saved RNG state derives one:
-// a fixed function of (seed, rank, step), documented in docs/checkpoints.md ("Resume semantics").
-std::uint64_t derived_seed(std::uint64_t seed, int rank, std::int64_t step) {
-  return seed + 1000003ull * static_cast<std::uint64_t>(rank) + 7919ull * static_cast<std::uint64_t>(step);
-}
-
-// What the newest committed checkpoint whose manifest opens recorded (the manifest only: no
-// shard is read): the run's global batch and arguments, checked before anything is loaded.
-struct SavedRun {
-  std::string dir;
-  std::optional<std::int64_t> global_batch;
-  nlohmann::json arguments;
-};
-
-// The checkpoint's "sampler" tensor, int64 [seed, epoch, cursor, global_batch]: the data order
-// with its position, so that a resume can refuse a run whose data order would differ. Named
-// fields here, the tensor only at the checkpoint boundary (its layout is the file format).
-struct SavedDataOrder {
-  std::uint64_t seed = 0;
-  SamplerPosition position;
-  std::int64_t global_batch = 0;
-
-  torch::Tensor to_tensor() const {
-    return torch::tensor({static_cast<std::int64_t>(seed), position.epoch, position.cursor, global_batch}, torch::kInt64);
-  }
-  /// nullopt when the tensor is absent or not four int64 values.
-  static std::optional<SavedDataOrder> from_tensor(const torch::Tensor& t) {
-    if (!t.defined() || t.scalar_type() != torch::kInt64 || t.numel() != 4) return std::nullopt;
-    const torch::Tensor v = t.contiguous();
-    const std::int64_t* p = v.data_ptr<std::int64_t>();
-    return SavedDataOrder{static_cast<std::uint64_t>(p[0]), {p[1], p[2]}, p[3]};
-  }
-};
-
-std::optional<SavedRun> newest_saved_run(const Checkpointer& checkpointer) {
-  storage::CheckpointDirectory directory(checkpointer.root());
-  const auto steps = directory.committed_steps();
-  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    auto reader = storage::CheckpointReader::open(directory.step_dir(*it));
-    if (!reader.is_ok()) continue;
-    SavedRun run;
-    run.dir = directory.step_dir(*it).string();
-    const nlohmann::json& state = reader.value().manifest().trainer_state;
-    if (state.contains("train_batch_size") && state["train_batch_size"].is_number_integer()) {
-      run.global_batch = state["train_batch_size"].get<std::int64_t>();
-    }
-    run.arguments = reader.value().manifest().arguments;
-    return run;
-  }
-  return std::nullopt;
-}
-
-// A resume with arguments that would make it another run is refused before anything is
-// loaded (argument_changes.h says which); the harmless changes are logged.
-void check_resumed_arguments(const nlohmann::json& recorded, const TrainingArguments& args, const std::string& dir) {
-  const std::vector<ArgumentChange> changes = diff_arguments(recorded, args);
-  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
-  for (const ArgumentChange& change : changes) {
-    if (change.kind == ArgumentChangeKind::kHarmless) log->info("resuming with a changed argument: {}", describe(change));
-  }
-  if (has_breaking(changes)) throw ConfigError(breaking_changes_message(changes, dir));
-}
-
 }  // namespace
-
-struct Trainer::Run {
-  Run(const std::string& output_dir, elastic::WorkerContext& context, const CheckpointerOptions& options)
-      : checkpointer_options(options), checkpointer(std::make_unique<Checkpointer>(output_dir, context, options)) {}
-  CheckpointerOptions checkpointer_options;
-  // Replaced when the process rejoins a new generation (its commits go through that generation).
-  std::unique_ptr<Checkpointer> checkpointer;
-  detail::RunPlan plan;
-  std::unique_ptr<torch::optim::AdamW> optimizer;
-  std::optional<LrSchedule> schedule;
-  std::vector<torch::Tensor> params;
-  std::optional<GradSync> grad_sync;
-  std::optional<ResumableSampler> sampler;  // none when the caller supplies the batches
-  std::optional<PreemptionSignals> preemption;
-  Clock::time_point start;
-  Clock::time_point window_start;
-  double window_loss = 0.0;
-  double total_loss = 0.0;
-  std::int64_t window_steps = 0;
-  std::int64_t steps_run = 0;
-  std::int64_t last_saved = -1;  ///< the optimizer step of the last save
-  nlohmann::json arguments;      ///< args_ as every checkpoint records them (fixed for the run)
-  bool ended = false;
-  /// False only in a replacement until it has healed: it has no training state to offer.
-  bool holds_state = true;
-  /// train() under `tenax run --recovery in-process`: RNG mirrored every step, losses healed.
-  bool heals_in_process = false;
-  /// With enable_step_recovery() and user state: every rank's registered state at the last step.
-  std::optional<detail::UserStateMirror> user_mirror;
-  /// The preemption signal the ranks agreed on in the last step's gradient allreduce; read (and
-  /// cleared) by the next preemption_agreed(), which then needs no collective of its own.
-  std::optional<int> preemption_from_step;
-};
 
 Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
                  std::shared_ptr<const Dataset> train_dataset, elastic::WorkerContext& context,
@@ -220,7 +112,7 @@ std::unique_ptr<torch::optim::AdamW> Trainer::create_optimizer() {
 
 LrSchedule Trainer::create_scheduler(std::int64_t num_training_steps) {
   const auto& kwargs = args_.lr_scheduler_kwargs;
-  return LrSchedule(LrScheduleOptions(parse_lr_scheduler_type(args_.lr_scheduler_type),
+  return LrSchedule(LrScheduleOptions(args_.lr_scheduler_type.value(),
                                       args_.resolved_warmup_steps(num_training_steps), num_training_steps)
                         .base_lr(args_.learning_rate)
                         .num_cycles(kwargs.num_cycles)
@@ -243,168 +135,13 @@ Batch Trainer::load_batch(const std::vector<std::int64_t>& indices) const {
   return collator_(examples);
 }
 
-std::optional<std::int64_t> Trainer::restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer) {
-  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
-  const int rank = context_.rank();
-  const std::string my_rng_prefix = "rng/rank" + std::to_string(rank) + "/";
-  // Parameters are read in place (no second copy of the model in memory); the optimizer's
-  // state is allocated by the load and adopted as is.
-  std::map<std::string, torch::Tensor> param_by_key;
-  for (const auto& [name, param] : named_parameters()) param_by_key.emplace("model/" + name, param.detach());
-  auto loaded = checkpointer.load_latest(
-      [&](const std::string& name) {
-        return starts_with(name, "model/") || starts_with(name, "optim/") || starts_with(name, my_rng_prefix) ||
-               name == "sampler" || (user_state_ != nullptr && user_state_->wants(name, rank));
-      },
-      [&](const std::string& name) {
-        const auto it = param_by_key.find(name);
-        return it == param_by_key.end() ? torch::Tensor() : it->second;
-      });
-  if (!loaded) return std::nullopt;
-  check_resumed_arguments(loaded->arguments, args_, loaded->dir.string());  // an older one may have loaded
-
-  // The data position first: a changed seed or global batch would silently change which
-  // samples come next, so both are refused (the run stops) before the optimizer, the RNG and
-  // the step are touched; the parameters were already read in place.
-  const std::optional<SavedDataOrder> order = SavedDataOrder::from_tensor(loaded->get("sampler"));
-  if (!order) throw StorageError(loaded->dir.string() + ": the sampler position is missing or malformed");
-  const std::uint64_t saved_seed = order->seed;
-  const std::int64_t saved_global_batch = order->global_batch;
-  if (saved_seed != args_.seed) {
-    throw ConfigError("TrainingArguments.seed: the checkpoint in " + loaded->dir.string() +
-                      " was trained with seed " + std::to_string(saved_seed) + ", this run has " +
-                      std::to_string(args_.seed) +
-                      "; resuming would change the data order. Use the same seed or another output_dir");
-  }
-  if (saved_global_batch != state_.train_batch_size) {  // train() adapts accumulation first
-    throw StorageError(loaded->dir.string() + ": the sampler says global batch " + std::to_string(saved_global_batch) +
-                       " but the manifest said " + std::to_string(state_.train_batch_size));
-  }
-  restored_position_ = order->position;
-
-  torch::NoGradGuard no_grad;
-  const NamedTensors params = named_parameters();
-  for (const auto& [name, param] : params) {
-    torch::Tensor saved = loaded->get("model/" + name);
-    if (!saved.defined()) {
-      throw StorageError(loaded->dir.string() + ": parameter '" + name +
-                         "' is missing from the checkpoint; was it written by another model?");
-    }
-    if (!saved.sizes().equals(param.sizes())) {
-      throw StorageError(loaded->dir.string() + ": parameter '" + name + "' has shape " +
-                         c10::str(saved.sizes()) + " in the checkpoint but " + c10::str(param.sizes()) +
-                         " in the model");
-    }
-    if (saved.data_ptr() != param.data_ptr()) param.copy_(saved);  // else it was read in place
-  }
-  auto lookup = [&](const std::string& n) { return loaded->get(n); };
-  restore_adamw_state(optimizer, params, lookup);
-  if (user_state_ != nullptr) user_state_->restore(rank, lookup);
-
-  if (!restore_rng_states(rank, lookup)) {
-    // A rank the writing world did not have: a deterministic stream of its own (docs/checkpoints.md, "Resume semantics").
-    torch::manual_seed(derived_seed(args_.seed, rank, loaded->step));
-    logger("tenax.trainer")->warn("checkpoint has no RNG state for rank {} (it was written by {} ranks); "
-                                  "derived one from (seed, rank, step)", rank, loaded->world_size);
-  }
-  // The checkpoint is named by its label: the optimizer step for train(), the solver's step for
-  // an embedding code; the optimizer step itself is in the saved TrainerState.
-  const nlohmann::json& saved_state = loaded->trainer_state;
-  state_.global_step = saved_state.contains("global_step") && saved_state["global_step"].is_number_integer()
-                           ? saved_state["global_step"].get<std::int64_t>()
-                           : loaded->step;
-  state_.resumed_from_step = state_.global_step;
-  if (saved_state.contains("log_history") && saved_state["log_history"].is_array()) {
-    state_.log_history = saved_state["log_history"].get<std::vector<nlohmann::json>>();
-  }
-  if (saved_state.contains("best_metric") && saved_state["best_metric"].is_number()) {
-    state_.best_metric = saved_state["best_metric"].get<double>();
-  }
-  if (saved_state.contains("best_model_checkpoint") && saved_state["best_model_checkpoint"].is_string()) {
-    state_.best_model_checkpoint = saved_state["best_model_checkpoint"].get<std::string>();
-  }
-  log->info("resumed from {} at step {} (generation {}, restart {}{})", loaded->dir.string(), loaded->step,
-            context_.generation(), context_.restart_count(),
-            loaded->world_size != context_.world_size()
-                ? ", resharded from " + std::to_string(loaded->world_size) + " to " +
-                      std::to_string(context_.world_size()) + " ranks"
-                : std::string());
-  notify([&](TrainerCallback& cb) { cb.on_load(args_, state_, control_, loaded->dir.string()); });
-  return loaded->step;
+detail::TrainingRun& Trainer::run(const char* call) {
+  if (!run_) throw std::logic_error(std::string("Trainer::") + call + " before Trainer::begin()");
+  return *run_;
 }
 
-void Trainer::save(const Logs& metrics, std::optional<std::int64_t> label) {
-  Run& r = *run_;
-  Checkpointer& checkpointer = *r.checkpointer;
-  torch::optim::AdamW& optimizer = *r.optimizer;
-  const std::int64_t steps_per_epoch = r.plan.steps_per_epoch;
-  const int rank = context_.rank();
-  SaveRequest request;
-  request.step = label.value_or(state_.global_step);
-  const std::int64_t data_step = state_.global_step + skipped_steps_;
-  request.epoch = data_step / steps_per_epoch;
-  request.metrics = metrics;
-  // As transformers' _save_checkpoint: a better metric makes this checkpoint the best one,
-  // recorded in the state it saves. (Retention and load_best_model_at_end look at the
-  // committed manifests instead, so a save that then fails is never taken for the best.)
-  if (const std::string key = best_metric_key(); !key.empty()) {
-    if (const auto it = metrics.find(key); it != metrics.end()) {
-      const bool better = !state_.best_metric ||
-                          (args_.resolved_greater_is_better() ? it->second > *state_.best_metric
-                                                               : it->second < *state_.best_metric);
-      if (better) {
-        state_.best_metric = it->second;
-        state_.best_model_checkpoint = storage::CheckpointDirectory(checkpointer.root()).step_dir(request.step).string();
-      }
-    }
-  }
-  // Parameters and optimizer state change only in optimizer.step(), which waits for the
-  // snapshot (train()): the writer copies them late, overlapping the next step's compute.
-  // Everything else (sampler, RNG, user state, which callbacks may change) is copied now.
-  const NamedTensors params = named_parameters();
-  NamedTensors& late = args_.save_async ? request.replicated_copied_late : request.replicated;
-  for (const auto& [name, p] : params) late.emplace_back("model/" + name, p.detach());
-  for (auto& entry : capture_adamw_state(optimizer, params, Capture::kView)) late.push_back(std::move(entry));
-  const SavedDataOrder order{args_.seed, {request.epoch, (data_step % steps_per_epoch) * state_.train_batch_size},
-                             state_.train_batch_size};
-  request.replicated.emplace_back("sampler", order.to_tensor());
-  request.per_rank = capture_rng_states(rank);
-  if (user_state_ != nullptr) user_state_->capture(rank, request.replicated, request.per_rank);
-  request.trainer_state = state_.to_json();
-  request.arguments = r.arguments;
-
-  r.last_saved = state_.global_step;
-  std::optional<SaveResult> previous = checkpointer.save_async(std::move(request));
-  if (previous) report_save(*previous, /*must_succeed=*/args_.on_save_error == "stop");
-  if (!args_.save_async) {
-    if (auto done = checkpointer.wait()) report_save(*done, args_.on_save_error == "stop");
-  }
-}
-
-std::string Trainer::best_metric_key() const {
-  const std::string& m = args_.metric_for_best_model;
-  if (m.empty()) return m;
-  return starts_with(m, "eval_") ? m : "eval_" + m;
-}
-
-void Trainer::load_parameters_from(const std::filesystem::path& dir) {
-  auto reader = storage::CheckpointReader::open(dir);
-  if (!reader.is_ok()) throw StorageError("cannot load the best model: " + reader.status().to_string());
-  const storage::Manifest& manifest = reader.value().manifest();
-  torch::NoGradGuard no_grad;
-  for (const auto& [name, param] : named_parameters()) {
-    const std::string key = "model/" + name;
-    const auto entry = manifest.tensors.find(key);
-    if (entry == manifest.tensors.end() || !param.sizes().equals(entry->second.shape) ||
-        param.scalar_type() != torch::kFloat32 || !param.is_contiguous()) {
-      throw StorageError(dir.string() + ": parameter '" + name + "' is missing or does not match the model");
-    }
-    // Straight into a host parameter; through a host buffer into a device one.
-    torch::Tensor destination = param.device().is_cpu() ? param.detach() : torch::empty_like(param, torch::kCPU);
-    const Status read = reader.value().read_into(key, destination.data_ptr(), destination.nbytes());
-    if (!read.is_ok()) throw StorageError(read.to_string());
-    if (!param.device().is_cpu()) param.copy_(destination);
-  }
+detail::LiveRun Trainer::live_run(const NamedTensors& parameters) {
+  return detail::LiveRun{parameters, *run_->optimizer, state_, user_state_, context_.rank()};
 }
 
 void Trainer::log_training(double window_loss, std::int64_t window_steps, double lr, double seconds,
@@ -425,34 +162,6 @@ void Trainer::log_training(double window_loss, std::int64_t window_steps, double
   notify([&](TrainerCallback& cb) { cb.on_log(args_, state_, control_, logs); });
 }
 
-void Trainer::report_save(const SaveResult& result, bool must_succeed) {
-  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
-  // The peer this rank waited on is gone and a newer generation is declared, or (across nodes)
-  // the rendezvous formed a newer one while this rank trained on: the training loop recovers in
-  // process (Trainer::train), and the healed generation takes the save again.
-  if (result.superseded || (result.fenced && run_ && run_->heals_in_process)) throw PeerLostError(result.error);
-  if (result.committed) {
-    log->info("saved checkpoint {} (step stalled {:.3f} s for the snapshot; write + commit {:.3f} s)",
-              result.dir.string(), result.snapshot_seconds, result.write_seconds);
-    notify([&](TrainerCallback& cb) { cb.on_save(args_, state_, control_, result.dir.string()); });
-    return;
-  }
-  logger("tenax.trainer")->error("checkpoint of step {} failed: {}", result.step, result.error);
-  notify([&](TrainerCallback& cb) { cb.on_save_error(args_, state_, control_, result.error); });
-  // Whatever on_save_error says: a newer generation formed without this process, so the steps it
-  // trains can never be saved. It ends (not with exit 3: nothing was saved to resume from, and
-  // this is no preemption) so that its agent re-joins the current generation.
-  if (result.fenced) {
-    throw RendezvousError(result.error + "; stopping this worker so that its agent re-joins the current generation");
-  }
-  if (must_succeed) throw StorageError(result.error);
-  log->warn("training goes on (on_save_error = continue); the previous checkpoint is intact");
-}
-
-Trainer::Run& Trainer::run(const char* call) {
-  if (!run_) throw std::logic_error(std::string("Trainer::") + call + " before Trainer::begin()");
-  return *run_;
-}
 
 TrainOutput Trainer::train() {
   if (!train_dataset_) {
@@ -460,7 +169,7 @@ TrainOutput Trainer::train() {
                       "your own batches");
   }
   begin(/*resume=*/true);
-  Run& r = *run_;
+  detail::TrainingRun& r = *run_;
   int preempt_signal = 0;
   while (state_.global_step < r.plan.max_steps && state_.global_step + skipped_steps_ < r.plan.data_step_limit &&
          !control_.should_training_stop) {
@@ -490,23 +199,35 @@ TrainOutput Trainer::train() {
 
 std::optional<std::int64_t> Trainer::begin(bool resume) {
   if (run_) throw std::logic_error("Trainer::begin() called twice");
-  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
-  const int rank = context_.rank();
-  const int world = context_.world_size();
-  if (args_.eval_strategy != "no" && !eval_dataset_) {
-    throw ConfigError("TrainingArguments.eval_strategy: '" + args_.eval_strategy +
+  if (args_.eval_strategy != IntervalStrategy::kNo && !eval_dataset_) {
+    throw ConfigError("TrainingArguments.eval_strategy: '" + args_.eval_strategy.name() +
                       "' needs an evaluation dataset; call Trainer::set_eval_dataset() or set eval_strategy = \"no\"");
   }
   if (args_.full_determinism) enable_full_determinism();
+  plan_run(resume);
+  // A replacement heals from a live peer; every other rank (and a replacement with no peer
+  // that holds state) starts from disk.
+  const std::optional<std::int64_t> started =
+      begin_from_peers() ? std::optional<std::int64_t>(state_.global_step) : begin_from_disk(resume);
+  notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
+  progress_.report(state_.global_step);
+  if (args_.handle_preemption_signals) run_->preemption.emplace();
+  run_->start_clock();
+  return started;
+}
+
+void Trainer::plan_run(bool resume) {
+  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
+  const int world = context_.world_size();
   CheckpointerOptions checkpoint_options;
   checkpoint_options.save_total_limit = static_cast<int>(args_.save_total_limit);
   checkpoint_options.metric_for_best_model = best_metric_key();
   checkpoint_options.greater_is_better = args_.resolved_greater_is_better();
-  run_ = std::make_unique<Run>(args_.output_dir, context_, checkpoint_options);
-  Run& r = *run_;
+  run_ = std::make_unique<detail::TrainingRun>(args_.output_dir, context_, checkpoint_options, grad_sync_options(args_));
+  detail::TrainingRun& r = *run_;
 
-  const std::optional<SavedRun> saved_run = resume ? newest_saved_run(*r.checkpointer) : std::nullopt;
-  if (saved_run) check_resumed_arguments(saved_run->arguments, args_, saved_run->dir);
+  const std::optional<detail::SavedRun> saved_run = resume ? detail::newest_saved_run(*r.checkpointer) : std::nullopt;
+  if (saved_run) detail::check_resumed_arguments(saved_run->arguments, args_, saved_run->dir);
   r.plan = detail::plan_run(args_, world,
                             train_dataset_ ? std::optional<std::int64_t>(train_dataset_->size()) : std::nullopt,
                             saved_run ? saved_run->global_batch : std::nullopt, args_.output_dir);
@@ -529,7 +250,7 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   r.optimizer = create_optimizer();
   r.schedule.emplace(create_scheduler(r.plan.max_steps));
   r.params = model_->parameters();
-  r.grad_sync.emplace(context_.communicator(), r.params, grad_sync_options(args_));
+  r.grad_sync.emplace(context_.communicator(), r.params, r.grad_sync_options);
   notify([&](TrainerCallback& cb) { cb.on_init_end(args_, state_, control_); });
 
   // In-process recovery needs a loop that knows a step failed: train()'s, or that of a caller
@@ -545,32 +266,21 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   if (step_recovery_ && r.heals_in_process && user_state_ != nullptr && !user_state_->empty()) {
     r.user_mirror.emplace(*user_state_);
   }
-  if (context_.identity().replacement) {
-    // A warm spare or a fresh process in a lost rank's place: the job runs on, and this rank
-    // takes its state from a peer's memory, not from disk (heal_from_peers).
-    notify([&](TrainerCallback& cb) { cb.on_restart(args_, state_, control_); });
-    r.holds_state = false;
-    if (heal_until_healed(Clock::now(), /*rejoin_first=*/false)) {
-      healed_at_begin_ = true;
-      notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
-      progress_.report(state_.global_step);
-      if (args_.handle_preemption_signals) r.preemption.emplace();
-      r.start = r.window_start = Clock::now();
-      return state_.global_step;
-    }
-    // No rank of this generation holds training state: every one is a replacement (across
-    // nodes every worker starts as one, so in a job's first generation, or after every worker
-    // was lost). They all start from the newest checkpoint, below, together.
-    r.holds_state = true;
-  }
+}
+
+std::optional<std::int64_t> Trainer::begin_from_disk(bool resume) {
+  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
+  detail::TrainingRun& r = *run_;
+  const int rank = context_.rank();
+  const int world = context_.world_size();
   // Identical replicas first, then a per-rank random stream (dropout differs across ranks).
   r.grad_sync->broadcast_parameters(0);
-  torch::manual_seed(derived_seed(args_.seed, rank, 0));
+  torch::manual_seed(detail::derived_seed(args_.seed, rank, 0));
   if ((context_.generation() > 0 || context_.restart_count() > 0) && !context_.identity().replacement) {
     notify([&](TrainerCallback& cb) { cb.on_restart(args_, state_, control_); });
   }
   skipped_steps_ = 0;
-  const std::optional<std::int64_t> restored = resume ? restore(*r.checkpointer, *r.optimizer) : std::nullopt;
+  const std::optional<std::int64_t> restored = resume ? restore() : std::nullopt;
   if (r.heals_in_process) {
     // Every rank's random state at the start, so that a replacement can continue a peer's
     // stream before the first step has mirrored it (the steps mirror it in their allreduce).
@@ -588,7 +298,8 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
     // The data position is (epoch, cursor); it is ahead of the step by the steps that
     // should_epoch_stop skipped.
     const auto [epoch, cursor] = restored_position_;
-    skipped_steps_ = epoch * r.plan.steps_per_epoch + cursor / r.plan.global_batch - state_.global_step;
+    skipped_steps_ = detail::SavedDataOrder{args_.seed, restored_position_, r.plan.global_batch}.skipped_steps(
+        r.plan.steps_per_epoch, state_.global_step);
     if (skipped_steps_ < 0) {
       throw StorageError("the checkpoint's data position (epoch " + std::to_string(epoch) + ", sample " +
                          std::to_string(cursor) + ") is behind its step " + std::to_string(state_.global_step));
@@ -614,15 +325,11 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
     // caller's loop at the first save (Checkpointer::reserve_snapshot).
     r.checkpointer->reserve_snapshot(user_state_->tensors(context_.rank()));
   }
-  notify([&](TrainerCallback& cb) { cb.on_train_begin(args_, state_, control_); });
-  progress_.report(state_.global_step);
-  if (args_.handle_preemption_signals) r.preemption.emplace();
-  r.start = r.window_start = Clock::now();
   return restored;
 }
 
 double Trainer::step(const std::vector<Batch>& micro_batches) {
-  Run& r = run("step()");
+  detail::TrainingRun& r = run("step()");
   if (!step_recovery_ || !r.heals_in_process) return take_step(micro_batches);
   // The heal happens here, inside the call, so that the caller learns only that its step did
   // not complete and where the job stands (RecoveredError).
@@ -641,16 +348,8 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
                        *healed);
 }
 
-std::optional<std::int64_t> Trainer::recover(const std::string& why) {
-  if (!step_recovery_ || !recover_in_process(why)) return std::nullopt;
-  // A preemption answer from a step whose later collective failed is this rank's alone: the next
-  // preemption_agreed() must ask every rank (the replacement has no such answer).
-  run_->preemption_from_step.reset();
-  return state_.global_step;
-}
-
 double Trainer::take_step(const std::vector<Batch>& micro_batches) {
-  Run& r = run("step()");
+  detail::TrainingRun& r = run("step()");
   if (static_cast<std::int64_t>(micro_batches.size()) != accumulation_steps_) {
     throw ConfigError("Trainer::step: got " + std::to_string(micro_batches.size()) +
                       " micro-batches, the run accumulates gradient_accumulation_steps = " +
@@ -694,10 +393,7 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
   r.optimizer->step();
 
   const double loss_value = loss.item<double>();
-  r.window_loss += loss_value;
-  r.total_loss += loss_value;
-  ++r.window_steps;
-  ++r.steps_run;
+  r.count_step(loss_value);
   state_.global_step = step + 1;
   if (r.user_mirror) r.user_mirror->commit(state_.global_step);
   state_.epoch = static_cast<double>(data_step + 1) / static_cast<double>(r.plan.steps_per_epoch);
@@ -736,190 +432,15 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
   return loss_value;
 }
 
-bool Trainer::recover_in_process(const std::string& why) {
-  if (!run_ || !run_->heals_in_process) return false;
-  const auto noticed = Clock::now();
-  logger("tenax.trainer")
-      ->warn("generation {} lost a peer during step {} ({}); recovering in process: this process keeps its state "
-             "and joins the next generation",
-             context_.generation(), state_.global_step + 1, why);
-  heal_until_healed(noticed, /*rejoin_first=*/true);
-  return true;
-}
-
-bool Trainer::heal_until_healed(Clock::time_point since, bool rejoin_first) {
-  Run& r = *run_;
-  for (bool rejoin = rejoin_first;; rejoin = true) {
-    if (rejoin) {
-      // The communicator goes first, so that peers still blocked on this rank fail now; a
-      // TimeoutError here (no agent declared a generation) ends the process. A save in flight
-      // belonged to the lost generation and can never commit: it is cancelled, and its
-      // uncommitted directory removed by rank 0 of the new generation (Checkpointer).
-      context_.rejoin(kRejoinTimeout);
-      r.checkpointer.reset();
-      r.checkpointer = std::make_unique<Checkpointer>(args_.output_dir, context_, r.checkpointer_options);
-      // The new communicator's GradSync keeps the mirrored RNG states of the last completed step.
-      const torch::Tensor mirrors = r.grad_sync->mirrors();
-      r.grad_sync.emplace(context_.communicator(), r.params, grad_sync_options(args_));
-      r.grad_sync->set_mirrors(mirrors);
-    }
-    try {
-      const bool healed = heal_from_peers(since);
-      // The registered state of the step the job healed to, on every rank (the survivors too).
-      if (healed && r.user_mirror) r.user_mirror->heal(context_.communicator(), state_.global_step);
-      return healed;
-    } catch (const PeerLostError& e) {
-      logger("tenax.trainer")->warn("generation {} lost a peer while it healed ({}); joining the next one",
-                                    context_.generation(), e.what());
-    } catch (const TimeoutError& e) {
-      logger("tenax.trainer")->warn("generation {} timed out while it healed ({}); joining the next one",
-                                    context_.generation(), e.what());
-    }
-  }
-}
-
-bool Trainer::heal_from_peers(Clock::time_point since) {
-  Run& r = *run_;
-  elastic::Communicator& comm = context_.communicator();
-  const int rank = context_.rank();
-  const std::vector<detail::HealStatus> statuses =
-      detail::exchange_heal_status(comm, {r.holds_state ? state_.global_step : -1});
-  const std::optional<detail::HealPlan> plan = detail::plan_heal(statuses);
-  if (!plan) {
-    // Every rank sees the same statuses: they all say so, and begin() starts them from disk.
-    logger("tenax.trainer", LogPolicy::kRankZeroOnly)
-        ->warn("generation {}: no rank holds training state to heal from (every rank is a replacement); starting "
-               "from the newest checkpoint",
-               context_.generation());
-    return false;
-  }
-  const NamedTensors params = named_parameters();
-  NamedTensors outgoing;
-  std::int64_t last_committed = -1;
-  if (rank == plan->source) {
-    for (const auto& [name, p] : params) outgoing.emplace_back("model/" + name, p.detach());
-    for (auto& entry : capture_adamw_state(*r.optimizer, params, Capture::kView)) outgoing.push_back(std::move(entry));
-    outgoing.emplace_back("rng/mirrors", r.grad_sync->mirrors());
-    nlohmann::json progress = state_.to_json();
-    progress["skipped_steps"] = skipped_steps_;
-    // What is on disk, not what was started: a save in flight when the peer was lost never
-    // committed.
-    const std::optional<std::int64_t> committed =
-        storage::CheckpointDirectory(r.checkpointer->root()).latest_step();
-    last_committed = committed ? *committed : -1;
-    progress["last_committed"] = last_committed;
-    const std::string text = progress.dump();
-    outgoing.emplace_back("trainer/state",
-                          torch::from_blob(const_cast<char*>(text.data()), {static_cast<std::int64_t>(text.size())},
-                                           torch::kUInt8)
-                              .clone());
-  }
-  std::map<std::string, torch::Tensor> param_by_key;
-  for (const auto& [name, param] : params) param_by_key.emplace("model/" + name, param.detach());
-  torch::NoGradGuard no_grad;
-  const NamedTensors received = detail::broadcast_named_tensors(
-      comm, plan->source, outgoing, [&](const std::string& name, torch::ScalarType, c10::IntArrayRef) {
-        const auto it = param_by_key.find(name);
-        return it == param_by_key.end() ? torch::Tensor() : it->second;
-      });
-  std::int64_t global_batch = r.plan.global_batch;
-  if (rank != plan->source) {
-    std::map<std::string, torch::Tensor> by_name(received.begin(), received.end());
-    auto lookup = [&](const std::string& n) {
-      const auto it = by_name.find(n);
-      return it == by_name.end() ? torch::Tensor() : it->second;
-    };
-    restore_adamw_state(*r.optimizer, params, lookup);
-    r.grad_sync->set_mirrors(lookup("rng/mirrors"));
-    const torch::Tensor text = lookup("trainer/state");
-    const auto progress = nlohmann::json::parse(
-        std::string(reinterpret_cast<const char*>(text.data_ptr<std::uint8_t>()), static_cast<std::size_t>(text.numel())));
-    state_.global_step = progress.at("global_step").get<std::int64_t>();
-    state_.epoch = progress.at("epoch").get<double>();
-    if (progress.contains("log_history")) state_.log_history = progress["log_history"].get<std::vector<nlohmann::json>>();
-    if (progress.contains("best_metric") && progress["best_metric"].is_number()) {
-      state_.best_metric = progress["best_metric"].get<double>();
-    }
-    if (progress.contains("best_model_checkpoint") && progress["best_model_checkpoint"].is_string()) {
-      state_.best_model_checkpoint = progress["best_model_checkpoint"].get<std::string>();
-    }
-    skipped_steps_ = progress.at("skipped_steps").get<std::int64_t>();
-    last_committed = progress.at("last_committed").get<std::int64_t>();
-    global_batch = progress.at("train_batch_size").get<std::int64_t>();
-  }
-  adapt_to_world(global_batch);
-  // Every rank, the source too, continues the random stream of its rank number from where the
-  // healed step left it: that row of the mirrors that travelled with that step's gradients.
-  // The rank number, not the process, owns the stream, as it owns the slice of each global
-  // batch: a renumbered world stays bit-identical, and a shrunk one keeps the first rows.
-  const torch::Tensor mirrors = r.grad_sync->mirrors();
-  if (!mirrors.defined() || mirrors.size(0) < context_.world_size()) {
-    throw RendezvousError("healing generation " + std::to_string(context_.generation()) + ": rank " +
-                          std::to_string(plan->source) + " holds no mirrored RNG state for " +
-                          std::to_string(context_.world_size()) + " ranks");
-  }
-  restore_cpu_rng_state(mirrors[rank].clone());
-  r.grad_sync->set_mirrors(mirrors.narrow(0, 0, context_.world_size()).clone());
-  r.grad_sync->zero_grad();
-  r.holds_state = true;
-  r.last_saved = last_committed;
-  // Flags raised for the step in flight were raised on some ranks only (the loss may have
-  // come between a step's log and its save): every rank starts the healed step from none.
-  control_ = TrainerControl{};
-  state_.generation = context_.generation();
-  context_.announce_in_process_recovery();
-  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - since).count();
-  logger("tenax.trainer", LogPolicy::kRankZeroOnly)
-      ->warn("healed from rank {} in {:.0f} ms: generation {} goes on at step {}, 0 steps lost (the step in flight is "
-             "redone)",
-             plan->source, ms, context_.generation(), state_.global_step);
-  // The step the job goes on from may have been due a save that the loss cut short: it is
-  // taken now, by every rank, so that no scheduled checkpoint goes missing.
-  if (r.plan.has_dataset && state_.global_step > 0 && last_committed < state_.global_step) {
-    const detail::StepFlow flow = detail::flow_after_step(r.plan, args_.logging_steps, args_.save_steps,
-                                                          state_.global_step, state_.global_step - 1 + skipped_steps_);
-    if (flow.save) save({});
-  }
-  return true;
-}
-
-void Trainer::adapt_to_world(std::int64_t global_batch) {
-  Run& r = *run_;
-  const int world = context_.world_size();
-  state_.rank = context_.rank();
-  if (world == state_.world_size && global_batch == r.plan.global_batch) return;
-  const int was_world = state_.world_size;
-  const std::int64_t was_accumulation = accumulation_steps_;
-  // DESIGN.md decision 4: the global batch stays; gradient accumulation makes up for the ranks
-  // that are gone. The data order and the schedule are functions of the step: they go on.
-  // A world that cannot divide the global batch is refused here (ConfigError, exit 2).
-  r.plan = detail::plan_run(args_, world,
-                            train_dataset_ ? std::optional<std::int64_t>(train_dataset_->size()) : std::nullopt,
-                            global_batch, args_.output_dir);
-  accumulation_steps_ = r.plan.accumulation_steps;
-  if (r.sampler && r.plan.global_batch != r.sampler->global_batch()) {
-    r.sampler.emplace(train_dataset_->size(), r.plan.global_batch, args_.seed);
-  }
-  state_.world_size = world;
-  state_.train_batch_size = r.plan.global_batch;
-  logger("tenax.trainer", LogPolicy::kRankZeroOnly)
-      ->warn("the world is {} ranks now (was {}): {} per device x {} accumulation (was {}) keeps the global batch {}",
-             world, was_world, args_.per_device_train_batch_size, accumulation_steps_, was_accumulation,
-             r.plan.global_batch);
-}
-
 void Trainer::act_on_control(double lr) {
-  Run& r = *run_;
+  detail::TrainingRun& r = *run_;
   // Log, evaluate, save: in transformers' order, so a save carries this step's evaluation.
   if (control_.should_log) {
     control_.should_log = false;
-    const double per_step = std::chrono::duration<double>(Clock::now() - r.start).count() / std::max<std::int64_t>(1, r.steps_run);
+    const double per_step = r.seconds_per_step();
     const double remaining = r.plan.has_dataset ? static_cast<double>(r.plan.max_steps - state_.global_step) : 0.0;
-    log_training(r.window_loss, r.window_steps, lr,
-                 std::chrono::duration<double>(Clock::now() - r.window_start).count(), per_step * remaining);
-    r.window_loss = 0.0;
-    r.window_steps = 0;
-    r.window_start = Clock::now();
+    log_training(r.window_loss, r.window_steps, lr, r.window_seconds(), per_step * remaining);
+    r.restart_window();
   }
   Logs eval_metrics;
   if (control_.should_evaluate) {
@@ -938,7 +459,7 @@ void Trainer::act_on_control(double lr) {
 }
 
 int Trainer::preemption_agreed() {
-  Run& r = run("preemption_agreed()");
+  detail::TrainingRun& r = run("preemption_agreed()");
   if (!r.preemption) return 0;
   // Every rank learns of a preemption signal at the same call, so all of them stop at the same
   // step and save one consistent checkpoint (DESIGN.md decision 7). Right after a step the
@@ -948,16 +469,6 @@ int Trainer::preemption_agreed() {
   std::int64_t requested = r.preemption->requested();
   context_.communicator().allreduce(&requested, 1, elastic::ElementType::kInt64, elastic::ReduceOp::kMax);
   return static_cast<int>(requested);
-}
-
-void Trainer::save_checkpoint(std::optional<std::int64_t> label) {
-  run("save_checkpoint()");
-  save({}, label);
-}
-
-void Trainer::wait_for_checkpoint() {
-  Run& r = run("wait_for_checkpoint()");
-  if (auto done = r.checkpointer->wait()) report_save(*done, /*must_succeed=*/true);
 }
 
 ModelOutput Trainer::predict_batch(const Batch& batch) {
@@ -981,7 +492,7 @@ void Trainer::log(const Logs& logs, std::optional<std::int64_t> step) {
 
 TrainOutput Trainer::end(int preempt_signal) {
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
-  Run& r = run("end()");
+  detail::TrainingRun& r = run("end()");
   if (r.ended) throw std::logic_error("Trainer::end() called twice");
   r.ended = true;
   // Without a dataset the caller names every checkpoint (its solver step) and saves it itself.
@@ -1012,15 +523,7 @@ TrainOutput Trainer::end(int preempt_signal) {
   notify([&](TrainerCallback& cb) { cb.on_train_end(args_, state_, control_); });
   progress_.finish();  // what follows (evaluation, teardown) is not judged as training
 
-  TrainOutput out;
-  out.global_step = state_.global_step;
-  out.training_loss = r.steps_run > 0 ? r.total_loss / static_cast<double>(r.steps_run) : 0.0;
-  out.train_runtime_s = std::chrono::duration<double>(Clock::now() - r.start).count();
-  out.train_samples_per_second =
-      out.train_runtime_s > 0 ? r.steps_run * r.plan.global_batch / out.train_runtime_s : 0.0;
-  out.resumed_from_step = state_.resumed_from_step;
-  out.preempted = preempt_signal != 0;
-  out.preempt_signal = preempt_signal;
+  const TrainOutput out = r.output(state_, preempt_signal);
   log->info("training finished at step {} ({:.1f} s, {:.1f} samples/s)", out.global_step, out.train_runtime_s,
             out.train_samples_per_second);
   return out;

@@ -1,6 +1,14 @@
 #include "tenax/sdk/trainer_callback.h"
 
 namespace tenax::sdk {
+namespace {
+
+// `json[key]` into `field` when it is there with the field's type.
+void read_integer(const nlohmann::json& json, const char* key, std::int64_t& field) {
+  if (const auto it = json.find(key); it != json.end() && it->is_number_integer()) field = it->get<std::int64_t>();
+}
+
+}  // namespace
 
 nlohmann::json TrainerState::to_json() const {
   nlohmann::json out = {{"global_step", global_step},       {"epoch", epoch},
@@ -11,6 +19,33 @@ nlohmann::json TrainerState::to_json() const {
                         {"log_history", log_history},       {"best_model_checkpoint", best_model_checkpoint}};
   out["best_metric"] = best_metric ? nlohmann::json(*best_metric) : nlohmann::json(nullptr);
   return out;
+}
+
+TrainerState TrainerState::from_json(const nlohmann::json& json) {
+  TrainerState state;
+  if (!json.is_object()) return state;
+  read_integer(json, "global_step", state.global_step);
+  read_integer(json, "max_steps", state.max_steps);
+  read_integer(json, "num_train_epochs", state.num_train_epochs);
+  read_integer(json, "logging_steps", state.logging_steps);
+  read_integer(json, "eval_steps", state.eval_steps);
+  read_integer(json, "save_steps", state.save_steps);
+  read_integer(json, "train_batch_size", state.train_batch_size);
+  read_integer(json, "generation", state.generation);
+  std::int64_t world_size = state.world_size;
+  read_integer(json, "world_size", world_size);
+  state.world_size = static_cast<int>(world_size);
+  if (const auto it = json.find("epoch"); it != json.end() && it->is_number()) state.epoch = it->get<double>();
+  if (const auto it = json.find("log_history"); it != json.end() && it->is_array()) {
+    state.log_history = it->get<std::vector<nlohmann::json>>();
+  }
+  if (const auto it = json.find("best_metric"); it != json.end() && it->is_number()) {
+    state.best_metric = it->get<double>();
+  }
+  if (const auto it = json.find("best_model_checkpoint"); it != json.end() && it->is_string()) {
+    state.best_model_checkpoint = it->get<std::string>();
+  }
+  return state;
 }
 
 }  // namespace tenax::sdk

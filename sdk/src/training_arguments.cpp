@@ -5,13 +5,16 @@
 #include <type_traits>
 
 #include "tenax/core/error.h"
-#include "tenax/sdk/lr_schedule.h"
 
 namespace tenax::sdk {
 namespace {
 
 void require(bool ok, const std::string& field, const std::string& why) {
   if (!ok) throw ConfigError("TrainingArguments." + field + ": " + why);
+}
+
+void require_valid(const ChoiceBase& choice, const std::string& field) {
+  require(choice.valid(), field, "'" + choice.name() + "' is not one of: " + choice.accepted());
 }
 
 void require_one_of(const std::string& value, const std::string& field, std::initializer_list<const char*> accepted) {
@@ -40,11 +43,11 @@ void TrainingArguments::validate() const {
   require(warmup_ratio >= 0 && warmup_ratio <= 1, "warmup_ratio", "must be in [0, 1]");
   require(warmup_steps >= 0, "warmup_steps", "must be >= 0");
   require(logging_steps > 0, "logging_steps", "must be >= 1");
-  require_one_of(logging_strategy, "logging_strategy", {"no", "steps", "epoch"});
-  require_one_of(eval_strategy, "eval_strategy", {"no", "steps", "epoch"});
-  require_one_of(save_strategy, "save_strategy", {"no", "steps", "epoch"});
+  require_valid(logging_strategy, "logging_strategy");
+  require_valid(eval_strategy, "eval_strategy");
+  require_valid(save_strategy, "save_strategy");
   require(eval_steps >= 0, "eval_steps", "must be >= 0 (0: logging_steps)");
-  if (lr_scheduler_type == "polynomial") {  // the only schedule that uses it; transformers' rule
+  if (lr_scheduler_type == LrSchedulerType::kPolynomial) {  // the only schedule that uses it; transformers' rule
     require(lr_scheduler_kwargs.lr_end >= 0 && lr_scheduler_kwargs.lr_end < learning_rate, "lr_scheduler_kwargs.lr_end",
             "must be in [0, learning_rate) for the polynomial schedule");
   }
@@ -53,11 +56,11 @@ void TrainingArguments::validate() const {
   if (load_best_model_at_end) {
     require(!metric_for_best_model.empty(), "metric_for_best_model",
             "load_best_model_at_end needs it (e.g. \"eval_loss\" or \"eval_accuracy\")");
-    require(eval_strategy != "no", "eval_strategy", "load_best_model_at_end needs evaluations (\"steps\" or \"epoch\")");
+    require(eval_strategy != IntervalStrategy::kNo, "eval_strategy", "load_best_model_at_end needs evaluations (\"steps\" or \"epoch\")");
     require(save_strategy == eval_strategy, "save_strategy",
-            "load_best_model_at_end needs save_strategy == eval_strategy ('" + save_strategy + "' vs '" + eval_strategy +
+            "load_best_model_at_end needs save_strategy == eval_strategy ('" + save_strategy.name() + "' vs '" + eval_strategy.name() +
                 "'), so that every evaluation has its checkpoint");
-    if (save_strategy == "steps") {
+    if (save_strategy == IntervalStrategy::kSteps) {
       require(save_steps > 0 && save_steps % resolved_eval_steps() == 0, "save_steps",
               "load_best_model_at_end needs save_steps to be a multiple of eval_steps (" +
                   std::to_string(resolved_eval_steps()) + ")");
@@ -67,9 +70,8 @@ void TrainingArguments::validate() const {
   require(ddp_bucket_cap_mb >= 1 && ddp_bucket_cap_mb <= 4096, "ddp_bucket_cap_mb",
           "must be between 1 and 4096 (MiB; 25 is DDP's default)");
   require(save_total_limit >= 0, "save_total_limit", "must be >= 0 (0 keeps every checkpoint)");
-  require(on_save_error == "continue" || on_save_error == "stop", "on_save_error",
-          "'" + on_save_error + "' is not one of: continue, stop");
-  parse_lr_scheduler_type(lr_scheduler_type);  // throws ConfigError naming the field
+  require_valid(on_save_error, "on_save_error");
+  require_valid(lr_scheduler_type, "lr_scheduler_type");
 }
 
 std::int64_t TrainingArguments::resolved_warmup_steps(std::int64_t total_steps) const {
@@ -88,8 +90,11 @@ bool TrainingArguments::resolved_greater_is_better() const {
 nlohmann::json TrainingArguments::to_json() const {
   nlohmann::json out = nlohmann::json::object();
   for_each_field(*this, [&](const char* name, const auto& value) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::optional<bool>>) {
+    using Field = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<Field, std::optional<bool>>) {
       out[name] = resolved_greater_is_better();  // the one optional field
+    } else if constexpr (std::is_base_of_v<ChoiceBase, Field>) {
+      out[name] = value.name();
     } else {
       out[name] = value;
     }

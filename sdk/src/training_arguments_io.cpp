@@ -33,7 +33,8 @@ std::string type_name(const FieldTarget& target) {
                                [](std::uint64_t*) { return "non-negative integer"; },
                                [](bool*) { return "boolean"; },
                                [](std::optional<bool>*) { return "boolean"; },
-                               [](std::vector<std::string>*) { return "list of strings"; }},
+                               [](std::vector<std::string>*) { return "list of strings"; },
+                               [](ChoiceBase*) { return "string"; }},
                     target);
 }
 
@@ -79,7 +80,8 @@ std::string toml_value(const FieldTarget& target) {
                                [](std::optional<bool>* v) -> std::string {
                                  return !v->has_value() ? "unset" : **v ? "true" : "false";
                                },
-                               [](std::vector<std::string>* v) { return nlohmann::json(*v).dump(); }},
+                               [](std::vector<std::string>* v) { return nlohmann::json(*v).dump(); },
+                               [](ChoiceBase* v) { return nlohmann::json(v->name()).dump(); }},
                     target);
 }
 
@@ -139,6 +141,10 @@ void set_from_toml(const FieldTarget& target, const toml::node& node, const std:
                             out.push_back(array[i].as_string()->get());
                           }
                           *v = std::move(out);
+                        },
+                        [&](ChoiceBase* v) {
+                          if (!node.is_string()) throw wrong_type();
+                          v->assign(node.as_string()->get());  // validate() names a spelling outside the set
                         }},
              target);
 }
@@ -199,7 +205,8 @@ void set_from_string(const FieldTarget& target, const std::string& value, const 
                             out.push_back(item.substr(first, last - first + 1));
                           }
                           *v = std::move(out);
-                        }},
+                        },
+                        [&](ChoiceBase* v) { v->assign(value); }},
              target);
 }
 

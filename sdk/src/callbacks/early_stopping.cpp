@@ -28,7 +28,7 @@ void EarlyStoppingCallback::check_arguments(const TrainingArguments& args, const
         "EarlyStoppingCallback needs metric_for_best_model (the metric it watches, e.g. \"eval_loss\"); it is "
         "empty");
   }
-  if (args.eval_strategy == "no") {
+  if (args.eval_strategy == IntervalStrategy::kNo) {
     throw ConfigError(
         "EarlyStoppingCallback needs evaluations: eval_strategy is \"no\"; set it to \"steps\" or \"epoch\" "
         "(and give the Trainer an eval dataset)");

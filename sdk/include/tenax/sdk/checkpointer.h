@@ -13,10 +13,10 @@
 //   rank 0 checks every report, writes manifest.json last, renames the directory, updates
 //   `latest`, applies the retention policy → every rank learns the result.
 // If any rank fails, nothing is committed and the previous checkpoint is untouched; every rank
-// gets the same failed SaveResult. wait() returns the result of the save in flight.
+// gets the same SaveResult (its SaveOutcome and message). wait() returns the result of the save in flight.
 // Fencing: in a job with a GenerationFence (WorkerContext::fence()) rank 0 renames and updates
 // `latest` only while this Checkpointer's generation is current; a save by a generation that a
-// newer one replaced commits nothing and ends with SaveResult::fenced on every rank (the
+// newer one replaced commits nothing and ends SaveOutcome::kFenced on every rank (the
 // process belongs to a stale partition and must stop training: the Trainer exits, see trainer.h).
 // load_latest() is NOT collective: each rank reads what it needs from the newest committed
 // checkpoint that verifies, falling back to older ones with a warning naming the fault. It works
@@ -48,6 +48,7 @@
 
 #include "tenax/elastic/store.h"
 #include "tenax/elastic/worker_context.h"
+#include "tenax/sdk/save_outcome.h"
 #include "tenax/sdk/state_capture.h"
 
 namespace tenax::sdk {
@@ -103,17 +104,18 @@ struct SaveRequest {
   std::map<std::string, double> metrics;
 };
 
-/// How one save ended; every rank gets the same `committed` and `dir`.
+/// How one save ended; every rank gets the same outcome and `dir`.
 struct SaveResult {
+  SaveResult() = default;
+  SaveResult(std::int64_t step, SaveOutcome outcome, std::string error, std::filesystem::path dir = {});
+
   std::int64_t step = 0;
-  bool committed = false;
+  SaveOutcome outcome = SaveOutcome::kFailed;
   std::filesystem::path dir;  ///< the committed directory (when committed)
   std::string error;          ///< what failed, naming the rank and file (when not committed)
-  /// Not committed because a newer generation formed: this process is part of a stale
-  /// partition and must not go on training as if it could save.
+  /// `outcome` spelled as flags for callers that test one case; set with it by the constructor.
+  bool committed = false;
   bool fenced = false;
-  /// Not committed because a peer was lost while this rank waited on its shard and the agent
-  /// recovers in process: a PeerLostError for the training loop, not a storage failure.
   bool superseded = false;
   double snapshot_seconds = 0.0;  ///< time the training thread spent copying
   double write_seconds = 0.0;     ///< time the writer spent from start to the known result

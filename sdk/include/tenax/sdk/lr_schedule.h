@@ -17,9 +17,18 @@
 
 #include <torch/arg.h>
 
+#include "tenax/sdk/choice.h"
+
 namespace tenax::sdk {
 
 enum class LrSchedulerType { kLinear, kCosine, kCosineWithRestarts, kPolynomial, kConstant, kConstantWithWarmup };
+
+/// transformers' names, in the enum's order (TrainingArguments::lr_scheduler_type is a Choice).
+template <>
+struct ChoiceSpellings<LrSchedulerType> {
+  static constexpr const char* kNames[] = {"linear",   "cosine", "cosine_with_restarts", "polynomial",
+                                           "constant", "constant_with_warmup"};
+};
 
 /// transformers' name ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant",
 /// "constant_with_warmup") to the type; throws ConfigError naming `field` and the accepted names.

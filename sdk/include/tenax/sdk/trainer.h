@@ -48,6 +48,11 @@
 
 namespace tenax::sdk {
 
+namespace detail {
+class TrainingRun;
+struct LiveRun;
+}  // namespace detail
+
 struct TrainOutput {
   std::int64_t global_step = 0;
   double training_loss = 0.0;       ///< mean loss over the steps run in this process
@@ -196,11 +201,20 @@ class Trainer {
   NamedTensors named_parameters() const;
   /// step() without in-process recovery (train() loops over it and recovers by itself).
   double take_step(const std::vector<Batch>& micro_batches);
+  /// The live state a TrainingSnapshot is captured from and applied to (training_snapshot.h).
+  detail::LiveRun live_run(const NamedTensors& parameters);
+  /// begin()'s plan of the run: global batch, accumulation, schedule, optimizer, gradient sync.
+  void plan_run(bool resume);
+  /// begin() on a replacement: its state from a live peer (trainer_heal.cpp). False, and nothing
+  /// restored, when this rank is no replacement or no rank holds state.
+  bool begin_from_peers();
+  /// begin() otherwise: identical replicas, then the newest committed checkpoint when `resume`
+  /// (trainer_checkpoint.cpp). Returns restore()'s label.
+  std::optional<std::int64_t> begin_from_disk(bool resume);
   /// The label (step) of the checkpoint restored, or nullopt when there was none.
-  std::optional<std::int64_t> restore(Checkpointer& checkpointer, torch::optim::AdamW& optimizer);
+  std::optional<std::int64_t> restore();
   /// Throws std::logic_error naming `call` when begin() has not run.
-  struct Run;
-  Run& run(const char* call);
+  detail::TrainingRun& run(const char* call);
   /// `metrics`: the evaluation of this step, if there was one (best-model tracking).
   /// `label`: the checkpoint's name (default: the optimizer step).
   void save(const Logs& metrics, std::optional<std::int64_t> label = std::nullopt);
@@ -210,9 +224,10 @@ class Trainer {
   std::string best_metric_key() const;
   /// Reads the parameters of the checkpoint in `dir` into the model (load_best_model_at_end).
   void load_parameters_from(const std::filesystem::path& dir);
-  /// Logs a finished save and tells the callbacks; raises StorageError when it failed and
-  /// `must_succeed` (final save, or on_save_error = "stop"), RendezvousError when it was fenced
-  /// (a newer generation formed), whatever on_save_error says.
+  /// Logs a finished save and tells the callbacks, as its SaveOutcome says: raises StorageError
+  /// when it failed and `must_succeed` (final save, or on_save_error = "stop"), RendezvousError
+  /// when it was fenced (a newer generation formed) whatever on_save_error says, and
+  /// PeerLostError when a peer was lost (the loop heals in process).
   void report_save(const SaveResult& result, bool must_succeed);
   Batch load_batch(const std::vector<std::int64_t>& indices) const;
   /// predict() without the callback: shard, prediction_step, gather, metrics.
@@ -265,7 +280,7 @@ class Trainer {
   SamplerPosition restored_position_;  ///< of the loaded checkpoint
   /// Everything begin() builds for the run (checkpointer, optimizer, schedule, sync, sampler,
   /// counters); null before begin().
-  std::unique_ptr<Run> run_;
+  std::unique_ptr<detail::TrainingRun> run_;
   /// Tells `tenax run --hang-timeout` that this worker is alive: every step and eval batch.
   elastic::ProgressFile progress_ = elastic::ProgressFile::from_env();
 };

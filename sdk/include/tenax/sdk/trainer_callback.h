@@ -43,7 +43,11 @@ struct TrainerState {
   std::optional<double> best_metric;
   std::string best_model_checkpoint;
   bool is_world_process_zero() const { return rank == 0; }
+  /// What a checkpoint's manifest records (not rank and resumed_from_step: they are this process's).
   nlohmann::json to_json() const;
+  /// to_json()'s fields read back; one missing or of another type keeps its default (a checkpoint
+  /// of an older build may lack some).
+  static TrainerState from_json(const nlohmann::json& json);
 };
 
 /// Flags a callback sets to change what the loop does next. Reset by the loop after use.

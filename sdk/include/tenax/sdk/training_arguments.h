@@ -1,7 +1,9 @@
 // TrainingArguments: the knobs of a training run, with Hugging Face's names and meanings.
 //
 // A typed value object: fields are set directly (as in Python's dataclass) and `validate()`
-// checks them, throwing ConfigError naming the field. `for_each_field` is the one list of the
+// checks them, throwing ConfigError naming the field. The options with a fixed set of values
+// (the strategies, lr_scheduler_type, on_save_error) are Choices (choice.h): enums that also
+// take transformers' spellings ("steps"), parsed where they are assigned. `for_each_field` is the one list of the
 // fields and their names: the manifest record (to_json), the TOML file and the command-line
 // overrides all go through it, so a field added here is known everywhere.
 // Thread-safety: a plain value.
@@ -19,7 +21,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tenax/sdk/choice.h"
+#include "tenax/sdk/lr_schedule.h"
+
 namespace tenax::sdk {
+
+/// When to log, evaluate or save: transformers' IntervalStrategy ("no", "steps", "epoch").
+enum class IntervalStrategy : std::uint8_t { kNo, kSteps, kEpoch };
+template <>
+struct ChoiceSpellings<IntervalStrategy> {
+  static constexpr const char* kNames[] = {"no", "steps", "epoch"};
+};
+
+/// What a failed periodic save does (TrainingArguments::on_save_error): "continue" or "stop".
+enum class SaveErrorPolicy : std::uint8_t { kContinue, kStop };
+template <>
+struct ChoiceSpellings<SaveErrorPolicy> {
+  static constexpr const char* kNames[] = {"continue", "stop"};
+};
 
 struct TrainingArguments {
   std::string output_dir;                  ///< checkpoints and logs go here (required)
@@ -38,7 +57,7 @@ struct TrainingArguments {
   double adam_epsilon = 1e-8;
   double max_grad_norm = 1.0;              ///< <= 0 disables clipping
   /// linear, cosine, cosine_with_restarts, polynomial, constant, constant_with_warmup
-  std::string lr_scheduler_type = "linear";
+  Choice<LrSchedulerType> lr_scheduler_type = LrSchedulerType::kLinear;
   /// transformers' lr_scheduler_kwargs, typed. Used only by the schedules that take them.
   struct LrSchedulerKwargs {
     double num_cycles = -1.0;  ///< cosine: 0.5, cosine_with_restarts: 1 when < 0 (transformers' defaults)
@@ -48,13 +67,13 @@ struct TrainingArguments {
   double warmup_ratio = 0.0;
   std::int64_t warmup_steps = 0;           ///< > 0 overrides warmup_ratio
   /// "no", "steps" (every logging_steps) or "epoch"
-  std::string logging_strategy = "steps";
+  Choice<IntervalStrategy> logging_strategy = IntervalStrategy::kSteps;
   std::int64_t logging_steps = 10;
   /// "no", "steps" (every eval_steps) or "epoch"; needs an eval dataset (Trainer::set_eval_dataset)
-  std::string eval_strategy = "no";
+  Choice<IntervalStrategy> eval_strategy = IntervalStrategy::kNo;
   std::int64_t eval_steps = 0;             ///< 0: logging_steps (as transformers)
   /// "no", "steps" (every save_steps) or "epoch". The last step is always saved.
-  std::string save_strategy = "steps";
+  Choice<IntervalStrategy> save_strategy = IntervalStrategy::kSteps;
   std::int64_t save_steps = 500;           ///< 0 disables periodic saves
   std::int64_t save_total_limit = 0;       ///< keep this many newest checkpoints (+ the best); 0 = all
   std::string metric_for_best_model;       ///< e.g. "eval_loss"; its best checkpoint is never pruned
@@ -83,7 +102,7 @@ struct TrainingArguments {
   /// training; the previous checkpoint is intact) or "stop" (raise StorageError on every rank
   /// at the next save point). A failed final save always raises, and so does a save fenced
   /// off by a newer generation (RendezvousError: this process is in a stale partition).
-  std::string on_save_error = "continue";
+  Choice<SaveErrorPolicy> on_save_error = SaveErrorPolicy::kContinue;
   /// Tenax: SIGTERM / SIGUSR1 make every rank stop at the same step, save a checkpoint and
   /// return from train() with TrainOutput::preempted (the program then exits 3 to be requeued).
   bool handle_preemption_signals = true;
@@ -109,8 +128,8 @@ struct TrainingArguments {
 };
 
 /// Calls `visit(name, field)` for every field of `args` in declaration order; `field` is a
-/// reference to std::string, double, std::int64_t, std::uint64_t, bool, std::optional<bool> or
-/// std::vector<std::string>. Works on const and non-const arguments.
+/// reference to std::string, double, std::int64_t, std::uint64_t, bool, std::optional<bool>,
+/// std::vector<std::string> or a Choice (a ChoiceBase: its spelling in files and the manifest). Works on const and non-const arguments.
 template <typename Args, typename Visitor>
 void for_each_field(Args& args, Visitor&& visit) {
   visit("output_dir", args.output_dir);

@@ -48,9 +48,9 @@
 
 namespace tenax::sdk {
 
-/// Where a field's value goes: one of the types for_each_field visits.
+/// Where a field's value goes: one of the types for_each_field visits (a Choice as its base).
 using FieldTarget = std::variant<std::string*, double*, std::int64_t*, std::uint64_t*, bool*, std::optional<bool>*,
-                                 std::vector<std::string>*>;
+                                 std::vector<std::string>*, ChoiceBase*>;
 
 class ArgumentParser {
  public:

@@ -1,0 +1,51 @@
+#include "training_run.h"
+
+#include <algorithm>
+
+namespace tenax::sdk::detail {
+
+TrainingRun::TrainingRun(const std::filesystem::path& output_dir, elastic::WorkerContext& context,
+                         const CheckpointerOptions& checkpointer_options, const GradSyncOptions& grad_sync_options)
+    : output_dir(output_dir),
+      grad_sync_options(grad_sync_options),
+      checkpointer_options(checkpointer_options),
+      checkpointer(std::make_unique<Checkpointer>(output_dir, context, checkpointer_options)) {}
+
+void TrainingRun::rejoined(elastic::WorkerContext& context) {
+  checkpointer.reset();
+  checkpointer = std::make_unique<Checkpointer>(output_dir, context, checkpointer_options);
+  const torch::Tensor mirrors = grad_sync->mirrors();
+  grad_sync.emplace(context.communicator(), params, grad_sync_options);
+  grad_sync->set_mirrors(mirrors);
+}
+
+void TrainingRun::count_step(double loss) {
+  window_loss += loss;
+  total_loss += loss;
+  ++window_steps;
+  ++steps_run;
+}
+
+void TrainingRun::restart_window() {
+  window_loss = 0.0;
+  window_steps = 0;
+  window_start = Clock::now();
+}
+
+double TrainingRun::seconds_per_step() const {
+  return std::chrono::duration<double>(Clock::now() - start).count() / std::max<std::int64_t>(1, steps_run);
+}
+
+TrainOutput TrainingRun::output(const TrainerState& state, int preempt_signal) const {
+  TrainOutput out;
+  out.global_step = state.global_step;
+  out.training_loss = steps_run > 0 ? total_loss / static_cast<double>(steps_run) : 0.0;
+  out.train_runtime_s = std::chrono::duration<double>(Clock::now() - start).count();
+  out.train_samples_per_second = out.train_runtime_s > 0 ? steps_run * plan.global_batch / out.train_runtime_s : 0.0;
+  out.resumed_from_step = state.resumed_from_step;
+  out.preempted = preempt_signal != 0;
+  out.preempt_signal = preempt_signal;
+  return out;
+}
+
+}  // namespace tenax::sdk::detail
