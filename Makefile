@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: all deps assets demo-assets configure build build-cuda test-cuda test check-inventory test-netns demo demo-image demo-sim bench bench-finetune bench-recovery bench-recovery-efficiency soak-recovery chaos soak-slurm asan tsan fuzz clean
+.PHONY: format all deps assets demo-assets configure build build-cuda test-cuda test check-inventory test-netns demo demo-image demo-sim bench bench-finetune bench-recovery bench-recovery-efficiency soak-recovery chaos soak-slurm asan tsan fuzz clean
 
 all: build
 
@@ -34,6 +34,10 @@ build: configure assets
 # set); --timeout only covers a test registered without one.
 test: build
 	ctest --test-dir $(BUILD) -j $(CTEST_JOBS) --output-on-failure --timeout 300
+
+# Lays every C/C++ source out as .clang-format says (ctest docs.clang_format checks it).
+format:
+	bash tools/check_format.sh --fix
 
 # Fails when the suite is smaller than .ci/expected-tests.txt says (a tool was not found at
 # configure time); .ci/run runs it before the tests.

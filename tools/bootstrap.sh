@@ -29,6 +29,7 @@ packages=(
   # `tenax run`, to check the torchrun-compatible environment; the same 1.13 build as libtorch-dev
   python3-torch
   python3-venv  # tools/setup_python_hf.sh: the venv of the transformers tests, over Debian's torch
+  clang-format-14  # tools/check_format.sh (ctest docs.clang_format, `make format`): the committed .clang-format
   e2fsprogs time
   gfortran  # the Fortran module tenax (embed/fortran, TENAX_WITH_FORTRAN) and tests/fortran
   libopenmpi-dev openmpi-bin  # the MPI communicator (TENAX_WITH_MPI) and its tests under mpirun

@@ -88,7 +88,7 @@ class Worker {
   pid_t pid_ = -1;
 };
 
-class elastic_direct_launch : public ::testing::Test {
+class ElasticDirectLaunch : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -112,7 +112,7 @@ class elastic_direct_launch : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(elastic_direct_launch, TwoSrunTasksFormAGlooWorldAndAllreduce) {
+TEST_F(ElasticDirectLaunch, TwoSrunTasksFormAGlooWorldAndAllreduce) {
   Worker r1(srun_env(1, 2), log("r1"));  // rank 1 first: it must wait for rank 0's files
   Worker r0(srun_env(0, 2), log("r0"));
   ASSERT_TRUE(r0.started() && r1.started());
@@ -127,7 +127,7 @@ TEST_F(elastic_direct_launch, TwoSrunTasksFormAGlooWorldAndAllreduce) {
   EXPECT_TRUE(fs::is_empty(dir_ / "rdzv")) << "rank 0 removes the discovery files once every rank has joined";
 }
 
-TEST_F(elastic_direct_launch, ARankThatNeverComesIsNamedWithWhatToCheck) {
+TEST_F(ElasticDirectLaunch, ARankThatNeverComesIsNamedWithWhatToCheck) {
   Env env = srun_env(0, 2);
   env["TENAX_RDZV_TIMEOUT"] = "3";
   Worker r0(env, log("r0"));
@@ -143,7 +143,7 @@ TEST_F(elastic_direct_launch, ARankThatNeverComesIsNamedWithWhatToCheck) {
       << out;
 }
 
-TEST_F(elastic_direct_launch, WithoutRankZeroTheOthersSayWhereTheyLooked) {
+TEST_F(ElasticDirectLaunch, WithoutRankZeroTheOthersSayWhereTheyLooked) {
   Env env = srun_env(1, 2);
   env["TENAX_RDZV_TIMEOUT"] = "2";
   Worker r1(env, log("r1"));
@@ -157,7 +157,7 @@ TEST_F(elastic_direct_launch, WithoutRankZeroTheOthersSayWhereTheyLooked) {
   EXPECT_NE(out.find("TENAX_RDZV_ENDPOINT"), std::string::npos) << out;
 }
 
-TEST_F(elastic_direct_launch, ARequeuedJobNeverReadsTheFilesOfItsEarlierRun) {
+TEST_F(ElasticDirectLaunch, ARequeuedJobNeverReadsTheFilesOfItsEarlierRun) {
   // The first run (SLURM_RESTART_COUNT=0) died and left its files: an endpoint nobody serves,
   // and keys of its own. The requeued job's rank 1 starts before its rank 0 has written anything;
   // had it read the stale files it would have connected to a dead store and failed.
@@ -188,7 +188,7 @@ TEST_F(elastic_direct_launch, ARequeuedJobNeverReadsTheFilesOfItsEarlierRun) {
   EXPECT_TRUE(fs::exists(rdzv / "slurm-4242-step-0-restart-0.endpoint")) << "another run's files are not ours to delete";
 }
 
-TEST_F(elastic_direct_launch, AStoreGivenByTenaxRdzvEndpointIsUsedAndKeptApartPerLaunch) {
+TEST_F(ElasticDirectLaunch, AStoreGivenByTenaxRdzvEndpointIsUsedAndKeptApartPerLaunch) {
   tenax::elastic::KvService service;  // as `tenax rdzv` hosts it (here without CURVE keys)
   const std::string endpoint = service.start("tcp://127.0.0.1:0");
   Env e0 = srun_env(0, 2);
@@ -206,7 +206,7 @@ TEST_F(elastic_direct_launch, AStoreGivenByTenaxRdzvEndpointIsUsedAndKeptApartPe
   EXPECT_NO_THROW(store->get("launch/slurm-4242-step-0-restart-0/gen/0/launch/rank/1", std::chrono::seconds(5)));
 }
 
-TEST_F(elastic_direct_launch, OneTaskNeedsNoStore) {
+TEST_F(ElasticDirectLaunch, OneTaskNeedsNoStore) {
   Worker r0(srun_env(0, 1), log("r0"));
   EXPECT_EQ(r0.wait(), 0) << r0.output();
   EXPECT_NE(r0.output().find("rank 0 of 1 local 0 of 1 generation 0 restart 0 sum 1.500 ranks 0 store no"),
@@ -216,7 +216,7 @@ TEST_F(elastic_direct_launch, OneTaskNeedsNoStore) {
 
 // In this process, which never initialised MPI: asking for an MPI communicator is a clear
 // configuration error, whether this Tenax has MPI (not initialised) or not (built without it).
-TEST(elastic_direct_launch_mpi, AnMpiCommunicatorWithoutMpiIsAConfigError) {
+TEST(ElasticDirectLaunchMpi, AnMpiCommunicatorWithoutMpiIsAConfigError) {
   try {
     tenax::elastic::WorkerContext::from_launch(tenax::elastic::LaunchOptions().mpi_fortran_comm(0));
     ADD_FAILURE() << "from_launch must refuse an MPI communicator here";

@@ -24,12 +24,12 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using tenax::testing::run_ranks;
 
-class elastic_gloo : public ::testing::TestWithParam<int> {
+class ElasticGloo : public ::testing::TestWithParam<int> {
  protected:
   int world() const { return GetParam(); }
 };
 
-TEST_P(elastic_gloo, ReportsRankAndSize) {
+TEST_P(ElasticGloo, ReportsRankAndSize) {
   std::vector<int> seen(static_cast<size_t>(world()), -1);
   run_ranks(world(), [&](Communicator& comm) {
     EXPECT_EQ(comm.size(), world());
@@ -38,7 +38,7 @@ TEST_P(elastic_gloo, ReportsRankAndSize) {
   for (int r = 0; r < world(); ++r) EXPECT_EQ(seen[static_cast<size_t>(r)], r);
 }
 
-TEST_P(elastic_gloo, AllreduceFloat32SumMaxMin) {
+TEST_P(ElasticGloo, AllreduceFloat32SumMaxMin) {
   const int n = world();
   run_ranks(n, [&](Communicator& comm) {
     const int r = comm.rank();
@@ -61,7 +61,7 @@ TEST_P(elastic_gloo, AllreduceFloat32SumMaxMin) {
   });
 }
 
-TEST_P(elastic_gloo, AllreduceFloat64SumAndMax) {
+TEST_P(ElasticGloo, AllreduceFloat64SumAndMax) {
   const int n = world();
   run_ranks(n, [&](Communicator& comm) {
     const int r = comm.rank();
@@ -78,7 +78,7 @@ TEST_P(elastic_gloo, AllreduceFloat64SumAndMax) {
   });
 }
 
-TEST_P(elastic_gloo, AllreduceInt64SumMaxMin) {
+TEST_P(ElasticGloo, AllreduceInt64SumMaxMin) {
   const int n = world();
   run_ranks(n, [&](Communicator& comm) {
     const std::int64_t r = comm.rank();
@@ -96,7 +96,7 @@ TEST_P(elastic_gloo, AllreduceInt64SumMaxMin) {
   });
 }
 
-TEST_P(elastic_gloo, AllreduceUInt8Max) {
+TEST_P(ElasticGloo, AllreduceUInt8Max) {
   const int n = world();
   run_ranks(n, [&](Communicator& comm) {
     std::vector<std::uint8_t> flags{static_cast<std::uint8_t>(comm.rank() == n - 1 ? 1 : 0), 0};
@@ -105,7 +105,7 @@ TEST_P(elastic_gloo, AllreduceUInt8Max) {
   });
 }
 
-TEST_P(elastic_gloo, BroadcastFromTheLastRank) {
+TEST_P(ElasticGloo, BroadcastFromTheLastRank) {
   const int n = world();
   const int root = n - 1;  // non-zero whenever the world has more than one rank
   run_ranks(n, [&](Communicator& comm) {
@@ -115,7 +115,7 @@ TEST_P(elastic_gloo, BroadcastFromTheLastRank) {
   });
 }
 
-TEST_P(elastic_gloo, AllgatherInRankOrder) {
+TEST_P(ElasticGloo, AllgatherInRankOrder) {
   const int n = world();
   run_ranks(n, [&](Communicator& comm) {
     const std::int64_t mine[2] = {comm.rank(), 100 + comm.rank()};
@@ -128,7 +128,7 @@ TEST_P(elastic_gloo, AllgatherInRankOrder) {
   });
 }
 
-TEST_P(elastic_gloo, AllgatherStringsOfDifferentLengthsIncludingEmpty) {
+TEST_P(ElasticGloo, AllgatherStringsOfDifferentLengthsIncludingEmpty) {
   const int n = world();
   run_ranks(n, [&](Communicator& comm) {
     const int r = comm.rank();
@@ -147,7 +147,7 @@ TEST_P(elastic_gloo, AllgatherStringsOfDifferentLengthsIncludingEmpty) {
   });
 }
 
-TEST_P(elastic_gloo, BarrierWaitsForEveryRank) {
+TEST_P(ElasticGloo, BarrierWaitsForEveryRank) {
   const int n = world();
   std::atomic<int> arrived{0};
   run_ranks(n, [&](Communicator& comm) {
@@ -167,7 +167,7 @@ std::vector<float> noisy_input(int rank, std::size_t count) {
   return v;
 }
 
-TEST_P(elastic_gloo, AllreduceIsBitIdenticalAcrossRanksAndRuns) {
+TEST_P(ElasticGloo, AllreduceIsBitIdenticalAcrossRanksAndRuns) {
   const int n = world();
   // Over Gloo's 1 MiB segment size, so the ring splits the buffer into several chunks.
   const std::size_t count = 300000;
@@ -191,7 +191,7 @@ TEST_P(elastic_gloo, AllreduceIsBitIdenticalAcrossRanksAndRuns) {
   }
 }
 
-TEST_P(elastic_gloo, AbortMakesLaterCallsFailFast) {
+TEST_P(ElasticGloo, AbortMakesLaterCallsFailFast) {
   const int n = world();
   run_ranks(n, [&](Communicator& comm) {
     comm.barrier();
@@ -205,9 +205,9 @@ TEST_P(elastic_gloo, AbortMakesLaterCallsFailFast) {
 
 std::string world_name(const ::testing::TestParamInfo<int>& info) { return "world" + std::to_string(info.param); }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, elastic_gloo, ::testing::Values(1, 2, 3, 4), world_name);
+INSTANTIATE_TEST_SUITE_P(WorldSizes, ElasticGloo, ::testing::Values(1, 2, 3, 4), world_name);
 
-TEST(elastic_gloo_rendezvous, RunsOverTheKvServiceWithOneClientPerRank) {
+TEST(ElasticGlooRendezvous, RunsOverTheKvServiceWithOneClientPerRank) {
   KvService service;
   const std::string endpoint = service.start("tcp://127.0.0.1:0");
   constexpr int kWorld = 2;
@@ -228,7 +228,7 @@ TEST(elastic_gloo_rendezvous, RunsOverTheKvServiceWithOneClientPerRank) {
   for (auto& f : results) EXPECT_EQ(f.get(), (std::vector<double>{3.0, 10.0}));
 }
 
-TEST(elastic_gloo_rendezvous, APeerThatNeverArrivesTimesOut) {
+TEST(ElasticGlooRendezvous, APeerThatNeverArrivesTimesOut) {
   InMemoryStore store;
   GlooOptions options;
   options.timeout = milliseconds(300);
@@ -240,14 +240,14 @@ TEST(elastic_gloo_rendezvous, APeerThatNeverArrivesTimesOut) {
   }
 }
 
-TEST(elastic_gloo_rendezvous, RankOutsideTheWorldIsAConfigError) {
+TEST(ElasticGlooRendezvous, RankOutsideTheWorldIsAConfigError) {
   InMemoryStore store;
   EXPECT_THROW(make_gloo_communicator(store, 2, 2, GlooOptions{}), ConfigError);
   EXPECT_THROW(make_gloo_communicator(store, -1, 2, GlooOptions{}), ConfigError);
   EXPECT_THROW(make_gloo_communicator(store, 0, 0, GlooOptions{}), ConfigError);
 }
 
-TEST(elastic_gloo_failure, APeerThatDiesMidCollectiveIsReportedNotAHang) {
+TEST(ElasticGlooFailure, APeerThatDiesMidCollectiveIsReportedNotAHang) {
   InMemoryStore store;
   GlooOptions options;
   options.timeout = seconds(30);
@@ -273,7 +273,7 @@ TEST(elastic_gloo_failure, APeerThatDiesMidCollectiveIsReportedNotAHang) {
   EXPECT_THROW(comm->barrier(seconds(30)), PeerLostError);
 }
 
-TEST(elastic_gloo_failure, AbortFromAnotherThreadMakesTheNextCallFail) {
+TEST(ElasticGlooFailure, AbortFromAnotherThreadMakesTheNextCallFail) {
   InMemoryStore store;
   std::thread peer([&] {
     auto comm = make_gloo_communicator(store, 1, 2, GlooOptions{});

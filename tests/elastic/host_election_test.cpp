@@ -36,7 +36,7 @@ void watch_renewals(HostElection& e, milliseconds until, std::int64_t term = 0) 
   }
 }
 
-TEST(elastic_host_election, TheFirstNodeClaimsTermZeroWhenThereIsNoLease) {
+TEST(ElasticHostElection, TheFirstNodeClaimsTermZeroWhenThereIsNoLease) {
   HostElection first("node-000000", HostElectionOptions(0, kLease));
   first.observe(std::nullopt, kStart, kWallStart);
   const auto d = first.decide(kStart);
@@ -44,14 +44,14 @@ TEST(elastic_host_election, TheFirstNodeClaimsTermZeroWhenThereIsNoLease) {
   EXPECT_EQ(d.term, 0);
 }
 
-TEST(elastic_host_election, OtherNodesWaitForTheFirstNodesLeaseBeforeClaimingThemselves) {
+TEST(ElasticHostElection, OtherNodesWaitForTheFirstNodesLeaseBeforeClaimingThemselves) {
   HostElection second("node-000001", HostElectionOptions(1, kLease));
   second.observe(std::nullopt, kStart, kWallStart);
   EXPECT_EQ(second.decide(kStart + milliseconds(5900)).action, Action::kWait);
   EXPECT_EQ(second.decide(kStart + milliseconds(6000)).action, Action::kClaim);  // 5 s + 1 x 1 s stagger
 }
 
-TEST(elastic_host_election, ALeaseThatIsRenewedIsFollowedAndNeverClaimed) {
+TEST(ElasticHostElection, ALeaseThatIsRenewedIsFollowedAndNeverClaimed) {
   HostElection e("node-000001", HostElectionOptions(1, kLease));
   watch_renewals(e, milliseconds(60000));
   const auto d = e.decide(kStart + milliseconds(60400));
@@ -61,7 +61,7 @@ TEST(elastic_host_election, ALeaseThatIsRenewedIsFollowedAndNeverClaimed) {
 
 // Issue 12, point 3: the holder dies; the survivors claim the next term, the lowest position of
 // the node list first.
-TEST(elastic_host_election, ADeadHoldersLeaseIsClaimedLowestPositionFirst) {
+TEST(ElasticHostElection, ADeadHoldersLeaseIsClaimedLowestPositionFirst) {
   HostElection second("node-000001", HostElectionOptions(1, kLease));
   HostElection third("node-000002", HostElectionOptions(2, kLease));
   watch_renewals(second, milliseconds(2000));
@@ -79,7 +79,7 @@ TEST(elastic_host_election, ADeadHoldersLeaseIsClaimedLowestPositionFirst) {
 }
 
 // Once the new holder renews term 1, the other survivors follow it instead of claiming.
-TEST(elastic_host_election, ANewTermIsFollowedByTheOthers) {
+TEST(ElasticHostElection, ANewTermIsFollowedByTheOthers) {
   HostElection third("node-000002", HostElectionOptions(2, kLease));
   watch_renewals(third, milliseconds(2000));
   third.observe(lease(1, 1, "node-000001", kWallStart + 8000), kStart + milliseconds(8000), kWallStart + 8000);
@@ -90,7 +90,7 @@ TEST(elastic_host_election, ANewTermIsFollowedByTheOthers) {
 }
 
 // A new agent (a requeued job) finds a lease last renewed long ago: no need to watch it die.
-TEST(elastic_host_election, ALongDeadLeaseFoundAtStartIsClaimedAtOnce) {
+TEST(ElasticHostElection, ALongDeadLeaseFoundAtStartIsClaimedAtOnce) {
   HostElection first("node-000000", HostElectionOptions(0, kLease));
   first.observe(lease(4, 77, "node-000001", kWallStart - 3600'000), kStart, kWallStart);
   const auto d = first.decide(kStart);
@@ -105,14 +105,14 @@ TEST(elastic_host_election, ALongDeadLeaseFoundAtStartIsClaimedAtOnce) {
 
 // A lease seen for the first time with a recent wall-clock stamp is given the benefit of the
 // doubt until it fails to move for the lease timeout.
-TEST(elastic_host_election, ARecentLeaseFoundAtStartIsFollowedUntilItStopsMoving) {
+TEST(ElasticHostElection, ARecentLeaseFoundAtStartIsFollowedUntilItStopsMoving) {
   HostElection first("node-000000", HostElectionOptions(0, kLease));
   first.observe(lease(2, 9, "node-000001", kWallStart - 1000), kStart, kWallStart);
   EXPECT_EQ(first.decide(kStart + milliseconds(4900)).action, Action::kConnect);
   EXPECT_EQ(first.decide(kStart + milliseconds(5000)).action, Action::kClaim);
 }
 
-TEST(elastic_host_election, BadOptionsAreRefusedNamingThem) {
+TEST(ElasticHostElection, BadOptionsAreRefusedNamingThem) {
   EXPECT_THROW(HostElectionOptions(-1, kLease), ConfigError);
   EXPECT_THROW(HostElectionOptions(0, milliseconds(0)), ConfigError);
 }

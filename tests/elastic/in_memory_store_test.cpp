@@ -15,7 +15,7 @@ using std::chrono::milliseconds;
 
 std::vector<char> bytes(const std::string& s) { return std::vector<char>(s.begin(), s.end()); }
 
-TEST(elastic_in_memory_store, SetThenGetReturnsTheValue) {
+TEST(ElasticInMemoryStore, SetThenGetReturnsTheValue) {
   InMemoryStore store;
   store.set("k", bytes("v1"));
   EXPECT_EQ(store.get("k", milliseconds(10)), bytes("v1"));
@@ -23,7 +23,7 @@ TEST(elastic_in_memory_store, SetThenGetReturnsTheValue) {
   EXPECT_EQ(store.get("k", milliseconds(10)), bytes("v2"));
 }
 
-TEST(elastic_in_memory_store, GetReturnsAValueSetByAnotherThread) {
+TEST(ElasticInMemoryStore, GetReturnsAValueSetByAnotherThread) {
   InMemoryStore store;
   std::vector<char> got;
   std::thread getter([&] { got = store.get("late", std::chrono::seconds(30)); });
@@ -32,7 +32,7 @@ TEST(elastic_in_memory_store, GetReturnsAValueSetByAnotherThread) {
   EXPECT_EQ(got, bytes("here"));
 }
 
-TEST(elastic_in_memory_store, AddIsAtomicAcrossThreads) {
+TEST(ElasticInMemoryStore, AddIsAtomicAcrossThreads) {
   InMemoryStore store;
   EXPECT_EQ(store.add("n", 5), 5);
   EXPECT_EQ(store.add("n", -5), 0);
@@ -47,7 +47,7 @@ TEST(elastic_in_memory_store, AddIsAtomicAcrossThreads) {
   EXPECT_EQ(store.get("n", milliseconds(10)), bytes("4000"));  // decimal text, as Gloo/c10d stores
 }
 
-TEST(elastic_in_memory_store, AddOnANonCounterKeyThrowsNamingIt) {
+TEST(ElasticInMemoryStore, AddOnANonCounterKeyThrowsNamingIt) {
   InMemoryStore store;
   store.set("text", bytes("abc"));
   try {
@@ -58,7 +58,7 @@ TEST(elastic_in_memory_store, AddOnANonCounterKeyThrowsNamingIt) {
   }
 }
 
-TEST(elastic_in_memory_store, WaitReturnsOnceEveryKeyExists) {
+TEST(ElasticInMemoryStore, WaitReturnsOnceEveryKeyExists) {
   InMemoryStore store;
   std::thread waiter([&] { store.wait({"a", "b", "c"}, std::chrono::seconds(30)); });
   store.set("a", {});
@@ -68,7 +68,7 @@ TEST(elastic_in_memory_store, WaitReturnsOnceEveryKeyExists) {
   EXPECT_EQ(store.size(), 3u);
 }
 
-TEST(elastic_in_memory_store, GetTimesOutNamingTheKey) {
+TEST(ElasticInMemoryStore, GetTimesOutNamingTheKey) {
   InMemoryStore store;
   try {
     store.get("missing/key", milliseconds(20));
@@ -78,7 +78,7 @@ TEST(elastic_in_memory_store, GetTimesOutNamingTheKey) {
   }
 }
 
-TEST(elastic_in_memory_store, WaitTimeoutNamesOnlyTheMissingKeys) {
+TEST(ElasticInMemoryStore, WaitTimeoutNamesOnlyTheMissingKeys) {
   InMemoryStore store;
   store.set("present", bytes("1"));
   try {
@@ -91,7 +91,7 @@ TEST(elastic_in_memory_store, WaitTimeoutNamesOnlyTheMissingKeys) {
   }
 }
 
-TEST(elastic_in_memory_store, DropPrefixRemovesOnlyThatPrefix) {
+TEST(ElasticInMemoryStore, DropPrefixRemovesOnlyThatPrefix) {
   InMemoryStore store;
   store.set("gen/1/a", bytes("1"));
   store.set("gen/1/b", bytes("1"));

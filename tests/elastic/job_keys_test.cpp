@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-class elastic_job_keys : public ::testing::Test {
+class ElasticJobKeys : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) /
@@ -52,7 +52,7 @@ class elastic_job_keys : public ::testing::Test {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-TEST_F(elastic_job_keys, GeneratedKeysAreDistinctZ85Pairs) {
+TEST_F(ElasticJobKeys, GeneratedKeysAreDistinctZ85Pairs) {
   const JobKeys a = JobKeys::generate();
   const JobKeys b = JobKeys::generate();
   EXPECT_EQ(a.server_public.size(), 40u);
@@ -61,7 +61,7 @@ TEST_F(elastic_job_keys, GeneratedKeysAreDistinctZ85Pairs) {
   EXPECT_NE(a, b);
 }
 
-TEST_F(elastic_job_keys, WrittenFileIsPrivateAndReadsBackTheSameKeys) {
+TEST_F(ElasticJobKeys, WrittenFileIsPrivateAndReadsBackTheSameKeys) {
   const fs::path file = dir_ / "sub" / kJobKeysFileName;  // missing parents are created
   const JobKeys keys = JobKeys::generate();
   EXPECT_EQ(write_job_keys_if_absent(file, keys), keys);
@@ -73,7 +73,7 @@ TEST_F(elastic_job_keys, WrittenFileIsPrivateAndReadsBackTheSameKeys) {
       << "no temporary file is left behind";
 }
 
-TEST_F(elastic_job_keys, ASecondWriterGetsTheKeysAlreadyThere) {
+TEST_F(ElasticJobKeys, ASecondWriterGetsTheKeysAlreadyThere) {
   const fs::path file = dir_ / kJobKeysFileName;
   const JobKeys first = create_or_read_job_keys(file);
   const JobKeys second = create_or_read_job_keys(file);
@@ -81,13 +81,13 @@ TEST_F(elastic_job_keys, ASecondWriterGetsTheKeysAlreadyThere) {
   EXPECT_EQ(write_job_keys_if_absent(file, JobKeys::generate()), first);
 }
 
-TEST_F(elastic_job_keys, AFileOthersCanReadIsRefusedNamingModeAndFix) {
+TEST_F(ElasticJobKeys, AFileOthersCanReadIsRefusedNamingModeAndFix) {
   const std::string message = read_error(lines(JobKeys::generate()), 0644);
   EXPECT_TRUE(contains(message, "mode 0644")) << message;
   EXPECT_TRUE(contains(message, "chmod 600")) << message;
 }
 
-TEST_F(elastic_job_keys, MalformedFilesNameTheKeyOrLine) {
+TEST_F(ElasticJobKeys, MalformedFilesNameTheKeyOrLine) {
   const JobKeys k = JobKeys::generate();
   EXPECT_TRUE(contains(read_error("server_public " + k.server_public + "\n"), "has no 'server_secret'"));
   EXPECT_TRUE(contains(read_error(lines(k) + "colour blue\n"), "line 5"));
@@ -101,7 +101,7 @@ TEST_F(elastic_job_keys, MalformedFilesNameTheKeyOrLine) {
   EXPECT_EQ(read_error("# a comment\n\n" + lines(k)), "") << "comments and blank lines are fine";
 }
 
-TEST_F(elastic_job_keys, MissingFileNamesTheFileAndTheFlag) {
+TEST_F(ElasticJobKeys, MissingFileNamesTheFileAndTheFlag) {
   try {
     (void)read_job_keys(dir_ / "nowhere");
     FAIL() << "a missing file must be a ConfigError";
@@ -111,7 +111,7 @@ TEST_F(elastic_job_keys, MissingFileNamesTheFileAndTheFlag) {
   }
 }
 
-TEST_F(elastic_job_keys, WaitingReturnsTheKeysOnceTheHostingNodeWritesThem) {
+TEST_F(ElasticJobKeys, WaitingReturnsTheKeysOnceTheHostingNodeWritesThem) {
   const fs::path file = dir_ / kJobKeysFileName;
   const JobKeys keys = JobKeys::generate();
   std::thread writer([&] {
@@ -123,7 +123,7 @@ TEST_F(elastic_job_keys, WaitingReturnsTheKeysOnceTheHostingNodeWritesThem) {
   EXPECT_EQ(seen, keys);
 }
 
-TEST_F(elastic_job_keys, WaitingGivesUpNamingTheSharedFileSystem) {
+TEST_F(ElasticJobKeys, WaitingGivesUpNamingTheSharedFileSystem) {
   try {
     (void)wait_for_job_keys(dir_ / kJobKeysFileName, milliseconds(300));
     FAIL() << "a file that never appears must be a ConfigError";

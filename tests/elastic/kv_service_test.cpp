@@ -17,7 +17,7 @@ using std::chrono::seconds;
 
 std::vector<char> bytes(const std::string& s) { return std::vector<char>(s.begin(), s.end()); }
 
-class elastic_kv_service : public ::testing::Test {
+class ElasticKvService : public ::testing::Test {
  protected:
   void SetUp() override { endpoint_ = service_.start("tcp://127.0.0.1:0"); }
   std::unique_ptr<Store> client(milliseconds timeout = seconds(10)) { return connect_store(endpoint_, timeout); }
@@ -26,13 +26,13 @@ class elastic_kv_service : public ::testing::Test {
   std::string endpoint_;
 };
 
-TEST_F(elastic_kv_service, StartResolvesTheRealPort) {
+TEST_F(ElasticKvService, StartResolvesTheRealPort) {
   EXPECT_EQ(endpoint_.rfind("tcp://127.0.0.1:", 0), 0u) << endpoint_;
   EXPECT_NE(endpoint_, "tcp://127.0.0.1:0");
   EXPECT_EQ(service_.endpoint(), endpoint_);
 }
 
-TEST_F(elastic_kv_service, SetGetAddAcrossClients) {
+TEST_F(ElasticKvService, SetGetAddAcrossClients) {
   auto a = client();
   auto b = client();
   a->set("key", bytes("value"));
@@ -49,7 +49,7 @@ TEST_F(elastic_kv_service, SetGetAddAcrossClients) {
   b->wait({"key", "binary", "counter"}, seconds(5));
 }
 
-TEST_F(elastic_kv_service, GetWaitsForAnotherClientsSet) {
+TEST_F(ElasticKvService, GetWaitsForAnotherClientsSet) {
   std::vector<char> got;
   std::thread getter([&] {
     auto c = client();
@@ -61,7 +61,7 @@ TEST_F(elastic_kv_service, GetWaitsForAnotherClientsSet) {
   EXPECT_EQ(got, bytes("arrived"));
 }
 
-TEST_F(elastic_kv_service, WaitReturnsWhenTheLastKeyArrives) {
+TEST_F(ElasticKvService, WaitReturnsWhenTheLastKeyArrives) {
   std::thread waiter([&] {
     auto c = client();
     c->wait({"x", "y"}, seconds(30));
@@ -72,7 +72,7 @@ TEST_F(elastic_kv_service, WaitReturnsWhenTheLastKeyArrives) {
   waiter.join();
 }
 
-TEST_F(elastic_kv_service, AddConcurrentlyFromManyClients) {
+TEST_F(ElasticKvService, AddConcurrentlyFromManyClients) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
@@ -84,7 +84,7 @@ TEST_F(elastic_kv_service, AddConcurrentlyFromManyClients) {
   EXPECT_EQ(client()->add("n", 0), 400);
 }
 
-TEST_F(elastic_kv_service, GetTimeoutThrowsTimeoutErrorNamingTheKey) {
+TEST_F(ElasticKvService, GetTimeoutThrowsTimeoutErrorNamingTheKey) {
   auto c = client();
   try {
     c->get("gen/0/never", milliseconds(50));
@@ -94,7 +94,7 @@ TEST_F(elastic_kv_service, GetTimeoutThrowsTimeoutErrorNamingTheKey) {
   }
 }
 
-TEST_F(elastic_kv_service, WaitTimeoutNamesTheMissingKeys) {
+TEST_F(ElasticKvService, WaitTimeoutNamesTheMissingKeys) {
   auto c = client();
   c->set("here", bytes("1"));
   try {
@@ -107,7 +107,7 @@ TEST_F(elastic_kv_service, WaitTimeoutNamesTheMissingKeys) {
   }
 }
 
-TEST_F(elastic_kv_service, ALateReplyToATimedOutRequestIsDiscarded) {
+TEST_F(ElasticKvService, ALateReplyToATimedOutRequestIsDiscarded) {
   auto slow = client();
   auto other = client();
   EXPECT_THROW(slow->get("a", milliseconds(1)), TimeoutError);  // its NOT_FOUND may arrive later
@@ -117,7 +117,7 @@ TEST_F(elastic_kv_service, ALateReplyToATimedOutRequestIsDiscarded) {
   EXPECT_EQ(slow->get("a", seconds(5)), bytes("A"));
 }
 
-TEST_F(elastic_kv_service, ClientCallsAfterStopTimeOutInsteadOfHanging) {
+TEST_F(ElasticKvService, ClientCallsAfterStopTimeOutInsteadOfHanging) {
   auto c = client(milliseconds(300));
   c->set("k", bytes("v"));
   service_.stop();
@@ -128,7 +128,7 @@ TEST_F(elastic_kv_service, ClientCallsAfterStopTimeOutInsteadOfHanging) {
   EXPECT_THROW(c->wait({"k"}, milliseconds(300)), TimeoutError);
 }
 
-TEST_F(elastic_kv_service, ConnectToAStoppedServiceThrowsRendezvousError) {
+TEST_F(ElasticKvService, ConnectToAStoppedServiceThrowsRendezvousError) {
   service_.stop();
   try {
     connect_store(endpoint_, milliseconds(200));
@@ -138,7 +138,7 @@ TEST_F(elastic_kv_service, ConnectToAStoppedServiceThrowsRendezvousError) {
   }
 }
 
-TEST_F(elastic_kv_service, StopIsIdempotentAndRestartServesAgain) {
+TEST_F(ElasticKvService, StopIsIdempotentAndRestartServesAgain) {
   service_.stop();
   service_.stop();
   const std::string again = service_.start("tcp://127.0.0.1:0");
@@ -147,13 +147,13 @@ TEST_F(elastic_kv_service, StopIsIdempotentAndRestartServesAgain) {
   EXPECT_EQ(c->get("k", seconds(5)), bytes("v"));
 }
 
-TEST_F(elastic_kv_service, BindingATakenEndpointThrowsRendezvousError) {
+TEST_F(ElasticKvService, BindingATakenEndpointThrowsRendezvousError) {
   KvService second;
   EXPECT_THROW(second.start(endpoint_), RendezvousError);
   EXPECT_THROW(service_.start("tcp://127.0.0.1:0"), RendezvousError);  // already serving
 }
 
-TEST_F(elastic_kv_service, DropPrefixRemovesOneGenerationsKeys) {
+TEST_F(ElasticKvService, DropPrefixRemovesOneGenerationsKeys) {
   auto c = client();
   c->set("gen/1/a", bytes("1"));
   c->set("gen/1/b", bytes("1"));
@@ -166,7 +166,7 @@ TEST_F(elastic_kv_service, DropPrefixRemovesOneGenerationsKeys) {
   EXPECT_EQ(c->get("gen/2/a", seconds(5)), bytes("2"));
 }
 
-TEST_F(elastic_kv_service, PrefixStoreOverTheServiceIsolatesGenerations) {
+TEST_F(ElasticKvService, PrefixStoreOverTheServiceIsolatesGenerations) {
   auto base = client();
   PrefixStore gen3(generation_prefix(3), *base);
   PrefixStore gen4(generation_prefix(4), *base);

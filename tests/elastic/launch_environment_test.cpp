@@ -18,7 +18,7 @@ void expect_config_error(const EnvironmentMap& env, const std::string& needle) {
   }
 }
 
-TEST(elastic_launch_environment, NothingSetIsASingleProcess) {
+TEST(ElasticLaunchEnvironment, NothingSetIsASingleProcess) {
   const auto id = parse_launch_environment({});
   EXPECT_EQ(id.mode, LaunchMode::kSingleProcess);
   EXPECT_EQ(id.worker.rank, 0);
@@ -26,7 +26,7 @@ TEST(elastic_launch_environment, NothingSetIsASingleProcess) {
   EXPECT_EQ(id.launch_id, "");
 }
 
-TEST(elastic_launch_environment, TenaxRunWinsOverEverythingElse) {
+TEST(ElasticLaunchEnvironment, TenaxRunWinsOverEverythingElse) {
   const auto id = parse_launch_environment({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
                                             {"LOCAL_WORLD_SIZE", "2"}, {"TENAX_GENERATION", "5"},
                                             {"TENAX_RESTART_COUNT", "2"}, {"SLURM_PROCID", "0"},
@@ -41,7 +41,7 @@ TEST(elastic_launch_environment, TenaxRunWinsOverEverythingElse) {
   EXPECT_EQ(id.worker.restart_count, 2) << "the agent's count, not Slurm's";
 }
 
-TEST(elastic_launch_environment, SrunWithTasksPerNodeList) {
+TEST(ElasticLaunchEnvironment, SrunWithTasksPerNodeList) {
   // Node 2 of "2(x2),3": the fifth to seventh tasks; this is task 5, the second on its node.
   const auto id = parse_launch_environment({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", "1"},
                                             {"SLURM_NODEID", "2"}, {"SLURM_NNODES", "3"},
@@ -59,7 +59,7 @@ TEST(elastic_launch_environment, SrunWithTasksPerNodeList) {
   EXPECT_EQ(id.node_name, "node-c");
 }
 
-TEST(elastic_launch_environment, SrunStepCountsWinOverTheAllocations) {
+TEST(ElasticLaunchEnvironment, SrunStepCountsWinOverTheAllocations) {
   const auto id = parse_launch_environment({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "8"},
                                             {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_LOCALID", "1"},
                                             {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", "8"},
@@ -69,20 +69,20 @@ TEST(elastic_launch_environment, SrunStepCountsWinOverTheAllocations) {
   EXPECT_EQ(id.launch_id, "slurm-9-step-none-restart-0");
 }
 
-TEST(elastic_launch_environment, SrunWithNtasksPerNodeOnly) {
+TEST(ElasticLaunchEnvironment, SrunWithNtasksPerNodeOnly) {
   const auto id = parse_launch_environment({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
                                             {"SLURM_NNODES", "2"}, {"SLURM_NTASKS_PER_NODE", "2"}});
   EXPECT_EQ(id.worker.local_rank, 1);
   EXPECT_EQ(id.worker.local_world_size, 2);
 }
 
-TEST(elastic_launch_environment, SrunOnOneNodeWithoutPerNodeCountsIsTheWholeWorld) {
+TEST(ElasticLaunchEnvironment, SrunOnOneNodeWithoutPerNodeCountsIsTheWholeWorld) {
   const auto id = parse_launch_environment({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}});
   EXPECT_EQ(id.worker.local_rank, 1);
   EXPECT_EQ(id.worker.local_world_size, 2);
 }
 
-TEST(elastic_launch_environment, OpenMpiWinsOverTheBatchStepsSlurmVariables) {
+TEST(ElasticLaunchEnvironment, OpenMpiWinsOverTheBatchStepsSlurmVariables) {
   // mpirun inside an sbatch script: the batch step's SLURM_PROCID=0 is inherited by every rank.
   const auto id = parse_launch_environment({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
                                             {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
@@ -99,7 +99,7 @@ TEST(elastic_launch_environment, OpenMpiWinsOverTheBatchStepsSlurmVariables) {
   EXPECT_EQ(id.launch_id, "slurm-77-restart-1.ompi-895418369") << "no step id: remote ranks run in another step";
 }
 
-TEST(elastic_launch_environment, MpichHydra) {
+TEST(ElasticLaunchEnvironment, MpichHydra) {
   const auto id = parse_launch_environment({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"},
                                             {"MPI_LOCALNRANKS", "2"}, {"TENAX_JOB_ID", "run/7"}});
   EXPECT_EQ(id.mode, LaunchMode::kMpich);
@@ -110,7 +110,7 @@ TEST(elastic_launch_environment, MpichHydra) {
   EXPECT_EQ(id.launch_id, "job-run_7") << "no '/' in a file name";
 }
 
-TEST(elastic_launch_environment, BadValuesNameTheVariable) {
+TEST(ElasticLaunchEnvironment, BadValuesNameTheVariable) {
   expect_config_error({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "2"}}, "SLURM_PROCID=2");
   expect_config_error({{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "2"}}, "SLURM_PROCID='x' is not an integer");
   expect_config_error({{"SLURM_PROCID", "0"}}, "SLURM_NTASKS is not set");
@@ -124,7 +124,7 @@ TEST(elastic_launch_environment, BadValuesNameTheVariable) {
   expect_config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_RESTART_COUNT", "-1"}}, "must be >= 0");
 }
 
-TEST(elastic_launch_environment, ModeNames) {
+TEST(ElasticLaunchEnvironment, ModeNames) {
   EXPECT_STREQ(launch_mode_name(LaunchMode::kSlurm), "srun");
   EXPECT_STREQ(launch_mode_name(LaunchMode::kOpenMpi), "mpirun (Open MPI)");
 }

@@ -92,7 +92,7 @@ class Driver {
   Outbox log_;
 };
 
-TEST(elastic_membership, TwoNodesFormAGenerationWithRanksInNodeIdOrder) {
+TEST(ElasticMembership, TwoNodesFormAGenerationWithRanksInNodeIdOrder) {
   Driver d(options(2, 2));
   d.join("node-b", -1, 2);
   d.join("node-a", -1, 3);
@@ -114,7 +114,7 @@ TEST(elastic_membership, TwoNodesFormAGenerationWithRanksInNodeIdOrder) {
   EXPECT_EQ(a[0].assignment.store_endpoint, "tcp://store:1");
 }
 
-TEST(elastic_membership, ASilentMemberEndsTheGenerationOnceItsHeartbeatsExpire) {
+TEST(ElasticMembership, ASilentMemberEndsTheGenerationOnceItsHeartbeatsExpire) {
   Driver d(options(2, 2));
   d.join("node-a");
   d.join("node-b");
@@ -133,7 +133,7 @@ TEST(elastic_membership, ASilentMemberEndsTheGenerationOnceItsHeartbeatsExpire) 
 
 // Issue 12, point 2: a node declared dead that comes back is told to join again, and joins the
 // next generation with the survivor; generation numbers never repeat.
-TEST(elastic_membership, ANodeDeclaredDeadThatComesBackJoinsTheNextGeneration) {
+TEST(ElasticMembership, ANodeDeclaredDeadThatComesBackJoinsTheNextGeneration) {
   Driver d(options(2, 2));
   d.join("node-a");
   d.join("node-b");
@@ -157,7 +157,7 @@ TEST(elastic_membership, ANodeDeclaredDeadThatComesBackJoinsTheNextGeneration) {
 
 // A rendezvous host that was itself paused (SIGSTOP, swapping) must not declare the nodes dead
 // for the silence that was its own.
-TEST(elastic_membership, AStalledServiceDoesNotHoldItsOwnSilenceAgainstTheNodes) {
+TEST(ElasticMembership, AStalledServiceDoesNotHoldItsOwnSilenceAgainstTheNodes) {
   Driver d(options(2, 2));
   d.join("node-a");
   d.join("node-b");
@@ -175,7 +175,7 @@ TEST(elastic_membership, AStalledServiceDoesNotHoldItsOwnSilenceAgainstTheNodes)
 
 // A new rendezvous host (failover, or a restarted one) numbers on above every generation a
 // joiner has seen.
-TEST(elastic_membership, ATakeoverHostNumbersAboveEveryGenerationItsJoinersSaw) {
+TEST(ElasticMembership, ATakeoverHostNumbersAboveEveryGenerationItsJoinersSaw) {
   Driver d(options(1, 2));
   d.membership.number_above(4);
   d.join("node-b", 6);
@@ -187,7 +187,7 @@ TEST(elastic_membership, ATakeoverHostNumbersAboveEveryGenerationItsJoinersSaw) 
 
 // Issue 12, point 4: a generation goes out only once the job's fence has moved to it; a fence
 // that is already further (another host formed that number) moves the numbering above it.
-TEST(elastic_membership, AGenerationIsNumberedByTheFenceBeforeItsAssignGoesOut) {
+TEST(ElasticMembership, AGenerationIsNumberedByTheFenceBeforeItsAssignGoesOut) {
   std::vector<std::int64_t> claims;
   MembershipHooks hooks;
   hooks.claim_generation = [&claims](std::int64_t g) -> StatusOr<std::int64_t> {
@@ -203,7 +203,7 @@ TEST(elastic_membership, AGenerationIsNumberedByTheFenceBeforeItsAssignGoesOut) 
   EXPECT_EQ(assigned[0].assignment.store_prefix, "gen/10/");
 }
 
-TEST(elastic_membership, AFenceThatRefusesFailsTheRoundWithItsReason) {
+TEST(ElasticMembership, AFenceThatRefusesFailsTheRoundWithItsReason) {
   MembershipHooks hooks;
   hooks.claim_generation = [](std::int64_t) -> StatusOr<std::int64_t> {
     return Status(StatusCode::kFailedPrecondition, "the fence directory is not writable");
@@ -216,7 +216,7 @@ TEST(elastic_membership, AFenceThatRefusesFailsTheRoundWithItsReason) {
   EXPECT_NE(failed[0].message.find("the fence directory is not writable"), std::string::npos) << failed[0].message;
 }
 
-TEST(elastic_membership, ARoundShortOfTheMinimumFailsAtTheJoinTimeoutNamingWhoJoined) {
+TEST(ElasticMembership, ARoundShortOfTheMinimumFailsAtTheJoinTimeoutNamingWhoJoined) {
   Driver d(options(2, 3));
   d.join("node-a");
   d.run_for(milliseconds(2900), {"node-a"}, -1);
@@ -230,7 +230,7 @@ TEST(elastic_membership, ARoundShortOfTheMinimumFailsAtTheJoinTimeoutNamingWhoJo
   EXPECT_NE(failed[0].message.find("node-a (node-a.host)"), std::string::npos) << failed[0].message;
 }
 
-TEST(elastic_membership, TheLastCallWaitsForMoreNodesThenFormsWithThoseThatCame) {
+TEST(ElasticMembership, TheLastCallWaitsForMoreNodesThenFormsWithThoseThatCame) {
   Driver d(options(1, 3));
   d.join("node-a");
   d.run_for(milliseconds(100), {"node-a"}, -1);
@@ -244,7 +244,7 @@ TEST(elastic_membership, TheLastCallWaitsForMoreNodesThenFormsWithThoseThatCame)
 
 // A re-form does not wait for the last call: once every live member of the ending generation has
 // joined again, the next generation forms (a lost node is not waited for).
-TEST(elastic_membership, AReformClosesAsSoonAsEveryLiveMemberHasJoinedAgain) {
+TEST(ElasticMembership, AReformClosesAsSoonAsEveryLiveMemberHasJoinedAgain) {
   Driver d(options(1, 2));
   d.join("node-a");
   d.join("node-b");
@@ -259,7 +259,7 @@ TEST(elastic_membership, AReformClosesAsSoonAsEveryLiveMemberHasJoinedAgain) {
 }
 
 // ...but while a live member has not joined again, the round waits for it.
-TEST(elastic_membership, AReformWaitsForALiveMemberThatHasNotJoinedYet) {
+TEST(ElasticMembership, AReformWaitsForALiveMemberThatHasNotJoinedYet) {
   Driver d(options(1, 2));
   d.join("node-a");
   d.join("node-b");
@@ -276,7 +276,7 @@ TEST(elastic_membership, AReformWaitsForALiveMemberThatHasNotJoinedYet) {
 }
 
 // The measurement behind the heartbeat defaults: the worst silence of a node that stayed alive.
-TEST(elastic_membership, TheLongestSilenceOfALiveNodeIsMeasured) {
+TEST(ElasticMembership, TheLongestSilenceOfALiveNodeIsMeasured) {
   Driver d(options(2, 2));
   d.join("node-a");
   d.join("node-b");

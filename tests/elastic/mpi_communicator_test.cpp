@@ -15,7 +15,7 @@
 
 #include "tenax/core/error.h"
 #include "tenax/elastic/direct_launch.h"
-#include "tenax/elastic/mpi_communicator.h"
+#include "tenax/elastic/MpiCommunicator.h"
 #include "tenax/sdk/grad_sync.h"
 
 namespace tenax::elastic {
@@ -60,14 +60,14 @@ void expect_allreduce(Communicator& comm, ElementType type) {
   EXPECT_EQ(min, want_min);
 }
 
-TEST(mpi_communicator, RanksAreThoseOfTheCallersCommunicator) {
+TEST(MpiCommunicator, RanksAreThoseOfTheCallersCommunicator) {
   auto comm = make_mpi_communicator(MPI_COMM_WORLD);
   EXPECT_EQ(comm->rank(), world_rank());
   EXPECT_EQ(comm->size(), world_size());
   ASSERT_GE(comm->size(), 2) << "run under mpirun -n 2 (ctest does)";
 }
 
-TEST(mpi_communicator, AllreduceEveryTypeAndOp) {
+TEST(MpiCommunicator, AllreduceEveryTypeAndOp) {
   auto comm = make_mpi_communicator(MPI_COMM_WORLD);
   expect_allreduce<float>(*comm, ElementType::kFloat32);
   expect_allreduce<double>(*comm, ElementType::kFloat64);
@@ -76,7 +76,7 @@ TEST(mpi_communicator, AllreduceEveryTypeAndOp) {
   comm->allreduce(nullptr, 0, ElementType::kFloat32, ReduceOp::kSum);  // nothing to do, no error
 }
 
-TEST(mpi_communicator, BroadcastFromEachRoot) {
+TEST(MpiCommunicator, BroadcastFromEachRoot) {
   auto comm = make_mpi_communicator(MPI_COMM_WORLD);
   for (int root = 0; root < comm->size(); ++root) {
     std::vector<double> data = {comm->rank() * 1.0, 2.5, -1.0 * comm->rank()};
@@ -89,7 +89,7 @@ TEST(mpi_communicator, BroadcastFromEachRoot) {
   EXPECT_THROW(comm->broadcast(nullptr, 0, comm->size()), ConfigError);  // local check, no MPI call
 }
 
-TEST(mpi_communicator, AllgatherAndStringsAndBarrier) {
+TEST(MpiCommunicator, AllgatherAndStringsAndBarrier) {
   auto comm = make_mpi_communicator(MPI_COMM_WORLD);
   const float mine[2] = {static_cast<float>(comm->rank()), 0.5f};
   std::vector<float> all(2 * static_cast<std::size_t>(comm->size()));
@@ -104,7 +104,7 @@ TEST(mpi_communicator, AllgatherAndStringsAndBarrier) {
   comm->barrier();
 }
 
-TEST(mpi_communicator, ADuplicateKeepsTenaxTrafficApartFromTheSolvers) {
+TEST(MpiCommunicator, ADuplicateKeepsTenaxTrafficApartFromTheSolvers) {
   // A message the "solver" leaves in flight on MPI_COMM_WORLD is not matched by Tenax's broadcast.
   auto comm = make_mpi_communicator(MPI_COMM_WORLD);
   int solver_value = 0;
@@ -121,7 +121,7 @@ TEST(mpi_communicator, ADuplicateKeepsTenaxTrafficApartFromTheSolvers) {
   EXPECT_EQ(solver_value, 100 + from);
 }
 
-TEST(mpi_communicator, MpiCommNullIsAClearError) {
+TEST(MpiCommunicator, MpiCommNullIsAClearError) {
   try {
     make_mpi_communicator(MPI_COMM_NULL);
     ADD_FAILURE() << "MPI_COMM_NULL must be refused";
@@ -136,7 +136,7 @@ TEST(mpi_communicator, MpiCommNullIsAClearError) {
   }
 }
 
-TEST(mpi_communicator, AfterAbortEveryCallThrowsAtOnce) {
+TEST(MpiCommunicator, AfterAbortEveryCallThrowsAtOnce) {
   auto comm = make_mpi_communicator(MPI_COMM_WORLD);
   comm->abort();
   comm->abort();  // idempotent
@@ -153,7 +153,7 @@ TEST(mpi_communicator, AfterAbortEveryCallThrowsAtOnce) {
   }
 }
 
-TEST(mpi_communicator, AnMpiErrorBecomesPeerLostErrorNamingTheOperation) {
+TEST(MpiCommunicator, AnMpiErrorBecomesPeerLostErrorNamingTheOperation) {
   // Ranks that disagree on a broadcast's size: rank 0 sends 64 bytes (eagerly: it returns), the
   // others have room for 8, a message truncation (MPI_ERR_TRUNCATE) that MPI reports to them.
   // With MPI_ERRORS_RETURN on the duplicate it comes back as a code, not MPI's abort of the job.
@@ -182,7 +182,7 @@ TEST(mpi_communicator, AnMpiErrorBecomesPeerLostErrorNamingTheOperation) {
   MPI_Barrier(MPI_COMM_WORLD);  // the world itself is intact
 }
 
-TEST(mpi_communicator, DirectLaunchWithMpiBootstrapsTheStoreByBroadcast) {
+TEST(MpiCommunicator, DirectLaunchWithMpiBootstrapsTheStoreByBroadcast) {
   auto ctx = WorkerContext::from_launch(LaunchOptions(), make_mpi_communicator(MPI_COMM_WORLD));
   EXPECT_EQ(ctx.rank(), world_rank());
   EXPECT_EQ(ctx.world_size(), world_size());
@@ -199,7 +199,7 @@ TEST(mpi_communicator, DirectLaunchWithMpiBootstrapsTheStoreByBroadcast) {
   EXPECT_TRUE(ctx.finalize());
 }
 
-TEST(mpi_communicator, DirectLaunchFromAFortranHandle) {
+TEST(MpiCommunicator, DirectLaunchFromAFortranHandle) {
   auto ctx = WorkerContext::from_launch(LaunchOptions().mpi_fortran_comm(MPI_Comm_c2f(MPI_COMM_WORLD)));
   EXPECT_EQ(ctx.rank(), world_rank());
   EXPECT_EQ(ctx.world_size(), world_size());
@@ -230,7 +230,7 @@ std::vector<torch::Tensor> averaged_gradients(Communicator& comm) {
   return grads;
 }
 
-TEST(mpi_communicator, GradSyncOverMpiEqualsGlooBitForBit) {
+TEST(MpiCommunicator, GradSyncOverMpiEqualsGlooBitForBit) {
   ASSERT_EQ(world_size(), 2) << "bit equality of float sums holds for 2 ranks (a + b == b + a)";
   auto mpi_ctx = WorkerContext::from_launch(LaunchOptions(), make_mpi_communicator(MPI_COMM_WORLD));
   // The same processes, without MPI: the direct launch under mpirun (OMPI_COMM_WORLD_RANK) forms

@@ -34,7 +34,7 @@ JobKeys with_foreign_client(const JobKeys& job) {
   return keys;
 }
 
-class elastic_peer_guard_store : public ::testing::Test {
+class ElasticPeerGuardStore : public ::testing::Test {
  protected:
   void SetUp() override { endpoint_ = service_.start("tcp://127.0.0.1:0"); }
 
@@ -53,24 +53,24 @@ class elastic_peer_guard_store : public ::testing::Test {
   std::string endpoint_;
 };
 
-TEST_F(elastic_peer_guard_store, TheJobsClientIsServed) {
+TEST_F(ElasticPeerGuardStore, TheJobsClientIsServed) {
   auto store = connect_store(endpoint_, seconds(10), keys_);
   store->set("k", {'v'});
   EXPECT_EQ(store->get("k", seconds(1)), std::vector<char>{'v'});
   EXPECT_EQ(service_.refused_peers(), 0u);
 }
 
-TEST_F(elastic_peer_guard_store, AClientWithoutKeysIsRefusedAndCounted) {
+TEST_F(ElasticPeerGuardStore, AClientWithoutKeysIsRefusedAndCounted) {
   EXPECT_TRUE(refused(std::nullopt));
   EXPECT_TRUE(eventually([&] { return service_.refused_peers() >= 1; })) << service_.refused_peers();
 }
 
-TEST_F(elastic_peer_guard_store, AnotherJobsKeysAreRefused) {
+TEST_F(ElasticPeerGuardStore, AnotherJobsKeysAreRefused) {
   EXPECT_TRUE(refused(JobKeys::generate()));
   EXPECT_TRUE(eventually([&] { return service_.refused_peers() >= 1; }));
 }
 
-TEST_F(elastic_peer_guard_store, TheServerKeyAloneIsNotEnough) {
+TEST_F(ElasticPeerGuardStore, TheServerKeyAloneIsNotEnough) {
   // Knowing the server's public key (it is no secret) with a self-made client key: ZAP says no.
   EXPECT_TRUE(refused(with_foreign_client(keys_)));
   EXPECT_TRUE(eventually([&] { return service_.refused_peers() >= 1; }));
@@ -79,7 +79,7 @@ TEST_F(elastic_peer_guard_store, TheServerKeyAloneIsNotEnough) {
   EXPECT_EQ(store->add("n", 2), 2);
 }
 
-TEST(elastic_peer_guard, AStoreWithoutKeysServesPlainClients) {
+TEST(ElasticPeerGuard, AStoreWithoutKeysServesPlainClients) {
   KvService service;
   const std::string endpoint = service.start("tcp://127.0.0.1:0");
   auto store = connect_store(endpoint, seconds(10));
@@ -87,7 +87,7 @@ TEST(elastic_peer_guard, AStoreWithoutKeysServesPlainClients) {
   EXPECT_EQ(service.refused_peers(), 0u);
 }
 
-TEST(elastic_peer_guard, RendezvousAdmitsTheJobsAgentsAndRefusesOthersWithoutDisturbingThem) {
+TEST(ElasticPeerGuard, RendezvousAdmitsTheJobsAgentsAndRefusesOthersWithoutDisturbingThem) {
   const JobKeys keys = JobKeys::generate();
   const auto heartbeat = HeartbeatOptions().interval(milliseconds(100)).liveness(5);
   RendezvousService service(

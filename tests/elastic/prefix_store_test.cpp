@@ -14,12 +14,12 @@ using std::chrono::milliseconds;
 
 std::vector<char> bytes(const std::string& s) { return std::vector<char>(s.begin(), s.end()); }
 
-TEST(elastic_prefix_store, GenerationPrefixIsGenSlashNSlash) {
+TEST(ElasticPrefixStore, GenerationPrefixIsGenSlashNSlash) {
   EXPECT_EQ(generation_prefix(0), "gen/0/");
   EXPECT_EQ(generation_prefix(42), "gen/42/");
 }
 
-TEST(elastic_prefix_store, GenerationsDoNotSeeEachOthersKeys) {
+TEST(ElasticPrefixStore, GenerationsDoNotSeeEachOthersKeys) {
   InMemoryStore base;
   PrefixStore gen1(generation_prefix(1), base);
   PrefixStore gen2(generation_prefix(2), base);
@@ -36,7 +36,7 @@ TEST(elastic_prefix_store, GenerationsDoNotSeeEachOthersKeys) {
   EXPECT_EQ(gen2.get("rank/0", milliseconds(5)), bytes("new"));
 }
 
-TEST(elastic_prefix_store, AddAndWaitArePrefixed) {
+TEST(ElasticPrefixStore, AddAndWaitArePrefixed) {
   InMemoryStore base;
   PrefixStore gen(generation_prefix(7), base);
   EXPECT_EQ(gen.add("joined", 1), 1);

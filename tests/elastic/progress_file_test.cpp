@@ -22,7 +22,7 @@ std::string read(const std::filesystem::path& p) {
   return s;
 }
 
-TEST(elastic_progress_file, WritesTheLatestStepAtMostOncePerInterval) {
+TEST(ElasticProgressFile, WritesTheLatestStepAtMostOncePerInterval) {
   const auto path = std::filesystem::path(::testing::TempDir()) / ("tenax-progress-" + std::to_string(::getpid()));
   std::filesystem::remove(path);
   ProgressFile progress(path, std::chrono::milliseconds(200));
@@ -37,7 +37,7 @@ TEST(elastic_progress_file, WritesTheLatestStepAtMostOncePerInterval) {
   std::filesystem::remove(path);
 }
 
-TEST(elastic_progress_file, FinishRemovesTheFileAndTheNextReportWritesAtOnce) {
+TEST(ElasticProgressFile, FinishRemovesTheFileAndTheNextReportWritesAtOnce) {
   const auto path = std::filesystem::path(::testing::TempDir()) / ("tenax-progress-fin-" + std::to_string(::getpid()));
   std::filesystem::remove(path);
   ProgressFile progress(path, std::chrono::hours(1));  // no report would pass the rate limit again
@@ -51,14 +51,14 @@ TEST(elastic_progress_file, FinishRemovesTheFileAndTheNextReportWritesAtOnce) {
   std::filesystem::remove(path);
 }
 
-TEST(elastic_progress_file, WithoutThePathItDoesNothing) {
+TEST(ElasticProgressFile, WithoutThePathItDoesNothing) {
   ::unsetenv(kProgressFileVariable);
   ProgressFile progress = ProgressFile::from_env();
   EXPECT_FALSE(progress.enabled());
   progress.report(1);  // no file, no throw
 }
 
-TEST(elastic_progress_file, AnUnwritablePathIsNotFatal) {
+TEST(ElasticProgressFile, AnUnwritablePathIsNotFatal) {
   ProgressFile progress("/nonexistent-dir/tenax/progress");
   EXPECT_NO_THROW(progress.report(1));
   EXPECT_NO_THROW(progress.report(2));

@@ -43,7 +43,7 @@ class RendezvousLease : public ::testing::Test {
 };
 using elastic_rendezvous_lease = RendezvousLease;  // suites are named elastic_* (ctest -R elastic)
 
-TEST_F(elastic_rendezvous_lease, NoLeaseReadsAsNoneAndAClaimWritesIt) {
+TEST_F(ElasticRendezvousLease, NoLeaseReadsAsNoneAndAClaimWritesIt) {
   LeaseFile file(dir_);
   EXPECT_FALSE(file.read().has_value());
   ASSERT_TRUE(file.claim(record(0, "node-a")));
@@ -55,7 +55,7 @@ TEST_F(elastic_rendezvous_lease, NoLeaseReadsAsNoneAndAClaimWritesIt) {
 }
 
 // Exactly one of many processes racing for the same term wins it.
-TEST_F(elastic_rendezvous_lease, OneOfManyProcessesRacingForATermWinsIt) {
+TEST_F(ElasticRendezvousLease, OneOfManyProcessesRacingForATermWinsIt) {
   constexpr int kRacers = 8;
   std::vector<pid_t> pids;
   for (int i = 0; i < kRacers; ++i) {
@@ -81,12 +81,12 @@ TEST_F(elastic_rendezvous_lease, OneOfManyProcessesRacingForATermWinsIt) {
   EXPECT_FALSE(LeaseFile(dir_).claim(record(3, "late"))) << "a claimed term was claimed again";
 }
 
-TEST_F(elastic_rendezvous_lease, ADamagedLeaseReadsAsNone) {
+TEST_F(ElasticRendezvousLease, ADamagedLeaseReadsAsNone) {
   std::ofstream(dir_ / kLeaseFileName) << "{\"term\": 1, \"holder\": ";
   EXPECT_FALSE(LeaseFile(dir_).read().has_value());
 }
 
-TEST_F(elastic_rendezvous_lease, AClaimInAnUnwritableDirectoryNamesIt) {
+TEST_F(ElasticRendezvousLease, AClaimInAnUnwritableDirectoryNamesIt) {
   LeaseFile file(dir_ / "missing");
   try {
     (void)file.claim(record(0, "node-a"));
@@ -96,7 +96,7 @@ TEST_F(elastic_rendezvous_lease, AClaimInAnUnwritableDirectoryNamesIt) {
   }
 }
 
-TEST_F(elastic_rendezvous_lease, TheKeeperRenewsAndStandsDownWhenAHigherTermIsClaimed) {
+TEST_F(ElasticRendezvousLease, TheKeeperRenewsAndStandsDownWhenAHigherTermIsClaimed) {
   LeaseFile file(dir_);
   ASSERT_TRUE(file.claim(record(0, "node-a")));
   std::int64_t generation = 7;

@@ -37,7 +37,7 @@ std::string rejected_agent(const Frames& frames) {
   return why;
 }
 
-TEST(elastic_rendezvous_protocol, AgentMessagesRoundTrip) {
+TEST(ElasticRendezvousProtocol, AgentMessagesRoundTrip) {
   const auto join = round_trip_agent(JoinMsg{"node-7", "host-7.cluster", 8, 41, 29517});
   EXPECT_EQ(join.node, "node-7");
   EXPECT_EQ(join.host, "host-7.cluster");
@@ -55,7 +55,7 @@ TEST(elastic_rendezvous_protocol, AgentMessagesRoundTrip) {
   EXPECT_EQ(finished.generation, 6);
 }
 
-TEST(elastic_rendezvous_protocol, ServiceMessagesRoundTrip) {
+TEST(ElasticRendezvousProtocol, ServiceMessagesRoundTrip) {
   Assignment a;
   a.generation = 5;
   a.node_rank = 1;
@@ -81,7 +81,7 @@ TEST(elastic_rendezvous_protocol, ServiceMessagesRoundTrip) {
   EXPECT_EQ(ack.value, 77);
 }
 
-TEST(elastic_rendezvous_protocol, MalformedAgentMessagesAreRejectedWithAReason) {
+TEST(ElasticRendezvousProtocol, MalformedAgentMessagesAreRejectedWithAReason) {
   const Frames join = encode(AgentMessage{JoinMsg{"node", "host", 2, -1}});
   EXPECT_NE(rejected_agent({}).find("empty"), std::string::npos);
   EXPECT_NE(rejected_agent({"x"}).find("header"), std::string::npos);
@@ -120,7 +120,7 @@ TEST(elastic_rendezvous_protocol, MalformedAgentMessagesAreRejectedWithAReason) 
   EXPECT_NE(rejected_agent(long_host).find("host must be 1..200 bytes, got 201"), std::string::npos);
 }
 
-TEST(elastic_rendezvous_protocol, InconsistentAssignIsRejected) {
+TEST(ElasticRendezvousProtocol, InconsistentAssignIsRejected) {
   Assignment a;
   a.node_rank = 2;
   a.num_nodes = 2;
@@ -132,7 +132,7 @@ TEST(elastic_rendezvous_protocol, InconsistentAssignIsRejected) {
   EXPECT_NE(why.find("inconsistent ranks"), std::string::npos) << why;
 }
 
-TEST(elastic_rendezvous_protocol, PrintableEscapesBinaryAndCuts) {
+TEST(ElasticRendezvousProtocol, PrintableEscapesBinaryAndCuts) {
   EXPECT_EQ(printable(std::string("a\0b\\", 4)), "a\\x00b\\x5c");
   EXPECT_EQ(printable(std::string(100, 'x'), 8), "xxxxxxxx...");
 }

@@ -47,7 +47,7 @@ using tenax::testing::eventually;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-TEST(elastic_rendezvous_options, InvalidValuesNameTheOption) {
+TEST(ElasticRendezvousOptions, InvalidValuesNameTheOption) {
   try {
     (void)RendezvousOptions(0, 1);
     FAIL() << "min_nodes 0 must be refused";
@@ -77,7 +77,7 @@ TEST(elastic_rendezvous_options, InvalidValuesNameTheOption) {
   EXPECT_NE(RendezvousOptions(1, 2), RendezvousOptions(1, 3));
 }
 
-TEST(elastic_rendezvous_options, DefaultsDetectADeadPeerWithinThreeSeconds) {
+TEST(ElasticRendezvousOptions, DefaultsDetectADeadPeerWithinThreeSeconds) {
   const HeartbeatOptions defaults;
   EXPECT_EQ(defaults.interval(), milliseconds(500));
   EXPECT_EQ(defaults.liveness(), 5);
@@ -85,7 +85,7 @@ TEST(elastic_rendezvous_options, DefaultsDetectADeadPeerWithinThreeSeconds) {
   EXPECT_LT(defaults.expiry() + defaults.interval() / 5, milliseconds(3000));
 }
 
-class elastic_rendezvous : public ::testing::Test {
+class ElasticRendezvous : public ::testing::Test {
  protected:
   void serve(const RendezvousOptions& options) {
     service_ = std::make_unique<RendezvousService>(options);
@@ -124,9 +124,9 @@ class elastic_rendezvous : public ::testing::Test {
   std::string endpoint_;
 };
 
-class elastic_rendezvous_world : public elastic_rendezvous, public ::testing::WithParamInterface<int> {};
+class ElasticRendezvousWorld : public elastic_rendezvous, public ::testing::WithParamInterface<int> {};
 
-TEST_P(elastic_rendezvous_world, AgentsFormGenerationZeroWithDistinctRanksInNodeIdOrder) {
+TEST_P(ElasticRendezvousWorld, AgentsFormGenerationZeroWithDistinctRanksInNodeIdOrder) {
   const int n = GetParam();
   serve(fast_options(n, n).resume_step(77));
   // Created (and joining) in reverse id order with 1..n workers: ranks follow the node ids.
@@ -170,9 +170,9 @@ TEST_P(elastic_rendezvous_world, AgentsFormGenerationZeroWithDistinctRanksInNode
   EXPECT_TRUE(snapshot.waiting.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Nodes, elastic_rendezvous_world, ::testing::Values(2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(Nodes, ElasticRendezvousWorld, ::testing::Values(2, 3, 4));
 
-TEST_F(elastic_rendezvous, LastCallWindowAdmitsLateJoinersUpToMax) {
+TEST_F(ElasticRendezvous, LastCallWindowAdmitsLateJoinersUpToMax) {
   const auto last_call = milliseconds(400);
   serve(fast_options(2, 4).last_call(last_call));
   auto a = agent("a");
@@ -201,7 +201,7 @@ TEST_F(elastic_rendezvous, LastCallWindowAdmitsLateJoinersUpToMax) {
   EXPECT_EQ(late->value().node_rank, 2);
 }
 
-TEST_F(elastic_rendezvous, JoinTimeoutFailsNamingMinCountAndNodes) {
+TEST_F(ElasticRendezvous, JoinTimeoutFailsNamingMinCountAndNodes) {
   serve(fast_options(3, 4).join_timeout(milliseconds(400)));
   auto a = agent("node-a");
   auto b = agent("node-b");
@@ -222,7 +222,7 @@ TEST_F(elastic_rendezvous, JoinTimeoutFailsNamingMinCountAndNodes) {
   EXPECT_EQ(service_->snapshot().generation, -1);
 }
 
-TEST_F(elastic_rendezvous, SilentAgentIsDetectedAndSurvivorsFormTheNextGeneration) {
+TEST_F(ElasticRendezvous, SilentAgentIsDetectedAndSurvivorsFormTheNextGeneration) {
   serve(fast_options(2, 3));
   auto a = agent("a", 2);
   auto b = agent("b", 1);
@@ -265,7 +265,7 @@ TEST_F(elastic_rendezvous, SilentAgentIsDetectedAndSurvivorsFormTheNextGeneratio
   EXPECT_THROW(store->get("gen/0/probe", milliseconds(50)), TimeoutError);
 }
 
-TEST_F(elastic_rendezvous, RequestedRestartWithTheSameNodesKeepsRanksAndCarriesTheResumeStep) {
+TEST_F(ElasticRendezvous, RequestedRestartWithTheSameNodesKeepsRanksAndCarriesTheResumeStep) {
   serve(fast_options(3, 3));
   auto a = agent("a", 2);
   auto b = agent("b", 3);
@@ -297,7 +297,7 @@ TEST_F(elastic_rendezvous, RequestedRestartWithTheSameNodesKeepsRanksAndCarriesT
 }
 
 // Agents whose workers finish one after another must not restart the others (LEAVE would).
-TEST_F(elastic_rendezvous, FinishedAgentsLeaveWithoutEndingTheGenerationForTheOthers) {
+TEST_F(ElasticRendezvous, FinishedAgentsLeaveWithoutEndingTheGenerationForTheOthers) {
   serve(fast_options(1, 3));
   auto a = agent("a");
   auto b = agent("b");
@@ -332,7 +332,7 @@ TEST_F(elastic_rendezvous, FinishedAgentsLeaveWithoutEndingTheGenerationForTheOt
 
 // If a member still running fails after another finished, the next generation forms without
 // the finished node.
-TEST_F(elastic_rendezvous, FailureAfterAnotherNodeFinishedReformsWithoutIt) {
+TEST_F(ElasticRendezvous, FailureAfterAnotherNodeFinishedReformsWithoutIt) {
   serve(fast_options(1, 2));
   auto a = agent("a");
   auto b = agent("b");
@@ -346,7 +346,7 @@ TEST_F(elastic_rendezvous, FailureAfterAnotherNodeFinishedReformsWithoutIt) {
   EXPECT_EQ(again.value().world_size, 1);
 }
 
-TEST_F(elastic_rendezvous, AgentJoiningMidGenerationGetsInAtTheNext) {
+TEST_F(ElasticRendezvous, AgentJoiningMidGenerationGetsInAtTheNext) {
   serve(fast_options(2, 4));
   auto a = agent("a");
   auto b = agent("b");
@@ -374,7 +374,7 @@ TEST_F(elastic_rendezvous, AgentJoiningMidGenerationGetsInAtTheNext) {
   EXPECT_EQ(rejoined[1].value().rank_offset, 1);
 }
 
-TEST_F(elastic_rendezvous, AgentBeyondMaxWaitsAsASpareWithoutDisturbingTheGeneration) {
+TEST_F(ElasticRendezvous, AgentBeyondMaxWaitsAsASpareWithoutDisturbingTheGeneration) {
   serve(fast_options(2, 2));
   auto a = agent("a");
   auto b = agent("b");
@@ -388,7 +388,7 @@ TEST_F(elastic_rendezvous, AgentBeyondMaxWaitsAsASpareWithoutDisturbingTheGenera
   EXPECT_FALSE(service_->snapshot().restart_requested);
 }
 
-TEST_F(elastic_rendezvous, AgentsSeeTheServiceDieAfterTheServiceTimeout) {
+TEST_F(ElasticRendezvous, AgentsSeeTheServiceDieAfterTheServiceTimeout) {
   serve(fast_options(2, 2));
   auto a = agent("a");
   auto b = agent("b");
@@ -411,7 +411,7 @@ TEST_F(elastic_rendezvous, AgentsSeeTheServiceDieAfterTheServiceTimeout) {
   EXPECT_TRUE(contains(joined.status().message(), "never answered")) << joined.status().message();
 }
 
-TEST_F(elastic_rendezvous, JoiningAgentsReconnectToARestartedService) {
+TEST_F(ElasticRendezvous, JoiningAgentsReconnectToARestartedService) {
   serve(fast_options(3, 3));  // never forms with two
   const std::string endpoint = endpoint_;
   auto a = agent("a");
@@ -439,7 +439,7 @@ TEST_F(elastic_rendezvous, JoiningAgentsReconnectToARestartedService) {
 // again. The members' JOINs, queued while it was down, arrive in a burst and carry the last
 // generation they saw; the new service goes on above it, and the burst's duplicates re-send the
 // ASSIGN instead of ending the generation they just formed (found by tools/chaos.py).
-TEST_F(elastic_rendezvous, ARestartedServiceGoesOnAboveTheMembersLastGenerationAndKeepsIt) {
+TEST_F(ElasticRendezvous, ARestartedServiceGoesOnAboveTheMembersLastGenerationAndKeepsIt) {
   serve(fast_options(2, 2));
   const std::string endpoint = endpoint_;
   auto a = agent("a");
@@ -475,7 +475,7 @@ TEST_F(elastic_rendezvous, ARestartedServiceGoesOnAboveTheMembersLastGenerationA
   EXPECT_TRUE(b->status().is_ok()) << b->status().to_string();
 }
 
-TEST_F(elastic_rendezvous, MalformedMessagesAreLoggedAndIgnored) {
+TEST_F(ElasticRendezvous, MalformedMessagesAreLoggedAndIgnored) {
   serve(fast_options(2, 2));
   zmq::context_t context(1);
   zmq::socket_t raw(context, zmq::socket_type::dealer);

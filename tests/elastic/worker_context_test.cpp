@@ -24,7 +24,7 @@ const char* const kVariables[] = {"RANK",          "LOCAL_RANK",          "WORLD
                                   "TENAX_GLOO_HOSTNAME", "TENAX_FENCE_DIR"};
 
 // Each test starts from an environment without the launcher's variables and leaves none behind.
-class elastic_worker_context : public ::testing::Test {
+class ElasticWorkerContext : public ::testing::Test {
  protected:
   void SetUp() override { clear(); }
   void TearDown() override { clear(); }
@@ -44,7 +44,7 @@ class elastic_worker_context : public ::testing::Test {
   }
 };
 
-TEST_F(elastic_worker_context, WithoutRankItIsASingleProcess) {
+TEST_F(ElasticWorkerContext, WithoutRankItIsASingleProcess) {
   auto ctx = WorkerContext::from_env();
   EXPECT_EQ(ctx.rank(), 0);
   EXPECT_EQ(ctx.world_size(), 1);
@@ -59,7 +59,7 @@ TEST_F(elastic_worker_context, WithoutRankItIsASingleProcess) {
   EXPECT_TRUE(ctx.finalize(seconds(1)));
 }
 
-TEST_F(elastic_worker_context, WorldOfOneFromTheLaunchersEnvironment) {
+TEST_F(ElasticWorkerContext, WorldOfOneFromTheLaunchersEnvironment) {
   KvService service;
   const std::string endpoint = service.start("tcp://127.0.0.1:0");
   set("RANK", "0");
@@ -93,13 +93,13 @@ TEST_F(elastic_worker_context, WorldOfOneFromTheLaunchersEnvironment) {
   EXPECT_EQ(ctx.store(), nullptr);
 }
 
-TEST_F(elastic_worker_context, RankThatIsNotANumberNamesTheVariable) {
+TEST_F(ElasticWorkerContext, RankThatIsNotANumberNamesTheVariable) {
   set("RANK", "abc");
   set("WORLD_SIZE", "2");
   expect_config_error("RANK='abc'");
 }
 
-TEST_F(elastic_worker_context, RankOutsideTheWorldNamesTheVariable) {
+TEST_F(ElasticWorkerContext, RankOutsideTheWorldNamesTheVariable) {
   set("RANK", "2");
   set("WORLD_SIZE", "2");
   expect_config_error("RANK=2");
@@ -107,7 +107,7 @@ TEST_F(elastic_worker_context, RankOutsideTheWorldNamesTheVariable) {
   expect_config_error("RANK=-1");
 }
 
-TEST_F(elastic_worker_context, OtherBadValuesNameTheirVariable) {
+TEST_F(ElasticWorkerContext, OtherBadValuesNameTheirVariable) {
   set("RANK", "0");
   expect_config_error("WORLD_SIZE");  // unset
   set("WORLD_SIZE", "0");
@@ -131,7 +131,7 @@ TEST_F(elastic_worker_context, OtherBadValuesNameTheirVariable) {
   expect_config_error("TENAX_RDZV_ENDPOINT");  // a world of two needs the service
 }
 
-TEST_F(elastic_worker_context, UnreachableServiceIsARendezvousError) {
+TEST_F(ElasticWorkerContext, UnreachableServiceIsARendezvousError) {
   KvService service;
   const std::string endpoint = service.start("tcp://127.0.0.1:0");
   service.stop();
@@ -141,7 +141,7 @@ TEST_F(elastic_worker_context, UnreachableServiceIsARendezvousError) {
   EXPECT_THROW(WorkerContext::from_env(milliseconds(200)), RendezvousError);
 }
 
-TEST_F(elastic_worker_context, AssembledFromPartsRejectsAMismatchedCommunicator) {
+TEST_F(ElasticWorkerContext, AssembledFromPartsRejectsAMismatchedCommunicator) {
   WorkerIdentity id;
   id.rank = 1;
   id.world_size = 2;
@@ -149,7 +149,7 @@ TEST_F(elastic_worker_context, AssembledFromPartsRejectsAMismatchedCommunicator)
 }
 
 // Two ranks as threads: finalize is a barrier, and reports peers that never reach it.
-TEST_F(elastic_worker_context, FinalizeSucceedsWhenEveryRankCallsIt) {
+TEST_F(ElasticWorkerContext, FinalizeSucceedsWhenEveryRankCallsIt) {
   InMemoryStore store;
   std::vector<std::future<bool>> done;
   for (int r = 0; r < 2; ++r) {
@@ -164,7 +164,7 @@ TEST_F(elastic_worker_context, FinalizeSucceedsWhenEveryRankCallsIt) {
   for (auto& f : done) EXPECT_TRUE(f.get());
 }
 
-TEST_F(elastic_worker_context, FinalizeReturnsFalseWhenAPeerNeverArrives) {
+TEST_F(ElasticWorkerContext, FinalizeReturnsFalseWhenAPeerNeverArrives) {
   InMemoryStore store;
   std::promise<void> rank0_finished;
   std::thread peer([&] {
@@ -182,7 +182,7 @@ TEST_F(elastic_worker_context, FinalizeReturnsFalseWhenAPeerNeverArrives) {
   EXPECT_TRUE(ctx.finalize(milliseconds(200)));  // already released: nothing left to do
 }
 
-TEST_F(elastic_worker_context, MoveKeepsTheCommunicator) {
+TEST_F(ElasticWorkerContext, MoveKeepsTheCommunicator) {
   WorkerContext a(WorkerIdentity{}, nullptr, make_local_communicator());
   WorkerContext b = std::move(a);
   b.communicator().barrier(seconds(1));

@@ -29,7 +29,7 @@ const char* const kVariables[] = {"RANK",          "LOCAL_RANK",       "WORLD_SI
                                   "MASTER_ADDR",   "TENAX_GENERATION", "TENAX_RESTART_COUNT",
                                   "TENAX_RDZV_ENDPOINT", "TENAX_BACKEND"};
 
-class cuda_backend : public ::testing::Test {
+class CudaBackend : public ::testing::Test {
  protected:
   void SetUp() override { clear(); }
   void TearDown() override { clear(); }
@@ -55,7 +55,7 @@ std::string config_error_of(const std::function<void()>& fn) {
   return "";
 }
 
-TEST_F(cuda_backend, ParsesTheFourNamesInAnyCase) {
+TEST_F(CudaBackend, ParsesTheFourNamesInAnyCase) {
   EXPECT_EQ(parse_backend("auto"), Backend::kAuto);
   EXPECT_EQ(parse_backend("Gloo"), Backend::kGloo);
   EXPECT_EQ(parse_backend("NCCL"), Backend::kNccl);
@@ -66,7 +66,7 @@ TEST_F(cuda_backend, ParsesTheFourNamesInAnyCase) {
   EXPECT_STREQ(backend_name(Backend::kNccl), "nccl");
 }
 
-TEST_F(cuda_backend, EnvironmentDefaultsToAuto) {
+TEST_F(CudaBackend, EnvironmentDefaultsToAuto) {
   EXPECT_EQ(backend_from_env(), Backend::kAuto);
   set("TENAX_BACKEND", "");
   EXPECT_EQ(backend_from_env(), Backend::kAuto);
@@ -76,7 +76,7 @@ TEST_F(cuda_backend, EnvironmentDefaultsToAuto) {
   EXPECT_THROW(backend_from_env(), ConfigError);
 }
 
-TEST_F(cuda_backend, AutoIsNcclOnlyWithNcclAndADevice) {
+TEST_F(CudaBackend, AutoIsNcclOnlyWithNcclAndADevice) {
   EXPECT_EQ(resolve_backend(Backend::kAuto, true, 4), Backend::kNccl);
   EXPECT_EQ(resolve_backend(Backend::kAuto, true, 0), Backend::kGloo);
   EXPECT_EQ(resolve_backend(Backend::kAuto, false, 4), Backend::kGloo);
@@ -84,7 +84,7 @@ TEST_F(cuda_backend, AutoIsNcclOnlyWithNcclAndADevice) {
   EXPECT_EQ(resolve_backend(Backend::kNccl, false, 0), Backend::kNccl) << "an explicit choice is kept (and fails)";
 }
 
-TEST_F(cuda_backend, NcclWithoutADeviceNamesTheFix) {
+TEST_F(CudaBackend, NcclWithoutADeviceNamesTheFix) {
   require_no_device();
   InMemoryStore store;
   NcclOptions options;
@@ -104,7 +104,7 @@ TEST_F(cuda_backend, NcclWithoutADeviceNamesTheFix) {
   EXPECT_THROW(store.get("nccl/unique_id", milliseconds(1)), TimeoutError) << "nothing published";
 }
 
-TEST_F(cuda_backend, FactoryRefusesMpiFromAStore) {
+TEST_F(CudaBackend, FactoryRefusesMpiFromAStore) {
   InMemoryStore store;
   const std::string message =
       config_error_of([&] { make_communicator(Backend::kMpi, store, 0, 2, CommunicatorOptions{}); });
@@ -112,7 +112,7 @@ TEST_F(cuda_backend, FactoryRefusesMpiFromAStore) {
   EXPECT_NE(message.find("tenax_init_mpi"), std::string::npos) << message;
 }
 
-TEST_F(cuda_backend, AutoWithoutADeviceIsGloo) {
+TEST_F(CudaBackend, AutoWithoutADeviceIsGloo) {
   require_no_device();
   InMemoryStore store;
   CommunicatorOptions options;
@@ -132,7 +132,7 @@ TEST_F(cuda_backend, AutoWithoutADeviceIsGloo) {
 
 // The whole path a worker of `TENAX_BACKEND=nccl tenax run` takes, through a real rendezvous
 // store: WorkerContext::from_env fails at once with the fix, not at a collective's timeout.
-TEST_F(cuda_backend, WorkerContextUnderTenaxRunReportsNoDevice) {
+TEST_F(CudaBackend, WorkerContextUnderTenaxRunReportsNoDevice) {
   require_no_device();
   KvService service;
   const std::string endpoint = service.start("tcp://127.0.0.1:0");
@@ -158,7 +158,7 @@ TEST_F(cuda_backend, WorkerContextUnderTenaxRunReportsNoDevice) {
 // One NCCL per process, the torch wheel's: libtorch_cuda.so and Tenax's communicator must not
 // load two (a toolkit or system libnccl.so.2 found first on the RUNPATH would be shared by both
 // under the same soname, whatever its version).
-TEST_F(cuda_backend, TheProcessMapsOnlyTheWheelsNccl) {
+TEST_F(CudaBackend, TheProcessMapsOnlyTheWheelsNccl) {
   std::ifstream maps("/proc/self/maps");
   std::set<std::string> nccl;
   for (std::string line; std::getline(maps, line);) {

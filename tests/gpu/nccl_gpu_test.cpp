@@ -69,7 +69,7 @@ struct DeviceFloats {
   std::size_t count;
 };
 
-TEST(nccl_gpu, AllreduceOnDeviceAndHostBuffers) {
+TEST(NcclGpu, AllreduceOnDeviceAndHostBuffers) {
   const int n = world();
   ASSERT_GT(n, 0);
   run_nccl_ranks(n, [&](Communicator& comm) {
@@ -91,7 +91,7 @@ TEST(nccl_gpu, AllreduceOnDeviceAndHostBuffers) {
   });
 }
 
-TEST(nccl_gpu, BroadcastAllgatherBarrier) {
+TEST(NcclGpu, BroadcastAllgatherBarrier) {
   const int n = world();
   ASSERT_GT(n, 0);
   run_nccl_ranks(n, [&](Communicator& comm) {
@@ -108,7 +108,7 @@ TEST(nccl_gpu, BroadcastAllgatherBarrier) {
 
 // A peer that never enters the collective: the survivor's call ends at its timeout with
 // TimeoutError (the communicator aborted, not hung), and every later call fails at once.
-TEST(nccl_two_gpus, AbsentPeerTimesOutAndAborts) {
+TEST(NcclTwoGpus, AbsentPeerTimesOutAndAborts) {
   const int n = world();
   ASSERT_GE(n, 2) << "registered only where configure saw 2 GPUs (tests/gpu/CMakeLists.txt)";
   std::atomic<bool> done{false};
@@ -128,7 +128,7 @@ TEST(nccl_two_gpus, AbsentPeerTimesOutAndAborts) {
 }
 
 // abort() from another thread ends a collective in flight with PeerLostError.
-TEST(nccl_two_gpus, AbortFromAnotherThreadEndsAPendingCall) {
+TEST(NcclTwoGpus, AbortFromAnotherThreadEndsAPendingCall) {
   const int n = world();
   ASSERT_GE(n, 2) << "registered only where configure saw 2 GPUs (tests/gpu/CMakeLists.txt)";
   std::atomic<bool> done{false};
