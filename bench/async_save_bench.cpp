@@ -104,20 +104,30 @@ Options parse(int argc, char** argv) {
     if (i + 1 >= argc) usage_error(flag + " needs a value");
     const std::string value = argv[++i];
     auto as_int = [&] { return tenax::env::parse_int(value, flag); };
-    if (flag == "--model") o.model = value;
-    else if (flag == "--model-dir") o.model_dir = value;
-    else if (flag == "--output-dir") o.output_dir = value;
-    else if (flag == "--mode") o.mode = value;
-    else if (flag == "--steps") o.steps = as_int();
-    else if (flag == "--batch") o.batch = as_int();
-    else if (flag == "--seq") o.seq = as_int();
-    else if (flag == "--threads") o.threads = static_cast<int>(as_int());
-    else if (flag == "--seed") o.seed = static_cast<std::uint64_t>(as_int());
+    if (flag == "--model")
+      o.model = value;
+    else if (flag == "--model-dir")
+      o.model_dir = value;
+    else if (flag == "--output-dir")
+      o.output_dir = value;
+    else if (flag == "--mode")
+      o.mode = value;
+    else if (flag == "--steps")
+      o.steps = as_int();
+    else if (flag == "--batch")
+      o.batch = as_int();
+    else if (flag == "--seq")
+      o.seq = as_int();
+    else if (flag == "--threads")
+      o.threads = static_cast<int>(as_int());
+    else if (flag == "--seed")
+      o.seed = static_cast<std::uint64_t>(as_int());
     else if (flag == "--save-at") {
       o.save_at.clear();
       std::stringstream list(value);
       for (std::string item; std::getline(list, item, ',');) o.save_at.insert(tenax::env::parse_int(item, flag));
-    } else usage_error("unknown flag " + flag);
+    } else
+      usage_error("unknown flag " + flag);
   }
   if (o.model != "minilm" && o.model != "bert-base") usage_error("--model must be minilm or bert-base, not " + o.model);
   if (o.model == "minilm" && o.model_dir.empty()) usage_error("--model minilm needs --model-dir (all-minilm-l6-v2)");
@@ -234,10 +244,17 @@ int run(const Options& o) {
     if (!fs::exists(fs::path(dir) / "manifest.json")) throw tenax::StorageError(dir + " has no manifest.json");
   }
 
-  nlohmann::json out = {{"model", o.model},           {"mode", o.mode},          {"parameters", parameters},
-                        {"threads", o.threads},       {"batch", o.batch},        {"seq", o.seq},
-                        {"steps", steps},             {"saves", saves},          {"loop_start", ns(loop_start)},
-                        {"loop_end", ns(loop_end)},   {"committed", watch->committed}};
+  nlohmann::json out = {{"model", o.model},
+                        {"mode", o.mode},
+                        {"parameters", parameters},
+                        {"threads", o.threads},
+                        {"batch", o.batch},
+                        {"seq", o.seq},
+                        {"steps", steps},
+                        {"saves", saves},
+                        {"loop_start", ns(loop_start)},
+                        {"loop_end", ns(loop_end)},
+                        {"committed", watch->committed}};
   std::cout << "ASYNC_SAVE_BENCH " << out.dump() << std::endl;
   return 0;
 }

@@ -79,7 +79,8 @@ struct Training {
     NamedTensors out;
     const NamedTensors p = params();
     for (const auto& [name, t] : p) out.emplace_back("model/" + name, t.detach());
-    for (auto& e : tenax::sdk::capture_adamw_state(*optimizer, p, tenax::sdk::Capture::kView)) out.push_back(std::move(e));
+    for (auto& e : tenax::sdk::capture_adamw_state(*optimizer, p, tenax::sdk::Capture::kView))
+      out.push_back(std::move(e));
     return out;
   }
 };
@@ -131,12 +132,12 @@ double load_all(const fs::path& out, std::uint64_t expect_bytes, const NamedTens
     for (const auto& [name, t] : *into) destinations.emplace(name, t);
   }
   const auto start = Clock::now();
-  auto loaded = reader.load_latest(
-      [](const std::string& n) { return n.rfind("model/", 0) == 0 || n.rfind("optim/", 0) == 0; },
-      [&](const std::string& n) {
-        const auto it = destinations.find(n);
-        return it == destinations.end() ? torch::Tensor() : it->second;
-      });
+  auto loaded =
+      reader.load_latest([](const std::string& n) { return n.rfind("model/", 0) == 0 || n.rfind("optim/", 0) == 0; },
+                         [&](const std::string& n) {
+                           const auto it = destinations.find(n);
+                           return it == destinations.end() ? torch::Tensor() : it->second;
+                         });
   const double seconds = since(start);
   std::uint64_t got = 0;
   std::uint64_t in_place = 0;
@@ -144,7 +145,8 @@ double load_all(const fs::path& out, std::uint64_t expect_bytes, const NamedTens
     for (const auto& [name, t] : loaded->tensors) {
       got += static_cast<std::uint64_t>(t.numel()) * t.element_size();
       const auto it = destinations.find(name);
-      if (it != destinations.end() && it->second.data_ptr() == t.data_ptr()) in_place += static_cast<std::uint64_t>(t.nbytes());
+      if (it != destinations.end() && it->second.data_ptr() == t.data_ptr())
+        in_place += static_cast<std::uint64_t>(t.nbytes());
     }
   }
   if (got != expect_bytes || (into != nullptr && in_place + 8 * 1000 < expect_bytes)) {

@@ -99,8 +99,10 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (i + 1 >= argc) die("flag " + flag + " needs a value; usage: rendezvous_scale_bench --nodes N [--steady-s S] "
-                           "[--seed S] [--service-log FILE] [--last-call-ms MS]");
+    if (i + 1 >= argc)
+      die("flag " + flag +
+          " needs a value; usage: rendezvous_scale_bench --nodes N [--steady-s S] "
+          "[--seed S] [--service-log FILE] [--last-call-ms MS]");
     const std::string value = argv[++i];
     try {
       if (flag == "--nodes") {
@@ -253,8 +255,8 @@ std::optional<std::string> read_line(int fd) {
     std::ostringstream stats;
     stats << "{\"generation\": " << s.generation << ", \"members\": " << s.members.size()
           << ", \"live\": " << s.live.size() << ", \"nodes_lost\": " << s.nodes_lost
-          << ", \"longest_silence_ms\": " << s.longest_silence_ms << ", \"malformed_messages\": " << s.malformed_messages
-          << ", \"refused_peers\": " << s.refused_peers << "}";
+          << ", \"longest_silence_ms\": " << s.longest_silence_ms
+          << ", \"malformed_messages\": " << s.malformed_messages << ", \"refused_peers\": " << s.refused_peers << "}";
     write_line(out_fd, stats.str());
     service.stop();
   } catch (const std::exception& e) {
@@ -373,9 +375,8 @@ std::string check_assignments(const std::vector<Agent>& agents, const std::vecto
     const auto& a = second ? agents[i].second : agents[i].first;
     if (!a) return node_id(i) + " holds no assignment";
     if (a->generation != g || a->num_nodes != num_nodes) {
-      return node_id(i) + " got generation " + std::to_string(a->generation) + " of " +
-             std::to_string(a->num_nodes) + " nodes, expected " + std::to_string(g) + " of " +
-             std::to_string(num_nodes);
+      return node_id(i) + " got generation " + std::to_string(a->generation) + " of " + std::to_string(a->num_nodes) +
+             " nodes, expected " + std::to_string(g) + " of " + std::to_string(num_nodes);
     }
     ranks.push_back(a->node_rank);
   }

@@ -39,8 +39,10 @@ struct Options {
 };
 
 [[noreturn]] void usage(const std::string& message) {
-  std::fprintf(stderr, "sim_baseline: %s\nusage: sim_baseline [--nx N] [--ny N] [--steps N] [--train-every N] "
-                       "[--batch N] [--hidden N] [--learning-rate X] [--warmup-steps N]\n", message.c_str());
+  std::fprintf(stderr,
+               "sim_baseline: %s\nusage: sim_baseline [--nx N] [--ny N] [--steps N] [--train-every N] "
+               "[--batch N] [--hidden N] [--learning-rate X] [--warmup-steps N]\n",
+               message.c_str());
   std::exit(2);
 }
 
@@ -54,15 +56,24 @@ Options parse(int argc, char** argv) {
     const double number = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0') usage(flag + " '" + value + "' is not a number");
     const auto integer = static_cast<std::int64_t>(number);
-    if (flag == "--nx") o.heat.nx = integer;
-    else if (flag == "--ny") o.heat.ny = integer;
-    else if (flag == "--steps") o.steps = integer;
-    else if (flag == "--train-every") o.train_every = integer;
-    else if (flag == "--batch") o.batch = integer;
-    else if (flag == "--hidden") o.hidden = integer;
-    else if (flag == "--learning-rate") o.learning_rate = number;
-    else if (flag == "--warmup-steps") o.warmup_steps = integer;
-    else usage("unknown flag " + flag);
+    if (flag == "--nx")
+      o.heat.nx = integer;
+    else if (flag == "--ny")
+      o.heat.ny = integer;
+    else if (flag == "--steps")
+      o.steps = integer;
+    else if (flag == "--train-every")
+      o.train_every = integer;
+    else if (flag == "--batch")
+      o.batch = integer;
+    else if (flag == "--hidden")
+      o.hidden = integer;
+    else if (flag == "--learning-rate")
+      o.learning_rate = number;
+    else if (flag == "--warmup-steps")
+      o.warmup_steps = integer;
+    else
+      usage("unknown flag " + flag);
   }
   if (o.steps < 1 || o.train_every < 1 || o.batch < 1 || o.hidden < 1) usage("all sizes must be >= 1");
   return o;
@@ -70,8 +81,10 @@ Options parse(int argc, char** argv) {
 
 // transformers' get_cosine_schedule_with_warmup (num_cycles 0.5), as the coupled run's schedule.
 double cosine_lr(const Options& o, std::int64_t step, std::int64_t total) {
-  if (step < o.warmup_steps) return o.learning_rate * static_cast<double>(step) / static_cast<double>(std::max<std::int64_t>(1, o.warmup_steps));
-  const double progress = static_cast<double>(step - o.warmup_steps) / static_cast<double>(std::max<std::int64_t>(1, total - o.warmup_steps));
+  if (step < o.warmup_steps)
+    return o.learning_rate * static_cast<double>(step) / static_cast<double>(std::max<std::int64_t>(1, o.warmup_steps));
+  const double progress = static_cast<double>(step - o.warmup_steps) /
+                          static_cast<double>(std::max<std::int64_t>(1, total - o.warmup_steps));
   return o.learning_rate * std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * progress)));
 }
 
@@ -103,7 +116,8 @@ int main(int argc, char** argv) {
     strip.step();
     if (train) {
       strip.values(cells, labels.data());
-      const torch::Tensor x = torch::from_blob(inputs.data(), {o.batch, sim::kStencil}, torch::kFloat64).to(torch::kFloat32);
+      const torch::Tensor x =
+          torch::from_blob(inputs.data(), {o.batch, sim::kStencil}, torch::kFloat64).to(torch::kFloat32);
       const torch::Tensor y = torch::from_blob(labels.data(), {o.batch, 1}, torch::kFloat64).to(torch::kFloat32);
       model->train();
       optimizer.zero_grad();

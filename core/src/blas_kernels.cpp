@@ -13,8 +13,8 @@ namespace {
 // The cores of OpenBLAS's DYNAMIC_ARCH x86-64 builds whose GEMM kernels use AVX2 or AVX-512
 // (kernel/x86_64/KERNEL.*; ZEN reuses Haswell's). Lower case: openblas_get_corename() and
 // OPENBLAS_CORETYPE differ in case between versions.
-constexpr std::array<std::string_view, 6> kVectorCores = {"haswell", "zen", "skylakex", "cooperlake",
-                                                           "sapphirerapids", "zen4"};
+constexpr std::array<std::string_view, 6> kVectorCores = {"haswell",        "zen", "skylakex", "cooperlake",
+                                                          "sapphirerapids", "zen4"};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -102,9 +102,7 @@ std::string describe(const OpenBlasInfo& info) {
   return out;
 }
 
-std::string describe(CpuVectorFeatures cpu) {
-  return cpu.avx512 ? "AVX-512" : cpu.avx2_fma ? "AVX2" : "no AVX2";
-}
+std::string describe(CpuVectorFeatures cpu) { return cpu.avx512 ? "AVX-512" : cpu.avx2_fma ? "AVX2" : "no AVX2"; }
 
 BlasReport report_loaded_blas() {
   const CpuVectorFeatures cpu = detect_cpu_vector_features();
@@ -119,7 +117,8 @@ BlasReport report_loaded_blas() {
     report.fallback = true;
     report.line += ". OpenBLAS runs its " + blas->core + " kernels on a CPU with " + describe(cpu) +
                    " (a fraction of its speed): start the workers with `tenax run`, which chooses the kernels, "
-                   "or export OPENBLAS_CORETYPE=" + *better;
+                   "or export OPENBLAS_CORETYPE=" +
+                   *better;
   }
   return report;
 }

@@ -7,7 +7,7 @@
 namespace tenax {
 
 const BuildInfo& build_info() {
-  static const BuildInfo info{TENAX_BUILD_VERSION, TENAX_BUILD_COMMIT, TENAX_BUILD_TREE,
+  static const BuildInfo info{TENAX_BUILD_VERSION, TENAX_BUILD_COMMIT,   TENAX_BUILD_TREE,
                               TENAX_BUILD_FLAVOUR, TENAX_BUILD_LIBTORCH, TENAX_BUILD_TYPE};
   return info;
 }
@@ -15,8 +15,8 @@ const BuildInfo& build_info() {
 const std::string& version_line() {
   static const std::string line = [] {
     const BuildInfo& b = build_info();
-    return fmt::format("tenax {} (commit {}, tree {}, flavour {}, libtorch {}, {})", b.version, b.commit,
-                       b.tree, b.flavour, b.libtorch, b.build_type);
+    return fmt::format("tenax {} (commit {}, tree {}, flavour {}, libtorch {}, {})", b.version, b.commit, b.tree,
+                       b.flavour, b.libtorch, b.build_type);
   }();
   return line;
 }

@@ -12,8 +12,8 @@ Endpoint Endpoint::parse(const std::string& text, bool allow_any_port) {
   const auto colon = rest.rfind(':');
   const std::string digits = colon == std::string::npos ? "" : rest.substr(colon + 1);
   const auto fail = [&](const char* what) {
-    return ConfigError(fmt::format("endpoint '{}' {}: write it as tcp://HOST:PORT with a port in {}..65535", text,
-                                   what, allow_any_port ? 0 : 1));
+    return ConfigError(fmt::format("endpoint '{}' {}: write it as tcp://HOST:PORT with a port in {}..65535", text, what,
+                                   allow_any_port ? 0 : 1));
   };
   if (colon == std::string::npos || colon == 0) throw fail("has no host");
   if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos) {

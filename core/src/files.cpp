@@ -81,8 +81,7 @@ std::string read_all(const std::filesystem::path& path) {
 
 void durable_rename(const std::filesystem::path& from, const std::filesystem::path& to) {
   if (::rename(from.c_str(), to.c_str()) != 0) {
-    throw StorageError("cannot rename " + from.string() + " to " + to.string() + ": " +
-                       std::strerror(errno));
+    throw StorageError("cannot rename " + from.string() + " to " + to.string() + ": " + std::strerror(errno));
   }
   fsync_dir(to.has_parent_path() ? to.parent_path() : std::filesystem::path("."));
 }

@@ -30,14 +30,10 @@ Backend backend_from_env() {
 
 const char* backend_name(Backend backend) {
   switch (backend) {
-    case Backend::kAuto:
-      return "auto";
-    case Backend::kGloo:
-      return "gloo";
-    case Backend::kNccl:
-      return "nccl";
-    case Backend::kMpi:
-      return "mpi";
+    case Backend::kAuto: return "auto";
+    case Backend::kGloo: return "gloo";
+    case Backend::kNccl: return "nccl";
+    case Backend::kMpi: return "mpi";
   }
   return "unknown";
 }
@@ -50,9 +46,9 @@ Backend resolve_backend(Backend requested, bool nccl_in_build, int visible_devic
 std::unique_ptr<Communicator> make_communicator(Backend backend, Store& store, int rank, int size,
                                                 const CommunicatorOptions& options) {
   // Only ask CUDA for devices when the build has NCCL: the CPU flavour never touches CUDA.
-  const Backend resolved =
-      backend == Backend::kAuto ? resolve_backend(backend, nccl_built(), nccl_built() ? visible_cuda_devices() : 0)
-                                : backend;
+  const Backend resolved = backend == Backend::kAuto
+                               ? resolve_backend(backend, nccl_built(), nccl_built() ? visible_cuda_devices() : 0)
+                               : backend;
   switch (resolved) {
     case Backend::kNccl: {
       NcclOptions nccl;
@@ -61,12 +57,12 @@ std::unique_ptr<Communicator> make_communicator(Backend backend, Store& store, i
     }
     case Backend::kMpi:
       throw ConfigError(std::string(kBackendVariable) + "=mpi for rank " + std::to_string(rank) + " of " +
-                        std::to_string(size) + ": the MPI communicator is built from the program's own MPI "
+                        std::to_string(size) +
+                        ": the MPI communicator is built from the program's own MPI "
                         "communicator (tenax_init_mpi or make_mpi_communicator under srun/mpirun), not from a "
                         "rendezvous store; under `tenax run` use TENAX_BACKEND=gloo or nccl");
     case Backend::kAuto:
-    case Backend::kGloo:
-      break;
+    case Backend::kGloo: break;
   }
   GlooOptions gloo;
   gloo.hostname = options.hostname;

@@ -11,14 +11,10 @@ namespace tenax::elastic {
 
 std::size_t element_size(ElementType type) {
   switch (type) {
-    case ElementType::kFloat32:
-      return 4;
-    case ElementType::kFloat64:
-      return 8;
-    case ElementType::kInt64:
-      return 8;
-    case ElementType::kUInt8:
-      return 1;
+    case ElementType::kFloat32: return 4;
+    case ElementType::kFloat64: return 8;
+    case ElementType::kInt64: return 8;
+    case ElementType::kUInt8: return 1;
   }
   throw Error(fmt::format("unknown ElementType {}", static_cast<int>(type)));
 }

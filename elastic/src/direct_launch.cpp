@@ -55,8 +55,9 @@ std::unique_ptr<Communicator> fortran_mpi_communicator([[maybe_unused]] std::int
 #if defined(TENAX_WITH_MPI)
   return make_mpi_communicator_from_fortran(static_cast<MPI_Fint>(handle));
 #else
-  throw ConfigError("an MPI communicator was asked for, but this Tenax was built without MPI (TENAX_WITH_MPI=OFF): "
-                    "rebuild with MPI (Debian: libopenmpi-dev), or initialise without an MPI communicator (Gloo)");
+  throw ConfigError(
+      "an MPI communicator was asked for, but this Tenax was built without MPI (TENAX_WITH_MPI=OFF): "
+      "rebuild with MPI (Debian: libopenmpi-dev), or initialise without an MPI communicator (Gloo)");
 #endif
 }
 
@@ -135,7 +136,8 @@ void check_in(Store& store, const WorkerIdentity& id, const std::string& me, con
                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) +
                        " s; check that the launcher started all " + std::to_string(id.world_size) +
                        " tasks of this program (srun -n / mpirun -n), that they reached Tenax's init (their logs), "
-                       "that every node can reach " + endpoint + " (TENAX_RDZV_HOST picks the address)" +
+                       "that every node can reach " +
+                       endpoint + " (TENAX_RDZV_HOST picks the address)" +
                        (dir.empty() ? "" : ", and that TENAX_RDZV_DIR=" + dir.string() + " is shared by every node") +
                        "; TENAX_RDZV_TIMEOUT (seconds) waits longer");
   }
@@ -216,7 +218,8 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
       if (failure) std::rethrow_exception(failure);
     } else {
       if (launch.launch_id.empty()) {
-        throw ConfigError(me + ": no job id names this launch's rendezvous files (no SLURM_JOB_ID, no Open MPI job "
+        throw ConfigError(me +
+                          ": no job id names this launch's rendezvous files (no SLURM_JOB_ID, no Open MPI job "
                           "id): set TENAX_JOB_ID to a value unique to this launch, or TENAX_RDZV_ENDPOINT");
       }
       discovery_dir = discovery_directory(id);
@@ -250,8 +253,7 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
     communicator = make_local_communicator();
     backend = "none (one rank)";
   } else {
-    const Backend chosen =
-        resolve_backend(backend_from_env(), nccl_built(), nccl_built() ? visible_cuda_devices() : 0);
+    const Backend chosen = resolve_backend(backend_from_env(), nccl_built(), nccl_built() ? visible_cuda_devices() : 0);
     backend = chosen == Backend::kNccl ? "NCCL" : "Gloo";
     if (!store) throw ConfigError(me + ": no store to connect the ranks (set TENAX_RDZV_ENDPOINT)");
     check_in(*store, id, me, endpoint, discovery_dir, timeout);

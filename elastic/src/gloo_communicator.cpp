@@ -57,12 +57,9 @@ template <typename T>
 gloo::AllreduceOptions::Func reduce_function(ReduceOp op) {
   using Fn = void (*)(void*, const void*, const void*, std::size_t);
   switch (op) {
-    case ReduceOp::kSum:
-      return static_cast<Fn>(&gloo::sum<T>);
-    case ReduceOp::kMax:
-      return static_cast<Fn>(&gloo::max<T>);
-    case ReduceOp::kMin:
-      return static_cast<Fn>(&gloo::min<T>);
+    case ReduceOp::kSum: return static_cast<Fn>(&gloo::sum<T>);
+    case ReduceOp::kMax: return static_cast<Fn>(&gloo::max<T>);
+    case ReduceOp::kMin: return static_cast<Fn>(&gloo::min<T>);
   }
   throw Error(fmt::format("unknown ReduceOp {}", static_cast<int>(op)));
 }
@@ -87,8 +84,7 @@ void check_timeout(std::chrono::milliseconds timeout, const char* what) {
 
 class GlooCommunicator final : public Communicator {
  public:
-  GlooCommunicator(std::shared_ptr<gloo::transport::Device> device,
-                   std::shared_ptr<gloo::rendezvous::Context> context)
+  GlooCommunicator(std::shared_ptr<gloo::transport::Device> device, std::shared_ptr<gloo::rendezvous::Context> context)
       : device_(std::move(device)), context_(std::move(context)), rank_(context_->rank), size_(context_->size) {}
 
   int rank() const override { return rank_; }
@@ -106,20 +102,11 @@ class GlooCommunicator final : public Communicator {
       options.setTag(tag);
       options.setTimeout(timeout);
       switch (type) {
-        case ElementType::kFloat32:
-          set_allreduce_buffer<float>(options, data, count, op);
-          break;
-        case ElementType::kFloat64:
-          set_allreduce_buffer<double>(options, data, count, op);
-          break;
-        case ElementType::kInt64:
-          set_allreduce_buffer<std::int64_t>(options, data, count, op);
-          break;
-        case ElementType::kUInt8:
-          set_allreduce_buffer<std::uint8_t>(options, data, count, op);
-          break;
-        default:
-          throw Error(fmt::format("allreduce: unknown ElementType {}", static_cast<int>(type)));
+        case ElementType::kFloat32: set_allreduce_buffer<float>(options, data, count, op); break;
+        case ElementType::kFloat64: set_allreduce_buffer<double>(options, data, count, op); break;
+        case ElementType::kInt64: set_allreduce_buffer<std::int64_t>(options, data, count, op); break;
+        case ElementType::kUInt8: set_allreduce_buffer<std::uint8_t>(options, data, count, op); break;
+        default: throw Error(fmt::format("allreduce: unknown ElementType {}", static_cast<int>(type)));
       }
       gloo::allreduce(options);
     });
@@ -202,7 +189,7 @@ class GlooCommunicator final : public Communicator {
     throw PeerLostError(message + "; a peer has died or closed its connection");
   }
 
-  std::shared_ptr<gloo::transport::Device> device_;    // declared first: outlives the context
+  std::shared_ptr<gloo::transport::Device> device_;  // declared first: outlives the context
   std::shared_ptr<gloo::rendezvous::Context> context_;
   int rank_;
   int size_;
@@ -228,8 +215,8 @@ std::unique_ptr<Communicator> make_gloo_communicator(Store& store, int rank, int
     attr.hostname = options.hostname;
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    throw RendezvousError("cannot create a Gloo TCP device on '" + options.hostname + "' for " + who + ": " +
-                          e.what() + "; check MASTER_ADDR / the host's address");
+    throw RendezvousError("cannot create a Gloo TCP device on '" + options.hostname + "' for " + who + ": " + e.what() +
+                          "; check MASTER_ADDR / the host's address");
   }
 
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);

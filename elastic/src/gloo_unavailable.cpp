@@ -7,10 +7,12 @@ namespace tenax::elastic {
 
 std::unique_ptr<Communicator> make_gloo_communicator(Store&, int rank, int size, const GlooOptions&) {
   if (size == 1 && rank == 0) return make_local_communicator();
-  throw ConfigError("this Tenax build has no Gloo (TENAX_WITH_GLOO=OFF; the CUDA flavour leaves it out because "
-                    "PyPI's libtorch carries its own Gloo): a CPU world of size " + std::to_string(size) +
-                    " needs it; run on GPUs with TENAX_BACKEND=nccl, or use the default build (`make build`) "
-                    "for CPU ranks");
+  throw ConfigError(
+      "this Tenax build has no Gloo (TENAX_WITH_GLOO=OFF; the CUDA flavour leaves it out because "
+      "PyPI's libtorch carries its own Gloo): a CPU world of size " +
+      std::to_string(size) +
+      " needs it; run on GPUs with TENAX_BACKEND=nccl, or use the default build (`make build`) "
+      "for CPU ranks");
 }
 
 }  // namespace tenax::elastic

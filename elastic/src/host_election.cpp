@@ -32,8 +32,7 @@ void HostElection::observe(const std::optional<LeaseRecord>& lease, Clock::time_
     // later change of the beat proves a renewal.
     const bool first_sight = !lease_;
     beat_changed_ = now;
-    long_dead_ = first_sight &&
-                 now_unix_ms - lease->renewed_unix_ms > 3 * options_.lease_timeout().count();
+    long_dead_ = first_sight && now_unix_ms - lease->renewed_unix_ms > 3 * options_.lease_timeout().count();
     lease_ = lease;
   }
 }
@@ -47,10 +46,11 @@ HostElection::Decision HostElection::decide(Clock::time_point now) const {
     if (designated || waited) {
       d.action = Action::kClaim;
       d.term = 0;
-      d.reason = designated ? "no rendezvous lease yet, and this is the job's first node"
-                            : "no rendezvous lease appeared within " +
-                                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(patience).count()) +
-                                  " ms";
+      d.reason = designated
+                     ? "no rendezvous lease yet, and this is the job's first node"
+                     : "no rendezvous lease appeared within " +
+                           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(patience).count()) +
+                           " ms";
     } else {
       d.reason = "waiting for the first node to write the rendezvous lease";
     }

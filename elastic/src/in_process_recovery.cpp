@@ -28,8 +28,8 @@ std::optional<NodeLayout> parse_node_layout(const std::string& text) {
   std::istringstream in(text);
   NodeLayout out;
   std::string rest;
-  if (!(in >> out.rank_offset >> out.world_size) || (in >> rest) || out.rank_offset < 0 ||
-      out.world_size < 1 || out.rank_offset >= out.world_size) {
+  if (!(in >> out.rank_offset >> out.world_size) || (in >> rest) || out.rank_offset < 0 || out.world_size < 1 ||
+      out.rank_offset >= out.world_size) {
     return std::nullopt;
   }
   return out;

@@ -58,8 +58,7 @@ class KvServer {
 
   void serve() {
     while (true) {
-      zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                                 {control_.handle(), 0, ZMQ_POLLIN, 0}};
+      zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}, {control_.handle(), 0, ZMQ_POLLIN, 0}};
       try {
         zmq::poll(items, 2, poll_timeout());
       } catch (const zmq::error_t& e) {
@@ -118,14 +117,10 @@ class KvServer {
     }
     std::vector<std::string> args;
     for (std::size_t i = 2; i < frames.size(); ++i) args.push_back(as_string(frames[i]));
-    const auto fail = [&](const std::string& why) {
-      reply(routing_id, {KvStatus::kError, header.request_id}, {why});
-    };
+    const auto fail = [&](const std::string& why) { reply(routing_id, {KvStatus::kError, header.request_id}, {why}); };
     try {
       switch (header.op) {
-        case KvOp::kPing:
-          reply(routing_id, {KvStatus::kOk, header.request_id}, {});
-          return;
+        case KvOp::kPing: reply(routing_id, {KvStatus::kOk, header.request_id}, {}); return;
         case KvOp::kSet:
           if (args.size() != 2) return fail("SET takes a key and a value");
           values_[args[0]] = std::move(args[1]);
@@ -151,8 +146,7 @@ class KvServer {
         case KvOp::kWait:
           if (args.empty()) return fail("WAIT takes at least one key");
           break;
-        default:
-          return fail("unknown operation " + std::to_string(static_cast<int>(header.op)));
+        default: return fail("unknown operation " + std::to_string(static_cast<int>(header.op)));
       }
     } catch (const Error& e) {
       return fail(e.what());
@@ -234,7 +228,7 @@ struct KvService::Impl {
   std::optional<JobKeys> keys;
   std::unique_ptr<detail::PeerGuard> guard;  // with keys; outlives the server thread's use of the socket
   std::shared_ptr<std::atomic<std::uint64_t>> refused = std::make_shared<std::atomic<std::uint64_t>>(0);
-  zmq::socket_t control;      // the owner's end of the inproc control pair
+  zmq::socket_t control;  // the owner's end of the inproc control pair
   std::thread thread;
   std::string endpoint;
 };
@@ -259,13 +253,15 @@ std::string KvService::start(const std::string& bind_endpoint) {
   zmq::socket_t router(impl_->context, zmq::socket_type::router);
   router.set(zmq::sockopt::linger, 0);
   router.set(zmq::sockopt::router_mandatory, true);
-  if (impl_->keys) impl_->guard = std::make_unique<detail::PeerGuard>(impl_->context, router, *impl_->keys, "key-value store", impl_->refused);
+  if (impl_->keys)
+    impl_->guard =
+        std::make_unique<detail::PeerGuard>(impl_->context, router, *impl_->keys, "key-value store", impl_->refused);
   try {
     router.bind(bind_endpoint);
   } catch (const zmq::error_t& e) {
     impl_->guard.reset();
-    throw RendezvousError("cannot bind the rendezvous key-value service to '" + bind_endpoint +
-                          "': " + e.what() + "; choose a free port or another address");
+    throw RendezvousError("cannot bind the rendezvous key-value service to '" + bind_endpoint + "': " + e.what() +
+                          "; choose a free port or another address");
   }
   std::string bound = router.get(zmq::sockopt::last_endpoint);
 
@@ -282,8 +278,9 @@ std::string KvService::start(const std::string& bind_endpoint) {
   impl_->thread = std::thread([server = std::move(server)] { server->run(); });
   impl_->control = std::move(control);
   impl_->endpoint = bound;
-  logger("tenax.elastic")->info("rendezvous key-value service listening at {}{}", bound,
-                                impl_->keys ? " (CURVE: the job's keys only)" : " (no CURVE: anyone may connect)");
+  logger("tenax.elastic")
+      ->info("rendezvous key-value service listening at {}{}", bound,
+             impl_->keys ? " (CURVE: the job's keys only)" : " (no CURVE: anyone may connect)");
   return bound;
 }
 
@@ -308,8 +305,7 @@ void KvService::drop_prefix(const std::string& prefix) {
   zmq::poll(&item, 1, std::chrono::seconds(10));
   zmq::message_t ack;
   if (!(item.revents & ZMQ_POLLIN) || !impl_->control.recv(ack, zmq::recv_flags::dontwait)) {
-    throw RendezvousError("the rendezvous key-value service did not confirm dropping '" + prefix +
-                          "' within 10 s");
+    throw RendezvousError("the rendezvous key-value service did not confirm dropping '" + prefix + "' within 10 s");
   }
 }
 

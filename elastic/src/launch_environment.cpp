@@ -45,8 +45,8 @@ int checked(const std::string& name, std::int64_t value, std::int64_t low, std::
 constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 
 // Rank and world size from a launcher's pair of variables, checked against each other.
-void read_rank(const Variables& vars, WorkerIdentity& id, const std::string& rank_name,
-               const std::string& size_name, const std::string& launcher) {
+void read_rank(const Variables& vars, WorkerIdentity& id, const std::string& rank_name, const std::string& size_name,
+               const std::string& launcher) {
   const std::string why = "set by " + launcher;
   id.world_size = checked(size_name, vars.require_int(size_name, why), 1, kIntMax, "must be at least 1");
   id.rank = checked(rank_name, vars.require_int(rank_name, why), 0, id.world_size - 1,
@@ -68,9 +68,7 @@ void read_local(const Variables& vars, WorkerIdentity& id, const std::string& lo
 std::optional<std::int64_t> tasks_on_node(const std::string& name, const std::string& text, std::int64_t node) {
   std::int64_t index = 0;
   std::size_t pos = 0;
-  const auto bad = [&] {
-    return ConfigError(name + "='" + text + "' is not Slurm's task list (e.g. '2(x3),1')");
-  };
+  const auto bad = [&] { return ConfigError(name + "='" + text + "' is not Slurm's task list (e.g. '2(x3),1')"); };
   while (pos < text.size()) {
     std::size_t end = pos;
     while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
@@ -105,16 +103,11 @@ std::string safe_name(const std::string& text) {
 
 const char* launch_mode_name(LaunchMode mode) {
   switch (mode) {
-    case LaunchMode::kSingleProcess:
-      return "single process";
-    case LaunchMode::kTenaxRun:
-      return "tenax run";
-    case LaunchMode::kOpenMpi:
-      return "mpirun (Open MPI)";
-    case LaunchMode::kMpich:
-      return "mpirun (MPICH)";
-    case LaunchMode::kSlurm:
-      return "srun";
+    case LaunchMode::kSingleProcess: return "single process";
+    case LaunchMode::kTenaxRun: return "tenax run";
+    case LaunchMode::kOpenMpi: return "mpirun (Open MPI)";
+    case LaunchMode::kMpich: return "mpirun (MPICH)";
+    case LaunchMode::kSlurm: return "srun";
   }
   return "unknown";
 }
@@ -127,8 +120,9 @@ LaunchIdentity parse_launch_environment(const EnvironmentMap& env) {
     out.mode = LaunchMode::kTenaxRun;
     read_rank(vars, id, "RANK", "WORLD_SIZE", "`tenax run`");
     read_local(vars, id, "LOCAL_RANK", vars.get_int("LOCAL_WORLD_SIZE"), "LOCAL_WORLD_SIZE");
-    if (!vars.has("LOCAL_RANK")) id.local_rank = checked("RANK", id.rank, 0, id.local_world_size - 1,
-                                                         "LOCAL_RANK is unset and RANK is not a local rank");
+    if (!vars.has("LOCAL_RANK"))
+      id.local_rank =
+          checked("RANK", id.rank, 0, id.local_world_size - 1, "LOCAL_RANK is unset and RANK is not a local rank");
   } else if (vars.has("OMPI_COMM_WORLD_RANK")) {
     out.mode = LaunchMode::kOpenMpi;
     read_rank(vars, id, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun");
@@ -195,13 +189,36 @@ LaunchIdentity parse_launch_environment(const EnvironmentMap& env) {
 }
 
 EnvironmentMap launch_environment() {
-  static const char* const kNames[] = {
-      "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TENAX_GENERATION", "TENAX_RESTART_COUNT",
-      "TENAX_JOB_ID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-      "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_RANK", "PMI_SIZE",
-      "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS",
-      "SLURM_LOCALID", "SLURM_NODEID", "SLURM_NNODES", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
-      "SLURM_NTASKS_PER_NODE", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_RESTART_COUNT", "SLURMD_NODENAME"};
+  static const char* const kNames[] = {"RANK",
+                                       "WORLD_SIZE",
+                                       "LOCAL_RANK",
+                                       "LOCAL_WORLD_SIZE",
+                                       "TENAX_GENERATION",
+                                       "TENAX_RESTART_COUNT",
+                                       "TENAX_JOB_ID",
+                                       "OMPI_COMM_WORLD_RANK",
+                                       "OMPI_COMM_WORLD_SIZE",
+                                       "OMPI_COMM_WORLD_LOCAL_RANK",
+                                       "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                       "OMPI_MCA_ess_base_jobid",
+                                       "PMIX_NAMESPACE",
+                                       "PMI_RANK",
+                                       "PMI_SIZE",
+                                       "MPI_LOCALRANKID",
+                                       "MPI_LOCALNRANKS",
+                                       "SLURM_PROCID",
+                                       "SLURM_NTASKS",
+                                       "SLURM_STEP_NUM_TASKS",
+                                       "SLURM_LOCALID",
+                                       "SLURM_NODEID",
+                                       "SLURM_NNODES",
+                                       "SLURM_STEP_TASKS_PER_NODE",
+                                       "SLURM_TASKS_PER_NODE",
+                                       "SLURM_NTASKS_PER_NODE",
+                                       "SLURM_JOB_ID",
+                                       "SLURM_STEP_ID",
+                                       "SLURM_RESTART_COUNT",
+                                       "SLURMD_NODENAME"};
   EnvironmentMap out;
   for (const char* name : kNames) {
     if (const auto value = env::get(name)) out.emplace(name, *value);

@@ -56,9 +56,10 @@ void Membership::forgive_own_stall(Clock::time_point now) {
   const bool first = last_call_ == Clock::time_point{};
   last_call_ = std::max(last_call_, now);
   if (first || gap <= options_.heartbeat().expiry() / 2) return;
-  log_->warn("the rendezvous service did not run for {} ms (was its host paused?); that gap is not counted as "
-             "the nodes' silence",
-             std::chrono::duration_cast<milliseconds>(gap).count());
+  log_->warn(
+      "the rendezvous service did not run for {} ms (was its host paused?); that gap is not counted as "
+      "the nodes' silence",
+      std::chrono::duration_cast<milliseconds>(gap).count());
   for (auto& entry : nodes_) entry.second.last_seen += gap;
   if (round_opened_) *round_opened_ += gap;
   if (min_reached_) *min_reached_ += gap;
@@ -70,8 +71,7 @@ void Membership::number_above(std::int64_t generation) {
   dirty_ = true;
 }
 
-Membership::Node& Membership::touch(const std::string& routing_id, const std::string& node_id,
-                                    Clock::time_point now) {
+Membership::Node& Membership::touch(const std::string& routing_id, const std::string& node_id, Clock::time_point now) {
   const bool known = nodes_.count(node_id) != 0;
   if (!known) dirty_ = true;  // the snapshot lists the live nodes
   Node& node = nodes_[node_id];
@@ -131,16 +131,16 @@ void Membership::on(const std::string& routing_id, const JoinMsg& m, Clock::time
       request_restart("node '" + m.node + "' joined; the next generation can have " +
                       std::to_string(running_->members.size() + 1) + " node(s)");
     } else {
-      log_->info("node '{}' ({}) waits as a spare: generation {} already has the maximum of {} node(s)", m.node,
-                 m.host, running_->number, options_.max_nodes());
+      log_->info("node '{}' ({}) waits as a spare: generation {} already has the maximum of {} node(s)", m.node, m.host,
+                 running_->number, options_.max_nodes());
     }
   } else {
     add_waiting(m.node);
   }
   run_clocks(now);
   if (std::find(waiting_.begin(), waiting_.end(), m.node) != waiting_.end()) {
-    send(nodes_.at(m.node), WaitMsg{next_generation_, static_cast<std::int64_t>(waiting_.size()),
-                                    options_.min_nodes(), options_.max_nodes()});
+    send(nodes_.at(m.node), WaitMsg{next_generation_, static_cast<std::int64_t>(waiting_.size()), options_.min_nodes(),
+                                    options_.max_nodes()});
   }
 }
 
@@ -259,8 +259,8 @@ void Membership::run_clocks(Clock::time_point now) {
     if (joined >= options_.min_nodes()) return form();
     std::vector<std::string> who;
     for (const auto& id : waiting_) who.push_back(id + " (" + nodes_.at(id).host + ")");
-    return fail_round("rendezvous for generation " + std::to_string(next_generation_) + " failed: " +
-                      std::to_string(waiting_.size()) + " node(s) joined within the join timeout of " +
+    return fail_round("rendezvous for generation " + std::to_string(next_generation_) +
+                      " failed: " + std::to_string(waiting_.size()) + " node(s) joined within the join timeout of " +
                       std::to_string(options_.join_timeout().count()) + " ms, fewer than the minimum of " +
                       std::to_string(options_.min_nodes()) + " (max " + std::to_string(options_.max_nodes()) +
                       "): " + join_names(who) + "; start more nodes, lower the minimum or raise the join timeout");
@@ -281,13 +281,13 @@ void Membership::expire_silent_nodes(Clock::time_point now) {
     remove_waiting(node.id);
     const std::string why = "node '" + node.id + "' (" + node.host + ") missed heartbeats: silent for " +
                             std::to_string(ms_since(node.last_seen, now)) + " ms (limit " +
-                            std::to_string(expiry.count()) + " ms = " +
-                            std::to_string(options_.heartbeat().interval().count()) + " ms x " +
+                            std::to_string(expiry.count()) +
+                            " ms = " + std::to_string(options_.heartbeat().interval().count()) + " ms x " +
                             std::to_string(options_.heartbeat().liveness()) + ")";
     if (is_member(node.id) && running_->restart) {
       // The generation is already ending; say that this node will not be in the next one.
-      log_->warn("{}; generation {} is already ending ({}); the next one forms without it unless it comes back",
-                 why, running_->number, running_->reason);
+      log_->warn("{}; generation {} is already ending ({}); the next one forms without it unless it comes back", why,
+                 running_->number, running_->reason);
     } else if (is_member(node.id)) {
       request_restart(why);
     } else {
@@ -332,9 +332,10 @@ void Membership::form() {
                         " failed: the job's generation fence refused it: " + claimed.status().message());
     }
     if (claimed.value() != number) {
-      log_->warn("generation {} was already claimed in the job's generation fence (another rendezvous host formed "
-                 "it); this one is generation {}",
-                 number, claimed.value());
+      log_->warn(
+          "generation {} was already claimed in the job's generation fence (another rendezvous host formed "
+          "it); this one is generation {}",
+          number, claimed.value());
       number = claimed.value();
     }
   }
@@ -377,8 +378,8 @@ void Membership::form() {
   round_opened_.reset();
   min_reached_.reset();
   dirty_ = true;
-  log_->info("generation {} formed: {} node(s), world size {} ({}); resume step {}", running_->number,
-             members.size(), running_->world_size, layout, resume_step_);
+  log_->info("generation {} formed: {} node(s), world size {} ({}); resume step {}", running_->number, members.size(),
+             running_->world_size, layout, resume_step_);
   if (previous && hooks_.drop_store_prefix) hooks_.drop_store_prefix(generation_prefix(*previous));
   for (const auto& id : running_->members) send(nodes_.at(id), AssignMsg{running_->assignments.at(id)});
 }

@@ -80,7 +80,7 @@ class Membership {
     std::string id;
     std::string host;
     int local_workers = 1;
-    int master_port = 0;  // offered in its latest JOIN: MASTER_PORT if it becomes node rank 0
+    int master_port = 0;     // offered in its latest JOIN: MASTER_PORT if it becomes node rank 0
     std::string routing_id;  // return address of the node's current socket
     Clock::time_point last_seen;
     Clock::duration longest_silence{};  // between two of its messages, while alive

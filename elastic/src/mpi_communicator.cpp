@@ -21,26 +21,19 @@ std::string mpi_error_text(int code) {
 
 MPI_Datatype mpi_type(ElementType type) {
   switch (type) {
-    case ElementType::kFloat32:
-      return MPI_FLOAT;
-    case ElementType::kFloat64:
-      return MPI_DOUBLE;
-    case ElementType::kInt64:
-      return MPI_INT64_T;
-    case ElementType::kUInt8:
-      return MPI_UINT8_T;
+    case ElementType::kFloat32: return MPI_FLOAT;
+    case ElementType::kFloat64: return MPI_DOUBLE;
+    case ElementType::kInt64: return MPI_INT64_T;
+    case ElementType::kUInt8: return MPI_UINT8_T;
   }
   throw ConfigError("MpiCommunicator: unknown ElementType " + std::to_string(static_cast<int>(type)));
 }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum:
-      return MPI_SUM;
-    case ReduceOp::kMax:
-      return MPI_MAX;
-    case ReduceOp::kMin:
-      return MPI_MIN;
+    case ReduceOp::kSum: return MPI_SUM;
+    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kMin: return MPI_MIN;
   }
   throw ConfigError("MpiCommunicator: unknown ReduceOp " + std::to_string(static_cast<int>(op)));
 }
@@ -65,8 +58,9 @@ class MpiCommunicator final : public Communicator {
   explicit MpiCommunicator(MPI_Comm caller) {
     require_mpi_running("make_mpi_communicator");
     if (caller == MPI_COMM_NULL) {
-      throw ConfigError("make_mpi_communicator: the communicator is MPI_COMM_NULL; pass the solver's communicator "
-                        "(e.g. MPI_COMM_WORLD), one this process is a member of");
+      throw ConfigError(
+          "make_mpi_communicator: the communicator is MPI_COMM_NULL; pass the solver's communicator "
+          "(e.g. MPI_COMM_WORLD), one this process is a member of");
     }
     // The duplicate carries Tenax's traffic in its own context, so no message of ours can match
     // a receive of the solver's.

@@ -40,26 +40,19 @@ void check_cuda(cudaError_t status, const std::string& what) {
 
 ncclDataType_t nccl_type(ElementType type) {
   switch (type) {
-    case ElementType::kFloat32:
-      return ncclFloat32;
-    case ElementType::kFloat64:
-      return ncclFloat64;
-    case ElementType::kInt64:
-      return ncclInt64;
-    case ElementType::kUInt8:
-      return ncclUint8;
+    case ElementType::kFloat32: return ncclFloat32;
+    case ElementType::kFloat64: return ncclFloat64;
+    case ElementType::kInt64: return ncclInt64;
+    case ElementType::kUInt8: return ncclUint8;
   }
   throw Error(fmt::format("NCCL communicator: unknown ElementType {}", static_cast<int>(type)));
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum:
-      return ncclSum;
-    case ReduceOp::kMax:
-      return ncclMax;
-    case ReduceOp::kMin:
-      return ncclMin;
+    case ReduceOp::kSum: return ncclSum;
+    case ReduceOp::kMax: return ncclMax;
+    case ReduceOp::kMin: return ncclMin;
   }
   throw Error(fmt::format("NCCL communicator: unknown ReduceOp {}", static_cast<int>(op)));
 }
@@ -172,8 +165,8 @@ class NcclCommunicator final : public Communicator {
       if (!on_this_device(out) || !on_this_device(in_data)) reserve(total + bytes_per_rank);
       Buffer out_buffer = stage_in(out, total, 0, /*copy=*/false);
       Buffer in_buffer = stage_in(in_data, bytes_per_rank, out_buffer.staged ? total : 0);
-      enqueue("ncclAllGather", ncclAllGather(in_buffer.device, out_buffer.device, bytes_per_rank, ncclUint8, comm_,
-                                             stream_));
+      enqueue("ncclAllGather",
+              ncclAllGather(in_buffer.device, out_buffer.device, bytes_per_rank, ncclUint8, comm_, stream_));
       stage_out(out_buffer, out, total);
     });
   }
@@ -210,7 +203,8 @@ class NcclCommunicator final : public Communicator {
 
   void fail_locked(const std::string& what, ncclResult_t result) {
     const char* last = comm_ != nullptr ? ncclGetLastError(comm_) : nullptr;
-    failure_ = what + ": " + ncclGetErrorString(result) + (last != nullptr && *last ? std::string(" (") + last + ")" : "");
+    failure_ =
+        what + ": " + ncclGetErrorString(result) + (last != nullptr && *last ? std::string(" (") + last + ")" : "");
     abort_locked();
   }
 
@@ -381,12 +375,11 @@ std::unique_ptr<Communicator> make_nccl_communicator(Store& store, int rank, int
   const cudaError_t status = cudaGetDeviceCount(&visible);
   if (status != cudaSuccess || visible == 0) {
     if (status != cudaSuccess) cudaGetLastError();
-    const std::string reason = status != cudaSuccess ? std::string(cudaGetErrorName(status)) + ": " +
-                                                           cudaGetErrorString(status)
-                                                     : std::string("cudaGetDeviceCount found 0 devices");
-    throw ConfigError("TENAX_BACKEND=nccl (the NCCL communicator) for " + who +
-                      " but no CUDA device is visible (" + visible_devices_text() + "; " + reason +
-                      "); use TENAX_BACKEND=gloo or run on a GPU node");
+    const std::string reason = status != cudaSuccess
+                                   ? std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status)
+                                   : std::string("cudaGetDeviceCount found 0 devices");
+    throw ConfigError("TENAX_BACKEND=nccl (the NCCL communicator) for " + who + " but no CUDA device is visible (" +
+                      visible_devices_text() + "; " + reason + "); use TENAX_BACKEND=gloo or run on a GPU node");
   }
   const int device = pick_device(options, visible, who);
   const auto deadline = Clock::now() + options.timeout;

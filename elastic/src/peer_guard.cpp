@@ -54,8 +54,7 @@ class GuardThread {
     try {
       serve();
     } catch (const std::exception& e) {
-      log_->error("{}: the peer guard stopped on an internal error: {}; new connections will hang", service_,
-                  e.what());
+      log_->error("{}: the peer guard stopped on an internal error: {}; new connections will hang", service_, e.what());
     }
   }
 
@@ -91,8 +90,8 @@ class GuardThread {
              mechanism != "CURVE" ? "it does not use CURVE"
                                   : "its CURVE key " + client_key + " is not this job's client key");
     }
-    std::array<std::string, 6> reply = {"1.0", request_id, admitted ? "200" : "400",
-                                        admitted ? "OK" : "not this job's key", "", ""};
+    std::array<std::string, 6> reply = {
+        "1.0", request_id, admitted ? "200" : "400", admitted ? "OK" : "not this job's key", "", ""};
     std::vector<zmq::const_buffer> buffers;
     for (const auto& part : reply) buffers.push_back(zmq::buffer(part));
     (void)zmq::send_multipart(zap_, buffers, zmq::send_flags::dontwait);
@@ -123,9 +122,10 @@ class GuardThread {
   void refuse(const std::string& who, const std::string& why) {
     const std::uint64_t count = ++*refused_;
     if (count <= kLogFirst || count % kLogEvery == 0) {
-      log_->warn("{}: refused {}: {}. Only the job's agents and workers, holding its key file, may connect "
-                 "({} refused so far{})",
-                 service_, who, why, count, count == kLogFirst ? "; from now on one line per 1000" : "");
+      log_->warn(
+          "{}: refused {}: {}. Only the job's agents and workers, holding its key file, may connect "
+          "({} refused so far{})",
+          service_, who, why, count, count == kLogFirst ? "; from now on one line per 1000" : "");
     }
   }
 

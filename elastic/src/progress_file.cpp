@@ -32,8 +32,11 @@ void ProgressFile::report(std::int64_t step) {
   fd.reset();  // errno kept for the warning
   if (!ok && !warned_) {
     warned_ = true;
-    logger("tenax.elastic")->warn("cannot write the progress file {} ({}); the agent's --hang-timeout may "
-                                  "take this worker for hung", path_.string(), std::strerror(errno));
+    logger("tenax.elastic")
+        ->warn(
+            "cannot write the progress file {} ({}); the agent's --hang-timeout may "
+            "take this worker for hung",
+            path_.string(), std::strerror(errno));
   }
   written_ = true;
   last_write_ = now;

@@ -162,10 +162,8 @@ class ClientThread {
         beat = true;
       }
       // A new request goes out at once; unanswered ones again with every beat.
-      const bool new_request = shared_.resume_requested != resume_sent_ ||
-                               shared_.restart_requested != restart_sent_ ||
-                               shared_.leave_requested != leave_sent_ ||
-                               shared_.finish_requested != finish_sent_;
+      const bool new_request = shared_.resume_requested != resume_sent_ || shared_.restart_requested != restart_sent_ ||
+                               shared_.leave_requested != leave_sent_ || shared_.finish_requested != finish_sent_;
       if (beat || new_request) send_due(lock, beat);
       if (beat) next_beat = now + interval;
       check_liveness(now);
@@ -227,9 +225,10 @@ class ClientThread {
     const bool first = last_iteration_ == Clock::time_point{};
     last_iteration_ = now;
     if (first || gap <= options_.heartbeat().expiry() / 2) return;
-    log_->warn("the rendezvous client of node '{}' did not run for {} ms (was this agent paused?); that gap is not "
-               "counted as the service's silence",
-               options_.node_id(), ms(gap));
+    log_->warn(
+        "the rendezvous client of node '{}' did not run for {} ms (was this agent paused?); that gap is not "
+        "counted as the service's silence",
+        options_.node_id(), ms(gap));
     shared_.last_heard += gap;
     if (next_reconnect_ != Clock::time_point{}) next_reconnect_ = now;
   }
@@ -405,7 +404,7 @@ struct RendezvousClient::Impl {
   const std::string endpoint;
   const RendezvousClientOptions options;
   zmq::context_t context{1};  // declared before the thread: outlives the socket it owns
-  UniqueFd wake_fd;  // closed after the thread that polls it is joined (~RendezvousClient)
+  UniqueFd wake_fd;           // closed after the thread that polls it is joined (~RendezvousClient)
   Shared shared;
   std::thread thread;
 };

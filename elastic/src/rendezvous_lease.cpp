@@ -146,9 +146,10 @@ LeaseKeeper::LeaseKeeper(LeaseFile file, LeaseRecord claimed, std::chrono::milli
       try {
         const std::optional<LeaseRecord> current = file.read();
         if (current && current->term > record.term) {
-          log->warn("node '{}' lost the rendezvous lease: node '{}' claimed term {} (this node held term {}); its "
-                    "service at {} stops and its agent follows the new host at {}",
-                    record.holder, current->holder, current->term, record.term, record.endpoint, current->endpoint);
+          log->warn(
+              "node '{}' lost the rendezvous lease: node '{}' claimed term {} (this node held term {}); its "
+              "service at {} stops and its agent follows the new host at {}",
+              record.holder, current->holder, current->term, record.term, record.endpoint, current->endpoint);
           deposed_->store(true);
           return;
         }

@@ -163,7 +163,11 @@ Frames encode(const ServiceMessage& message) {
               .i64(a.master_port)
               .done();
         } else if constexpr (std::is_same_v<T, PulseMsg>) {
-          return Writer(RdzvType::kPulse).i64(static_cast<std::int64_t>(m.state)).i64(m.generation).text(m.reason).done();
+          return Writer(RdzvType::kPulse)
+              .i64(static_cast<std::int64_t>(m.state))
+              .i64(m.generation)
+              .text(m.reason)
+              .done();
         } else if constexpr (std::is_same_v<T, FailedMsg>) {
           return Writer(RdzvType::kFailed).text(m.message).done();
         } else {

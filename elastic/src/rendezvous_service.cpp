@@ -196,11 +196,11 @@ struct RendezvousService::Impl {
   explicit Impl(RendezvousOptions o) : options(std::move(o)), kv(options.keys()) {}
 
   RendezvousOptions options;
-  zmq::context_t context{1};  // declared before the sockets: destroyed after them
+  zmq::context_t context{1};                 // declared before the sockets: destroyed after them
   std::unique_ptr<detail::PeerGuard> guard;  // with keys; outlives the service thread's use of the ROUTER
   std::shared_ptr<std::atomic<std::uint64_t>> refused = std::make_shared<std::atomic<std::uint64_t>>(0);
-  zmq::socket_t control;      // the owner's end of the inproc control pair
-  KvService kv;               // used by the service thread between start() and stop()
+  zmq::socket_t control;  // the owner's end of the inproc control pair
+  KvService kv;           // used by the service thread between start() and stop()
   std::thread thread;
   std::string endpoint;
   mutable std::mutex snapshot_mutex;
@@ -267,11 +267,12 @@ std::string RendezvousService::start(const std::string& bind_endpoint, const std
   impl_->endpoint = bound;
   const auto& o = impl_->options;
   logger("tenax.elastic")
-      ->info("rendezvous service listening at {} (store {}): {}..{} node(s), last call {} ms, join timeout {} ms, "
-             "heartbeat {} ms x {}, {}",
-             bound, impl_->kv.endpoint(), o.min_nodes(), o.max_nodes(), o.last_call().count(),
-             o.join_timeout().count(), o.heartbeat().interval().count(), o.heartbeat().liveness(),
-             o.keys() ? "CURVE: the job's keys only" : "no CURVE: anyone who reaches the port may join");
+      ->info(
+          "rendezvous service listening at {} (store {}): {}..{} node(s), last call {} ms, join timeout {} ms, "
+          "heartbeat {} ms x {}, {}",
+          bound, impl_->kv.endpoint(), o.min_nodes(), o.max_nodes(), o.last_call().count(), o.join_timeout().count(),
+          o.heartbeat().interval().count(), o.heartbeat().liveness(),
+          o.keys() ? "CURVE: the job's keys only" : "no CURVE: anyone who reaches the port may join");
   return bound;
 }
 

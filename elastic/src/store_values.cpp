@@ -34,11 +34,10 @@ std::string quote_keys(const std::vector<std::string>& keys) {
   return out;
 }
 
-std::string missing_keys_message(const std::vector<std::string>& missing,
-                                 std::chrono::milliseconds timeout, const std::string& where) {
-  return "store key(s) " + quote_keys(missing) + " not set within " +
-         std::to_string(timeout.count()) + " ms (" + where +
-         "); a peer has not arrived or has died — check the other ranks' logs";
+std::string missing_keys_message(const std::vector<std::string>& missing, std::chrono::milliseconds timeout,
+                                 const std::string& where) {
+  return "store key(s) " + quote_keys(missing) + " not set within " + std::to_string(timeout.count()) + " ms (" +
+         where + "); a peer has not arrived or has died — check the other ranks' logs";
 }
 
 }  // namespace tenax::elastic::detail

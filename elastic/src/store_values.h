@@ -20,7 +20,7 @@ std::vector<char> encode_counter(std::int64_t value);
 std::string quote_keys(const std::vector<std::string>& keys);
 
 /// The message of the TimeoutError thrown when `missing` keys did not appear in time.
-std::string missing_keys_message(const std::vector<std::string>& missing,
-                                 std::chrono::milliseconds timeout, const std::string& where);
+std::string missing_keys_message(const std::vector<std::string>& missing, std::chrono::milliseconds timeout,
+                                 const std::string& where);
 
 }  // namespace tenax::elastic::detail

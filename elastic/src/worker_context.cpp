@@ -64,8 +64,7 @@ WorkerIdentity identity_from_env() {
   id.generation = env::get_int("TENAX_GENERATION", 0);
   require_range("TENAX_GENERATION", id.generation, 0, std::numeric_limits<std::int64_t>::max(), "must be >= 0");
   id.restart_count = env::get_int("TENAX_RESTART_COUNT", 0);
-  require_range("TENAX_RESTART_COUNT", id.restart_count, 0, std::numeric_limits<std::int64_t>::max(),
-                "must be >= 0");
+  require_range("TENAX_RESTART_COUNT", id.restart_count, 0, std::numeric_limits<std::int64_t>::max(), "must be >= 0");
   return id;
 }
 
@@ -86,7 +85,8 @@ std::int64_t stored_int(Store& store, const std::string& key, std::chrono::milli
 // failure during healing costs one more declaration, not a connect timeout.
 class SupersededWatch final : public Store {
  public:
-  SupersededWatch(Store& view, Store& base, std::int64_t generation) : view_(view), base_(base), generation_(generation) {}
+  SupersededWatch(Store& view, Store& base, std::int64_t generation)
+      : view_(view), base_(base), generation_(generation) {}
 
   void set(const std::string& key, const std::vector<char>& value) override { view_.set(key, value); }
   std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override {
@@ -171,8 +171,9 @@ JoinedGeneration join_declared_generation(Store& base, std::int64_t first, const
       options.timeout = std::max(std::min(connect_timeout, left()), std::chrono::milliseconds(1));
       // A world shrunk to one rank needs no peers (and no connect).
       return {target, rank, layout->world_size,
-              layout->world_size == 1 ? make_local_communicator()
-                                      : make_communicator(backend_from_env(), watch, rank, layout->world_size, options)};
+              layout->world_size == 1
+                  ? make_local_communicator()
+                  : make_communicator(backend_from_env(), watch, rank, layout->world_size, options)};
     } catch (const PeerLostError& e) {
       log->warn("{}: generation {} did not form ({}); joining the next one", who, target, e.what());
       ++target;
@@ -198,7 +199,8 @@ void wait_for_spare_assignment(Store& base, WorkerIdentity& id, const std::strin
   if (!assignment || assignment->local_rank >= id.local_world_size) {
     throw RendezvousError("warm spare " + std::to_string(spare_id) + ": the agent's assignment '" + text +
                           "' is not '<local rank> <generation> <restart count>' with a local rank below "
-                          "LOCAL_WORLD_SIZE=" + std::to_string(id.local_world_size));
+                          "LOCAL_WORLD_SIZE=" +
+                          std::to_string(id.local_world_size));
   }
   // The rank and the world size come with the generation it joins (join_declared_generation).
   id.local_rank = assignment->local_rank;
@@ -235,8 +237,10 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
   const int spare_id = env::get(kSpareIdVariable) ? int_var(kSpareIdVariable, env::require_int(kSpareIdVariable)) : -1;
   const std::string node_id = env::get(kNodeIdVariable).value_or("local");
   id.replacement = env::get(kReplacementVariable).value_or("") == "1";
-  if (spare_id >= 0) set_log_identity({-1, static_cast<int>(id.generation), "spare"});
-  else set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
+  if (spare_id >= 0)
+    set_log_identity({-1, static_cast<int>(id.generation), "spare"});
+  else
+    set_log_identity({id.rank, static_cast<int>(id.generation), "worker"});
 
   const auto endpoint = env::get("TENAX_RDZV_ENDPOINT");
   if (!endpoint && id.world_size > 1) {
@@ -258,7 +262,8 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
     }
     store = std::make_unique<PrefixStore>(generation_prefix(id.generation), *base);
   } else if (spare_id >= 0) {
-    throw ConfigError(std::string(kSpareIdVariable) + " is set but TENAX_RDZV_ENDPOINT is not; spares are started by "
+    throw ConfigError(std::string(kSpareIdVariable) +
+                      " is set but TENAX_RDZV_ENDPOINT is not; spares are started by "
                       "`tenax run --spares K`");
   }
   GlooOptions options;
@@ -295,7 +300,8 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
   if (endpoint) {
     store_factory_for = [endpoint = *endpoint, timeout, keys](std::int64_t generation) -> StoreFactory {
       return [endpoint, generation, timeout, keys]() -> std::unique_ptr<Store> {
-        return std::make_unique<OwningPrefixStore>(generation_prefix(generation), connect_store(endpoint, timeout, keys));
+        return std::make_unique<OwningPrefixStore>(generation_prefix(generation),
+                                                   connect_store(endpoint, timeout, keys));
       };
     };
     open_store = store_factory_for(id.generation);
@@ -392,7 +398,8 @@ bool WorkerContext::generation_superseded() {
 void WorkerContext::rejoin(std::chrono::milliseconds timeout) {
   const std::string who = "rank " + std::to_string(identity_.rank) + " of " + std::to_string(identity_.world_size);
   if (!in_process_ || !base_store_ || !store_factory_for_) {
-    throw RendezvousError(who + ": cannot rejoin in process; this job restarts its processes instead (`tenax run "
+    throw RendezvousError(who +
+                          ": cannot rejoin in process; this job restarts its processes instead (`tenax run "
                           "--recovery in-process` with the Gloo communicator it builds)");
   }
   // Closing this rank's connections first: a peer blocked on a message from this rank fails

@@ -95,15 +95,15 @@ class ZmqStoreClient final : public Store {
   }
 
   void set(const std::string& key, const std::vector<char>& value) override {
-    auto reply = round_trip({KvOp::kSet, 0, 0}, {zmq::buffer(key), zmq::buffer(value)},
-                            Clock::now() + request_timeout_);
+    auto reply =
+        round_trip({KvOp::kSet, 0, 0}, {zmq::buffer(key), zmq::buffer(value)}, Clock::now() + request_timeout_);
     if (!reply) throw no_answer("set('" + key + "')");
     expect(*reply, KvStatus::kOk, "set('" + key + "')");
   }
 
   std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override {
-    auto reply = round_trip({KvOp::kGet, 0, timeout.count()}, {zmq::buffer(key)},
-                            Clock::now() + timeout + reply_grace());
+    auto reply =
+        round_trip({KvOp::kGet, 0, timeout.count()}, {zmq::buffer(key)}, Clock::now() + timeout + reply_grace());
     if (!reply) throw TimeoutError(detail::missing_keys_message({key}, timeout, where()));
     if (reply->header.status == KvStatus::kNotFound) {
       throw TimeoutError(detail::missing_keys_message({key}, timeout, where()));
@@ -116,8 +116,8 @@ class ZmqStoreClient final : public Store {
 
   std::int64_t add(const std::string& key, std::int64_t delta) override {
     const std::string encoded = detail::encode_i64(delta);
-    auto reply = round_trip({KvOp::kAdd, 0, 0}, {zmq::buffer(key), zmq::buffer(encoded)},
-                            Clock::now() + request_timeout_);
+    auto reply =
+        round_trip({KvOp::kAdd, 0, 0}, {zmq::buffer(key), zmq::buffer(encoded)}, Clock::now() + request_timeout_);
     if (!reply) throw no_answer("add('" + key + "')");
     expect(*reply, KvStatus::kValue, "add('" + key + "')");
     if (reply->frames.size() != 1 || reply->frames[0].size() != 8) {
@@ -149,9 +149,8 @@ class ZmqStoreClient final : public Store {
   std::string where() const { return "rendezvous service " + endpoint_; }
 
   TimeoutError no_answer(const std::string& what) const {
-    return TimeoutError("the rendezvous key-value service at " + endpoint_ + " did not answer " + what +
-                        " within " + std::to_string(request_timeout_.count()) +
-                        " ms; is the launcher agent alive?");
+    return TimeoutError("the rendezvous key-value service at " + endpoint_ + " did not answer " + what + " within " +
+                        std::to_string(request_timeout_.count()) + " ms; is the launcher agent alive?");
   }
 
   void expect(const Reply& reply, KvStatus status, const std::string& what) const {
@@ -159,8 +158,8 @@ class ZmqStoreClient final : public Store {
     if (reply.header.status == KvStatus::kError && !reply.frames.empty()) {
       throw RendezvousError(what + " failed at " + endpoint_ + ": " + as_string(reply.frames[0]));
     }
-    throw RendezvousError(what + ": unexpected reply status " +
-                          std::to_string(static_cast<int>(reply.header.status)) + " from " + endpoint_);
+    throw RendezvousError(what + ": unexpected reply status " + std::to_string(static_cast<int>(reply.header.status)) +
+                          " from " + endpoint_);
   }
 
   std::chrono::milliseconds reply_grace() const { return std::clamp(rtt_ * 2, kReplyGrace, kMaxReplyGrace); }

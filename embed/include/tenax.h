@@ -106,9 +106,9 @@ typedef enum tenax_reduce_op { TENAX_SUM = 0, TENAX_MAX = 1, TENAX_MIN = 2 } ten
  * tenax_register_state, which keeps the pointer: the array must outlive the trainer). */
 typedef struct tenax_array {
   void* data;
-  int32_t dtype; /* tenax_dtype */
-  int32_t order; /* tenax_order */
-  int32_t ndim;  /* 1..TENAX_MAX_DIMS */
+  int32_t dtype;    /* tenax_dtype */
+  int32_t order;    /* tenax_order */
+  int32_t ndim;     /* 1..TENAX_MAX_DIMS */
   int32_t reserved; /* 0 */
   int64_t shape[TENAX_MAX_DIMS];
 } tenax_array;
@@ -187,8 +187,7 @@ TENAX_API tenax_status tenax_model_free(tenax_model** model);
  * key or bad value is TENAX_ERR_CONFIG naming the key (and file). max_steps sets the LR
  * schedule's length. The model's parameters are made identical on every rank (rank 0's). */
 TENAX_API tenax_status tenax_trainer_create(tenax_trainer** trainer, tenax_context* ctx, tenax_model* model,
-                                            const char* toml_path, const char* const* overrides,
-                                            int32_t n_overrides);
+                                            const char* toml_path, const char* const* overrides, int32_t n_overrides);
 /* Collective. Waits for a checkpoint in flight, then frees the trainer and sets *trainer to NULL. */
 TENAX_API tenax_status tenax_trainer_free(tenax_trainer** trainer);
 

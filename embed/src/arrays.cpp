@@ -52,12 +52,12 @@ torch::Tensor view_of(const tenax_array* array, const char* argument) {
   if (array == nullptr) throw InvalidArgument(named(argument, "NULL tenax_array pointer"));
   const torch::ScalarType type = scalar_type_of(array->dtype, argument);
   if (array->order != TENAX_ORDER_C && array->order != TENAX_ORDER_F) {
-    throw InvalidArgument(named(argument, "order " + std::to_string(array->order) +
-                                              " is not a tenax_order (TENAX_ORDER_C, TENAX_ORDER_F)"));
+    throw InvalidArgument(named(
+        argument, "order " + std::to_string(array->order) + " is not a tenax_order (TENAX_ORDER_C, TENAX_ORDER_F)"));
   }
   if (array->ndim < 1 || array->ndim > TENAX_MAX_DIMS) {
-    throw InvalidArgument(named(argument, "ndim " + std::to_string(array->ndim) + " is outside 1.." +
-                                              std::to_string(TENAX_MAX_DIMS)));
+    throw InvalidArgument(
+        named(argument, "ndim " + std::to_string(array->ndim) + " is outside 1.." + std::to_string(TENAX_MAX_DIMS)));
   }
   std::vector<int64_t> shape(array->shape, array->shape + array->ndim);
   for (int32_t i = 0; i < array->ndim; ++i) {
@@ -74,7 +74,8 @@ torch::Tensor view_of(const tenax_array* array, const char* argument) {
 torch::Tensor as_float32(const torch::Tensor& tensor, const char* argument) {
   if (tensor.scalar_type() == torch::kFloat32) return tensor;
   if (tensor.scalar_type() == torch::kFloat64) return tensor.to(torch::kFloat32);
-  throw InvalidArgument(named(argument, "dtype TENAX_INT64, but this model takes TENAX_FLOAT32 or TENAX_FLOAT64 values"));
+  throw InvalidArgument(
+      named(argument, "dtype TENAX_INT64, but this model takes TENAX_FLOAT32 or TENAX_FLOAT64 values"));
 }
 
 void write_into(const tenax_array* output, const char* argument, const torch::Tensor& values) {
@@ -83,10 +84,10 @@ void write_into(const tenax_array* output, const char* argument, const torch::Te
     throw InvalidArgument(named(argument, "dtype TENAX_INT64; predictions go into TENAX_FLOAT32 or TENAX_FLOAT64"));
   }
   if (out.sizes() != values.sizes()) {
-    throw InvalidArgument(named(
-        argument, "shape " + shape_string(in_callers_order(out.sizes(), output->order)) + " (" +
-                      order_name(output->order) + ") but the prediction's is " +
-                      shape_string(in_callers_order(values.sizes(), output->order)) + " in that order"));
+    throw InvalidArgument(named(argument, "shape " + shape_string(in_callers_order(out.sizes(), output->order)) + " (" +
+                                              order_name(output->order) + ") but the prediction's is " +
+                                              shape_string(in_callers_order(values.sizes(), output->order)) +
+                                              " in that order"));
   }
   out.copy_(values.detach());
 }

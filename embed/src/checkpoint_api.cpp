@@ -15,8 +15,7 @@ using tenax::capi::out_argument;
 
 extern "C" {
 
-tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, const tenax_array* array,
-                                  int32_t scope) {
+tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, const tenax_array* array, int32_t scope) {
   return guarded("tenax_register_state", [&] {
     tenax_trainer& t = live(trainer, "trainer", "tenax_trainer");
     if (name == nullptr) throw InvalidArgument("name: NULL string");
@@ -40,9 +39,9 @@ tenax_status tenax_register_state(tenax_trainer* trainer, const char* name, cons
     const torch::Tensor tensor = tenax::capi::view_of(array, "array");
     // A view of the caller's memory: the checkpoint captures (copies) it at every save and a
     // restore copies into it, so the solver's array itself is what is saved and restored.
-    t.user_state.add_tensor(key, tensor,
-                            scope == TENAX_PER_RANK ? tenax::sdk::UserState::Scope::kPerRank
-                                                    : tenax::sdk::UserState::Scope::kReplicated);
+    t.user_state.add_tensor(
+        key, tensor,
+        scope == TENAX_PER_RANK ? tenax::sdk::UserState::Scope::kPerRank : tenax::sdk::UserState::Scope::kReplicated);
     t.state_names.insert(key);
   });
 }
@@ -53,8 +52,9 @@ tenax_status tenax_checkpoint_restore(tenax_trainer* trainer, int64_t* step) {
     int64_t& out = out_argument(step, "step");
     out = -1;
     if (t.begun) {
-      throw InvalidArgument("trainer: tenax_checkpoint_restore after the first step, save or restore; "
-                            "call it once, before the first tenax_train_step");
+      throw InvalidArgument(
+          "trainer: tenax_checkpoint_restore after the first step, save or restore; "
+          "call it once, before the first tenax_train_step");
     }
     std::optional<std::int64_t> label;
     try {

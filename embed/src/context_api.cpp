@@ -54,7 +54,8 @@ elastic::ReduceOp reduce_op(int32_t op) {
     case TENAX_MAX: return elastic::ReduceOp::kMax;
     case TENAX_MIN: return elastic::ReduceOp::kMin;
     default:
-      throw InvalidArgument("op: " + std::to_string(op) + " is not a tenax_reduce_op (TENAX_SUM, TENAX_MAX, TENAX_MIN)");
+      throw InvalidArgument("op: " + std::to_string(op) +
+                            " is not a tenax_reduce_op (TENAX_SUM, TENAX_MAX, TENAX_MIN)");
   }
 }
 
@@ -97,8 +98,9 @@ tenax_status tenax_finalize(tenax_context** ctx) {
     delete handle;
     handle = nullptr;
     if (!orderly) {
-      throw tenax::PeerLostError("not every rank reached tenax_finalize in time (the context is freed anyway); "
-                                 "end the process with a non-zero status");
+      throw tenax::PeerLostError(
+          "not every rank reached tenax_finalize in time (the context is freed anyway); "
+          "end the process with a non-zero status");
     }
   });
 }

@@ -48,7 +48,6 @@ tenax_loss checked_loss(int64_t loss, const char* argument);
 torch::Tensor loss_of(tenax_loss loss, const torch::Tensor& logits, const torch::Tensor& labels);
 /// Float input (+ float label for MSE, int64 {batch} for cross-entropy) as a Batch: the checks
 /// every float model shares; `features` (of input dim 1), when >= 0, is checked too.
-sdk::Batch float_batch(const torch::Tensor& input, const torch::Tensor& label, tenax_loss loss,
-                       std::int64_t features);
+sdk::Batch float_batch(const torch::Tensor& input, const torch::Tensor& label, tenax_loss loss, std::int64_t features);
 
 }  // namespace tenax::capi

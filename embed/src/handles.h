@@ -34,9 +34,9 @@ struct tenax_model {
 struct tenax_trainer {
   tenax_context* context = nullptr;  ///< borrowed; outlives the trainer (see tenax_context::trainers)
   std::shared_ptr<tenax::capi::EmbeddedModel> model;
-  tenax::sdk::TrainingArguments args;  ///< as the caller configured them
-  tenax::sdk::UserState user_state;    ///< the caller's registered arrays; the Trainer borrows it
-  std::set<std::string> state_names;   ///< registered in user_state (it has no lookup of its own)
+  tenax::sdk::TrainingArguments args;            ///< as the caller configured them
+  tenax::sdk::UserState user_state;              ///< the caller's registered arrays; the Trainer borrows it
+  std::set<std::string> state_names;             ///< registered in user_state (it has no lookup of its own)
   std::unique_ptr<tenax::sdk::Trainer> trainer;  ///< declared last: destroyed first
   bool begun = false;                            ///< Trainer::begin was called (restore or first step)
   bool begin_failed = false;                     ///< ... and threw: the trainer is unusable

@@ -24,8 +24,7 @@ template <class T>
 T& live(T* handle, const char* argument, const char* type) {
   if (handle == nullptr) throw InvalidArgument(std::string(argument) + ": NULL " + type + " handle");
   if (!is_live_handle(handle)) {
-    throw NotInitialized(std::string(argument) + ": not a live " + type +
-                         " (freed already, or not made by libtenax)");
+    throw NotInitialized(std::string(argument) + ": not a live " + type + " (freed already, or not made by libtenax)");
   }
   return *handle;
 }

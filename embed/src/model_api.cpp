@@ -52,7 +52,8 @@ tenax_status tenax_model_create_mlp(tenax_model** model, const int64_t* widths, 
   return guarded("tenax_model_create_mlp", [&] {
     tenax_model*& out = out_argument(model, "model");
     out = nullptr;
-    if (n_widths < 2) throw InvalidArgument("n_widths: " + std::to_string(n_widths) + "; an MLP needs at least 2 widths");
+    if (n_widths < 2)
+      throw InvalidArgument("n_widths: " + std::to_string(n_widths) + "; an MLP needs at least 2 widths");
     if (widths == nullptr) throw InvalidArgument("widths: NULL");
     const std::string act = tenax::capi::required_string(activation, "activation");
     const tenax_loss checked = tenax::capi::checked_loss(loss, "loss");
@@ -79,8 +80,8 @@ tenax_status tenax_model_load_bert(tenax_model** model, const char* directory, i
   });
 }
 
-tenax_status tenax_model_create_from_config(tenax_model** model, const char* toml_path,
-                                            const char* const* overrides, int32_t n_overrides) {
+tenax_status tenax_model_create_from_config(tenax_model** model, const char* toml_path, const char* const* overrides,
+                                            int32_t n_overrides) {
   return guarded("tenax_model_create_from_config", [&] {
     tenax_model*& out = out_argument(model, "model");
     out = nullptr;

@@ -101,7 +101,8 @@ ModelSpec read_model_spec(const std::filesystem::path& file, const std::vector<s
     try {
       root = toml::parse_file(source);
     } catch (const toml::parse_error& e) {
-      throw ConfigError(where(source, e.source()) + ": not valid TOML (or unreadable): " + std::string(e.description()));
+      throw ConfigError(where(source, e.source()) +
+                        ": not valid TOML (or unreadable): " + std::string(e.description()));
     }
     if (const toml::node* model = root.get("model")) {
       const toml::table* table = model->as_table();

@@ -12,7 +12,8 @@ void recover_through(tenax_trainer* trainer, const std::string& why) {
   if (!step) return;
   throw RecoveredError("a peer was lost (" + why +
                            ") and the job healed in process: this call did not complete; every rank stands at "
-                           "optimizer step " + std::to_string(*step) +
+                           "optimizer step " +
+                           std::to_string(*step) +
                            " with its registered arrays as they were at that tenax_train_step; go on from there",
                        *step);
 }

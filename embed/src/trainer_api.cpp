@@ -73,7 +73,8 @@ std::vector<sdk::Batch> micro_batches(const sdk::Batch& batch, std::int64_t part
   }
   std::vector<sdk::Batch> out;
   for (std::int64_t i = 0; i < parts; ++i) {
-    out.push_back(batch.map([&](const torch::Tensor& tensor) { return tensor.chunk(parts, 0)[static_cast<size_t>(i)]; }));
+    out.push_back(
+        batch.map([&](const torch::Tensor& tensor) { return tensor.chunk(parts, 0)[static_cast<size_t>(i)]; }));
   }
   return out;
 }
@@ -82,8 +83,9 @@ std::vector<sdk::Batch> micro_batches(const sdk::Batch& batch, std::int64_t part
 
 std::optional<std::int64_t> ensure_begun(tenax_trainer& trainer, bool resume) {
   if (trainer.begin_failed) {
-    throw NotInitialized("trainer: its tenax_checkpoint_restore (or first step) failed, which leaves it unusable; "
-                         "free it and create a new one (the checkpoints on disk are untouched)");
+    throw NotInitialized(
+        "trainer: its tenax_checkpoint_restore (or first step) failed, which leaves it unusable; "
+        "free it and create a new one (the checkpoints on disk are untouched)");
   }
   if (trainer.begun) return std::nullopt;
   // A begin() that throws part-way must not run twice: the trainer is marked and refused after.
@@ -100,10 +102,11 @@ std::optional<std::int64_t> ensure_begun(tenax_trainer& trainer, bool resume) {
   // about to do (restore, or a step on a batch made from its initial state) is not done.
   if (trainer.recovers_steps && trainer.trainer->healed_at_begin()) {
     const std::int64_t step = trainer.trainer->state().global_step;
-    throw RecoveredError("this process replaces a lost rank and healed from a live peer, not from disk: every rank "
-                         "stands at optimizer step " + std::to_string(step) +
-                             " with the registered arrays of that step's tenax_train_step; go on from there",
-                         step);
+    throw RecoveredError(
+        "this process replaces a lost rank and healed from a live peer, not from disk: every rank "
+        "stands at optimizer step " +
+            std::to_string(step) + " with the registered arrays of that step's tenax_train_step; go on from there",
+        step);
   }
   return label;
 }
@@ -160,12 +163,14 @@ tenax_status tenax_enable_in_process_recovery(tenax_trainer* trainer) {
   return guarded("tenax_enable_in_process_recovery", [&] {
     tenax_trainer& t = live(trainer, "trainer", "tenax_trainer");
     if (t.begun) {
-      throw InvalidArgument("trainer: tenax_enable_in_process_recovery after the first step, save or restore; call "
-                            "it before them, after registering the state arrays");
+      throw InvalidArgument(
+          "trainer: tenax_enable_in_process_recovery after the first step, save or restore; call "
+          "it before them, after registering the state arrays");
     }
     if (t.context->recovering != nullptr && t.context->recovering != &t) {
-      throw InvalidArgument("trainer: another trainer of this context already heals in process (the context's "
-                            "collectives heal through one trainer)");
+      throw InvalidArgument(
+          "trainer: another trainer of this context already heals in process (the context's "
+          "collectives heal through one trainer)");
     }
     t.recovers_steps = true;
     t.context->recovering = &t;

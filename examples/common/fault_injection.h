@@ -26,7 +26,8 @@ namespace tenax::examples {
 /// (restart_count 0), so the restarted job runs through. So that a test knows which checkpoint
 /// the resume must use, the kill waits (up to a minute) until the last periodic save before
 /// `step` is committed: async saves commit in the background, and a crash loses the one in
-/// flight. At a save step the process dies before that step's own save. (The same change as main's 6a704c0 made inside synthetic_regression.)
+/// flight. At a save step the process dies before that step's own save. (The same change as main's 6a704c0 made inside
+/// synthetic_regression.)
 class FailureInjection final : public sdk::TrainerCallback {
  public:
   FailureInjection(std::int64_t step, int rank, std::int64_t restart_count, int signal = SIGKILL)
@@ -44,7 +45,8 @@ class FailureInjection final : public sdk::TrainerCallback {
         }
       }
       logger("example")->warn("failure injection: rank {} {} after step {}", rank_,
-                              signal_ == SIGSTOP ? "stops itself with SIGSTOP (hangs)" : "kills itself with SIGKILL", step_);
+                              signal_ == SIGSTOP ? "stops itself with SIGSTOP (hangs)" : "kills itself with SIGKILL",
+                              step_);
       armed_ = false;
       std::raise(signal_);
     }

@@ -87,9 +87,11 @@ int run(const ImageOptions& o) {
   processor.height = train->height();
   processor.width = train->width();
   if (train->height() != train->width() || test->height() != train->height() || test->width() != train->width()) {
-    throw tenax::ConfigError("--data-dir " + o.data_dir + ": the images must be square and of one size in both "
-                             "splits (train " + std::to_string(train->height()) + "x" + std::to_string(train->width()) +
-                             ", test " + std::to_string(test->height()) + "x" + std::to_string(test->width()) + ")");
+    throw tenax::ConfigError("--data-dir " + o.data_dir +
+                             ": the images must be square and of one size in both "
+                             "splits (train " +
+                             std::to_string(train->height()) + "x" + std::to_string(train->width()) + ", test " +
+                             std::to_string(test->height()) + "x" + std::to_string(test->width()) + ")");
   }
   // The classes: the labels the training split uses (a small --train-limit must still see them
   // all to get the full head; Fashion-MNIST's first 256 images do), named when they are
@@ -117,10 +119,11 @@ int run(const ImageOptions& o) {
   std::int64_t parameters = 0;
   for (const auto& p : model->parameters()) parameters += p.numel();
   const auto& c = model->config();
-  log->info("model: ViTForImageClassification, patch {} ({} patches), hidden {}, {} layers x {} heads, "
-            "intermediate {}: {} parameters",
-            c.patch_size, c.patches_per_side() * c.patches_per_side(), c.hidden_size, c.num_hidden_layers,
-            c.num_attention_heads, c.intermediate_size, parameters);
+  log->info(
+      "model: ViTForImageClassification, patch {} ({} patches), hidden {}, {} layers x {} heads, "
+      "intermediate {}: {} parameters",
+      c.patch_size, c.patches_per_side() * c.patches_per_side(), c.hidden_size, c.num_hidden_layers,
+      c.num_attention_heads, c.intermediate_size, parameters);
 
   tenax::sdk::Trainer trainer(model, o.args, train, context, tenax::sdk::image_collator());
   trainer.set_eval_dataset(test, accuracy_metrics);  // eval_strategy "epoch": held-out accuracy per epoch

@@ -28,9 +28,9 @@ struct ImageOptions {
   std::int64_t intermediate_size = 128;
   double hidden_dropout_prob = 0.0;
   double attention_probs_dropout_prob = 0.0;
-  std::int64_t threads = 1;       ///< torch intra-op threads per rank
-  std::int64_t train_limit = 0;   ///< first N training images only (0: all 60,000)
-  std::int64_t eval_limit = 0;    ///< first N test images only (0: all 10,000)
+  std::int64_t threads = 1;        ///< torch intra-op threads per rank
+  std::int64_t train_limit = 0;    ///< first N training images only (0: all 60,000)
+  std::int64_t eval_limit = 0;     ///< first N test images only (0: all 10,000)
   std::int64_t fail_at_step = -1;  ///< -1: no injected failure
   std::int64_t fail_rank = 0;
   /// KILL: the failing rank SIGKILLs itself; STOP: it SIGSTOPs itself (a hung worker, for

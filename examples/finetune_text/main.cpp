@@ -65,7 +65,8 @@ void require_assets(const FinetuneOptions& o) {
     if (!fs::is_regular_file(file)) {
       throw tenax::ConfigError(file.string() + " is missing (" + flag +
                                "). Fetch the model and data with `bash tools/fetch_assets.sh` from the "
-                               "repository root (TENAX_ASSETS moves them), or pass " + flag);
+                               "repository root (TENAX_ASSETS moves them), or pass " +
+                               flag);
     }
   }
 }
@@ -88,11 +89,13 @@ std::string length_summary(const tenax::sdk::TokenizedTextDataset& data, std::in
   std::vector<std::size_t> lengths;
   for (std::int64_t i = 0; i < data.size(); ++i) lengths.push_back(data.encoding(i).size());
   std::sort(lengths.begin(), lengths.end());
-  const auto at = [&](double q) { return lengths[static_cast<std::size_t>(q * static_cast<double>(lengths.size() - 1))]; };
+  const auto at = [&](double q) {
+    return lengths[static_cast<std::size_t>(q * static_cast<double>(lengths.size() - 1))];
+  };
   const auto cut = std::count(lengths.begin(), lengths.end(), static_cast<std::size_t>(max_length));
   char buf[160];
-  std::snprintf(buf, sizeof buf, "tokens p50 %zu, p95 %zu, p99 %zu, max %zu; %td of %zu at max_length %lld",
-                at(0.5), at(0.95), at(0.99), lengths.back(), cut, lengths.size(), static_cast<long long>(max_length));
+  std::snprintf(buf, sizeof buf, "tokens p50 %zu, p95 %zu, p99 %zu, max %zu; %td of %zu at max_length %lld", at(0.5),
+                at(0.95), at(0.99), lengths.back(), cut, lengths.size(), static_cast<long long>(max_length));
   return buf;
 }
 
@@ -124,8 +127,8 @@ int run(const FinetuneOptions& o) {
   torch::manual_seed(o.args.seed);  // the new classifier head: the same on every rank
   const std::string model_type = tenax::sdk::AutoModelForClassification::model_type(o.model_dir);
   if (o.model_type != "auto" && o.model_type != model_type) {
-    throw tenax::ConfigError("--model-type " + o.model_type + ": " + o.model_dir + "/config.json is a \"" +
-                             model_type + "\" model; pass that directory's family or --model-type auto");
+    throw tenax::ConfigError("--model-type " + o.model_type + ": " + o.model_dir + "/config.json is a \"" + model_type +
+                             "\" model; pass that directory's family or --model-type auto");
   }
   if (model_type != "bert" && model_type != "distilbert") {
     throw tenax::ConfigError(o.model_dir + "/config.json is a \"" + model_type +
@@ -156,12 +159,12 @@ int run(const FinetuneOptions& o) {
 
   tenax::sdk::Trainer trainer(model, o.args, train, context, tenax::sdk::text_collator(tokenizer.pad_id()));
   if (o.fail_at_step >= 0) {
-    trainer.add_callback(
-        std::make_shared<tenax::examples::FailureInjection>(o.fail_at_step, static_cast<int>(o.fail_rank),
-                                                       context.restart_count()));
+    trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(
+        o.fail_at_step, static_cast<int>(o.fail_rank), context.restart_count()));
   }
   if (o.preempt_at_step >= 0) {
-    trainer.add_callback(std::make_shared<tenax::examples::PreemptionInjection>(o.preempt_at_step, o.preempt_signal_number()));
+    trainer.add_callback(
+        std::make_shared<tenax::examples::PreemptionInjection>(o.preempt_at_step, o.preempt_signal_number()));
   }
   if (auto profile = tenax::examples::ProfileSteps::from_env()) trainer.add_callback(profile);
   const tenax::sdk::TrainOutput trained = trainer.train();

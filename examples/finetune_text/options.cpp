@@ -43,8 +43,10 @@ void require(bool ok, const std::string& key, const std::string& why) {
 void validate(const FinetuneOptions& o) {
   require(!o.model_dir.empty(), "model_dir", "is required");
   require(!o.data_dir.empty(), "data_dir", "is required");
-  require(o.max_length >= 3 && o.max_length <= 512, "max_length",
-          "must be in [3, 512] (512: BERT's position embeddings; the model's max_position_embeddings bounds it too), got " + std::to_string(o.max_length));
+  require(
+      o.max_length >= 3 && o.max_length <= 512, "max_length",
+      "must be in [3, 512] (512: BERT's position embeddings; the model's max_position_embeddings bounds it too), got " +
+          std::to_string(o.max_length));
   require(o.threads >= 1, "threads", "must be >= 1, got " + std::to_string(o.threads));
   require(o.train_limit >= 0, "train_limit", "must be >= 0 (0: all), got " + std::to_string(o.train_limit));
   require(o.eval_limit >= 0, "eval_limit", "must be >= 0 (0: all), got " + std::to_string(o.eval_limit));

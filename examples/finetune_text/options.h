@@ -14,21 +14,21 @@ namespace tenax::examples {
 
 struct FinetuneOptions {
   sdk::TrainingArguments args;
-  std::string model_dir;          ///< a Hugging Face model directory of a registered family
+  std::string model_dir;  ///< a Hugging Face model directory of a registered family
   /// "auto" (config.json's model_type) or a family, "bert" or "distilbert", that config.json
   /// must then name (a check that the directory is the model meant).
   std::string model_type = "auto";
   /// Re-initialise checkpoint tensors of another shape (a head trained for other labels)
   /// instead of failing: transformers' ignore_mismatched_sizes, as run_glue.py offers it.
   bool ignore_mismatched_sizes = false;
-  std::string data_dir;           ///< {train,validation,test}.csv with columns text,label
+  std::string data_dir;  ///< {train,validation,test}.csv with columns text,label
   std::int64_t max_length = 64;
-  std::int64_t threads = 1;       ///< torch intra-op threads per rank
-  std::int64_t train_limit = 0;   ///< first N training rows only (0: all)
-  std::int64_t eval_limit = 0;    ///< first N validation and test rows only (0: all)
+  std::int64_t threads = 1;        ///< torch intra-op threads per rank
+  std::int64_t train_limit = 0;    ///< first N training rows only (0: all)
+  std::int64_t eval_limit = 0;     ///< first N validation and test rows only (0: all)
   std::int64_t fail_at_step = -1;  ///< -1: no injected failure
   std::int64_t fail_rank = 0;
-  std::int64_t preempt_at_step = -1;  ///< -1: no injected preemption
+  std::int64_t preempt_at_step = -1;    ///< -1: no injected preemption
   std::string preempt_signal = "USR1";  ///< USR1 or TERM
 
   /// The example's own settings (not `args`), by name: the [finetune] table and their --flags.

@@ -55,8 +55,7 @@ class Surrogate : public torch::nn::Module {
 
 /// This rank's batch of step `step`: y = sin(x . w) with x drawn from a generator seeded by
 /// (seed, step, rank) and w by seed alone.
-std::pair<torch::Tensor, torch::Tensor> batch_of(std::uint64_t seed, std::int64_t step, int rank,
-                                                 std::int64_t batch) {
+std::pair<torch::Tensor, torch::Tensor> batch_of(std::uint64_t seed, std::int64_t step, int rank, std::int64_t batch) {
   auto w_gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   const torch::Tensor w = at::randn({kFeatures, 1}, w_gen);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed + 1000003ull * static_cast<std::uint64_t>(step + 1) +
@@ -100,20 +99,28 @@ Options parse(int argc, char** argv) {
     if (i + 1 >= argc) usage_error(flag + " needs a value");
     const std::string value = argv[++i];
     auto as_int = [&] { return tenax::env::parse_int(value, flag); };
-    if (flag == "--output-dir") o.output_dir = value;
-    else if (flag == "--max-steps") o.max_steps = as_int();
-    else if (flag == "--save-steps") o.save_steps = as_int();
-    else if (flag == "--logging-steps") o.logging_steps = as_int();
-    else if (flag == "--batch") o.batch = as_int();
+    if (flag == "--output-dir")
+      o.output_dir = value;
+    else if (flag == "--max-steps")
+      o.max_steps = as_int();
+    else if (flag == "--save-steps")
+      o.save_steps = as_int();
+    else if (flag == "--logging-steps")
+      o.logging_steps = as_int();
+    else if (flag == "--batch")
+      o.batch = as_int();
     else if (flag == "--learning-rate") {
       char* end = nullptr;
       o.learning_rate = std::strtod(value.c_str(), &end);
       if (value.empty() || *end != '\0') usage_error(flag + " '" + value + "' is not a number");
-    }
-    else if (flag == "--seed") o.seed = static_cast<std::uint64_t>(as_int());
-    else if (flag == "--fail-at-step") o.fail_at_step = as_int();
-    else if (flag == "--fail-rank") o.fail_rank = static_cast<int>(as_int());
-    else usage_error("unknown flag " + flag);
+    } else if (flag == "--seed")
+      o.seed = static_cast<std::uint64_t>(as_int());
+    else if (flag == "--fail-at-step")
+      o.fail_at_step = as_int();
+    else if (flag == "--fail-rank")
+      o.fail_rank = static_cast<int>(as_int());
+    else
+      usage_error("unknown flag " + flag);
   }
   if (o.output_dir.empty()) usage_error("--output-dir is required");
   if (o.max_steps <= 0 || o.save_steps <= 0 || o.logging_steps <= 0 || o.batch <= 0) {
@@ -157,7 +164,8 @@ std::int64_t resume(const tenax::sdk::Checkpointer& checkpointer, const NamedTen
 
 /// Logs a finished save; a failed one stops the run (this loop has no other policy).
 void report(const tenax::sdk::SaveResult& result) {
-  if (!result.committed) throw tenax::StorageError("checkpoint of step " + std::to_string(result.step) + " failed: " + result.error);
+  if (!result.committed)
+    throw tenax::StorageError("checkpoint of step " + std::to_string(result.step) + " failed: " + result.error);
   tenax::logger("handwritten_loop", tenax::LogPolicy::kRankZeroOnly)
       ->info("saved checkpoint {} (step stalled {:.3f} s)", result.dir.string(), result.snapshot_seconds);
 }

@@ -28,7 +28,10 @@ void check_rank(const char* flag, int rank, int world_size) {
 
 FaultHooks::FaultHooks(const FaultOptions& options, int rank, int world_size, std::string output_dir,
                        std::int64_t save_every)
-    : options_(options), rank_(rank), output_dir_(std::move(output_dir)), save_every_(save_every),
+    : options_(options),
+      rank_(rank),
+      output_dir_(std::move(output_dir)),
+      save_every_(save_every),
       armed_(first_generation()) {
   if (options.fail_at_step >= 0) check_rank("--fail-rank", options.fail_rank, world_size);
   if (options.stop_at_step >= 0) check_rank("--stop-rank", options.stop_rank, world_size);

@@ -86,8 +86,8 @@ double HeatStrip::exact_update(const double* s) const {
 std::vector<Cell> HeatStrip::sample_cells(std::uint64_t seed, std::int64_t step, std::int64_t count) const {
   std::vector<Cell> cells;
   cells.reserve(static_cast<std::size_t>(count));
-  const std::uint64_t base = mix(seed ^ mix(static_cast<std::uint64_t>(step) * 0x100000001b3ull +
-                                            static_cast<std::uint64_t>(rank_)));
+  const std::uint64_t base =
+      mix(seed ^ mix(static_cast<std::uint64_t>(step) * 0x100000001b3ull + static_cast<std::uint64_t>(rank_)));
   for (std::int64_t k = 0; k < count; ++k) {
     const std::uint64_t h = mix(base + static_cast<std::uint64_t>(k));
     cells.push_back({1 + static_cast<std::int64_t>((h & 0xffffffffu) % static_cast<std::uint64_t>(rows_)),
@@ -127,8 +127,8 @@ std::vector<double> probe_stencils(std::int64_t count) {
     const double slope = 0.05 * std::sin(1.7 * static_cast<double>(p));
     const double curve = 0.03 * std::cos(2.3 * static_cast<double>(p));
     out.push_back(level);
-    out.push_back(level + slope + curve);  // north
-    out.push_back(level - slope + curve);  // south
+    out.push_back(level + slope + curve);        // north
+    out.push_back(level - slope + curve);        // south
     out.push_back(level + 0.5 * slope + curve);  // west
     out.push_back(level - 0.5 * slope + curve);  // east: a Laplacian of 4 curve
   }

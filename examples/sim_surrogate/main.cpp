@@ -101,7 +101,8 @@ int run(int argc, char** argv) {
   if (use_mpi) {
     const tenax_status status = tenax_init_mpi(&ctx, mpi_world_fortran_handle());
     if (status == TENAX_ERR_CONFIG) {
-      std::fprintf(stderr, "[sim] tenax_init_mpi: %s; Tenax's collectives go over Gloo instead (the halo stays on MPI)\n",
+      std::fprintf(stderr,
+                   "[sim] tenax_init_mpi: %s; Tenax's collectives go over Gloo instead (the halo stays on MPI)\n",
                    tenax_last_error());
       check(tenax_init(&ctx), "tenax_init");
     } else {
@@ -158,21 +159,23 @@ int run(int argc, char** argv) {
   // Everything else this loop keeps follows from those three, or is only reported.
   if (!o.ignore_recovery) check(tenax_enable_in_process_recovery(trainer), "tenax_enable_in_process_recovery");
 
-  progress.say("2-D heat equation, %lld x %lld cells on %d rank(s) (halo over %s), %lld solver steps; surrogate %s; "
-               "a checkpoint every %lld steps in %s/checkpoints",
-               static_cast<long long>(o.heat.nx), static_cast<long long>(o.heat.ny), world_size, halo->name(),
-               static_cast<long long>(o.steps),
-               o.train_every > 0 ? ("trained every " + std::to_string(o.train_every) + " steps").c_str() : "off",
-               static_cast<long long>(o.save_every), o.output_dir.c_str());
+  progress.say(
+      "2-D heat equation, %lld x %lld cells on %d rank(s) (halo over %s), %lld solver steps; surrogate %s; "
+      "a checkpoint every %lld steps in %s/checkpoints",
+      static_cast<long long>(o.heat.nx), static_cast<long long>(o.heat.ny), world_size, halo->name(),
+      static_cast<long long>(o.steps),
+      o.train_every > 0 ? ("trained every " + std::to_string(o.train_every) + " steps").c_str() : "off",
+      static_cast<long long>(o.save_every), o.output_dir.c_str());
 
   std::int64_t restored = -1;
   const tenax_status restore_status = tenax_checkpoint_restore(trainer, &restored);
   const char* restarts = std::getenv("TENAX_RESTART_COUNT");
   if (restore_status == TENAX_RECOVERED) {
     // This process replaces a lost rank: its strip, the time and the step came from live peers.
-    std::fprintf(stdout, "[sim] rank %d replaces a lost rank: healed from live peers (not from disk) at solver step %lld "
-                 "(t = %.6g, optimizer step %lld)\n", rank, static_cast<long long>(step), time,
-                 static_cast<long long>(restored));
+    std::fprintf(stdout,
+                 "[sim] rank %d replaces a lost rank: healed from live peers (not from disk) at solver step %lld "
+                 "(t = %.6g, optimizer step %lld)\n",
+                 rank, static_cast<long long>(step), time, static_cast<long long>(restored));
     std::fflush(stdout);
     restored = step;
   } else {
@@ -239,10 +242,11 @@ int run(int argc, char** argv) {
       if (signal != 0) {
         if (last_saved != step) save(step);
         check(tenax_checkpoint_wait(trainer), "tenax_checkpoint_wait");
-        progress.say("preempted by %s at solver step %lld (t = %.6g): checkpoint committed; exiting %d so that the "
-                     "job is requeued (the same command resumes at step %lld)",
-                     signal_name(signal), static_cast<long long>(step), time, TENAX_EXIT_PREEMPTED,
-                     static_cast<long long>(step));
+        progress.say(
+            "preempted by %s at solver step %lld (t = %.6g): checkpoint committed; exiting %d so that the "
+            "job is requeued (the same command resumes at step %lld)",
+            signal_name(signal), static_cast<long long>(step), time, TENAX_EXIT_PREEMPTED,
+            static_cast<long long>(step));
         check(tenax_trainer_free(&trainer), "tenax_trainer_free");
         check(tenax_finalize(&ctx), "tenax_finalize");
         if (use_mpi) mpi_finalize();
@@ -254,11 +258,12 @@ int run(int argc, char** argv) {
         const double rate = static_cast<double>(step - window_first) / std::max(1e-9, seconds_since(window_start));
         std::int64_t opt_step = 0;
         check(tenax_optimizer_step(trainer, &opt_step), "tenax_optimizer_step");
-        progress.say("step %lld/%lld (%.0f%%)  t = %.6g  surrogate loss %.3e (rank 0, optimizer step %lld)  "
-                     "%.0f steps/s, ETA %.0f s",
-                     static_cast<long long>(step), static_cast<long long>(o.steps),
-                     100.0 * static_cast<double>(step) / static_cast<double>(o.steps), time, loss,
-                     static_cast<long long>(opt_step), rate, static_cast<double>(o.steps - step) / std::max(rate, 1e-9));
+        progress.say(
+            "step %lld/%lld (%.0f%%)  t = %.6g  surrogate loss %.3e (rank 0, optimizer step %lld)  "
+            "%.0f steps/s, ETA %.0f s",
+            static_cast<long long>(step), static_cast<long long>(o.steps),
+            100.0 * static_cast<double>(step) / static_cast<double>(o.steps), time, loss,
+            static_cast<long long>(opt_step), rate, static_cast<double>(o.steps - step) / std::max(rate, 1e-9));
         window_start = Clock::now();
         window_first = step;
       }
@@ -268,9 +273,10 @@ int run(int argc, char** argv) {
       // completed training step on every rank (a save or training step cut short is not redone
       // here: the job goes on from after it, and the next scheduled save is taken as usual).
       ++recoveries;
-      progress.say("a rank was lost; healed in process without restarting this process: going on from solver step %lld "
-                   "(t = %.6g), the field rolled back in memory (%s)",
-                   static_cast<long long>(step), time, e.what());
+      progress.say(
+          "a rank was lost; healed in process without restarting this process: going on from solver step %lld "
+          "(t = %.6g), the field rolled back in memory (%s)",
+          static_cast<long long>(step), time, e.what());
       window_start = Clock::now();
       window_first = step;
       last_saved = step;  // as in the replacement: every rank agrees on what a preemption saves
@@ -289,7 +295,8 @@ int run(int argc, char** argv) {
   result.field = halo->gather_field(strip);
   if (rank == 0) {
     result.probes = probe_stencils(o.probes);
-    for (std::int64_t p = 0; p < o.probes; ++p) result.exact.push_back(strip.exact_update(&result.probes[static_cast<std::size_t>(p * kStencil)]));
+    for (std::int64_t p = 0; p < o.probes; ++p)
+      result.exact.push_back(strip.exact_update(&result.probes[static_cast<std::size_t>(p * kStencil)]));
     if (o.train_every > 0) {
       result.predictions.resize(static_cast<std::size_t>(o.probes));
       tenax_array probe_in = array_of(result.probes.data(), TENAX_FLOAT64, {o.probes, kStencil});
@@ -303,12 +310,13 @@ int run(int argc, char** argv) {
     progress.say("done: solver step %lld, t = %.6g; field and surrogate written to %s (digest %016" PRIx64 ")",
                  static_cast<long long>(step), time, o.result.c_str(), digest);
     if (recoveries > 0) progress.say("recovered in process %lld time(s)", static_cast<long long>(recoveries));
-    progress.say("timing: steps=%lld loop_s=%.6f per_step_us=%.3f train_steps=%lld saves=%lld save_s=%.6f "
-                 "per_save_ms=%.4f",
-                 static_cast<long long>(timing.steps), timing.loop_seconds,
-                 timing.steps > 0 ? 1e6 * timing.loop_seconds / static_cast<double>(timing.steps) : 0.0,
-                 static_cast<long long>(timing.train_steps), static_cast<long long>(timing.saves), timing.save_seconds,
-                 timing.saves > 0 ? 1e3 * timing.save_seconds / static_cast<double>(timing.saves) : 0.0);
+    progress.say(
+        "timing: steps=%lld loop_s=%.6f per_step_us=%.3f train_steps=%lld saves=%lld save_s=%.6f "
+        "per_save_ms=%.4f",
+        static_cast<long long>(timing.steps), timing.loop_seconds,
+        timing.steps > 0 ? 1e6 * timing.loop_seconds / static_cast<double>(timing.steps) : 0.0,
+        static_cast<long long>(timing.train_steps), static_cast<long long>(timing.saves), timing.save_seconds,
+        timing.saves > 0 ? 1e3 * timing.save_seconds / static_cast<double>(timing.saves) : 0.0);
   }
   check(tenax_trainer_free(&trainer), "tenax_trainer_free");
   check(tenax_finalize(&ctx), "tenax_finalize");
@@ -326,8 +334,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sim_surrogate: %s\n", e.what());
     if (e.status() == TENAX_ERR_CONFIG || e.status() == TENAX_ERR_INVALID_ARGUMENT) return 2;
     if (e.status() == TENAX_ERR_PEER) {
-      std::fprintf(stderr, "sim_surrogate: a peer is gone; exiting so that the launcher (or a requeue) restarts the "
-                           "job from the last checkpoint\n");
+      std::fprintf(stderr,
+                   "sim_surrogate: a peer is gone; exiting so that the launcher (or a requeue) restarts the "
+                   "job from the last checkpoint\n");
     }
     return 1;
   } catch (const std::invalid_argument& e) {

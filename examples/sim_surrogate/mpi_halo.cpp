@@ -13,7 +13,8 @@ namespace sim {
 namespace {
 
 void check_mpi(int code, const char* call) {
-  if (code != MPI_SUCCESS) throw std::runtime_error(std::string(call) + " failed with MPI error " + std::to_string(code));
+  if (code != MPI_SUCCESS)
+    throw std::runtime_error(std::string(call) + " failed with MPI error " + std::to_string(code));
 }
 
 // Point-to-point with the two neighbours on the program's own communicator. MPI_PROC_NULL at

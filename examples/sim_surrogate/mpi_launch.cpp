@@ -41,8 +41,9 @@ void mpi_finalize() { MPI_Finalize(); }
 
 namespace {
 [[noreturn]] void no_mpi() {
-  throw std::runtime_error("this sim_surrogate was built without MPI (CMake found none): start it with "
-                           "`tenax run` or srun, or rebuild with libopenmpi-dev installed");
+  throw std::runtime_error(
+      "this sim_surrogate was built without MPI (CMake found none): start it with "
+      "`tenax run` or srun, or rebuild with libopenmpi-dev installed");
 }
 }  // namespace
 

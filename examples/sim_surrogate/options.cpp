@@ -85,41 +85,65 @@ Options parse_options(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage_error(flag + " needs a value");
     const std::string value = argv[++i];
-    if (flag == "--config") o.config = value;
+    if (flag == "--config")
+      o.config = value;
     else if (flag == "--set") {
       if (value.find('=') == std::string::npos) usage_error("--set '" + value + "' is not KEY=VALUE");
       o.overrides.push_back(value);
-    }
-    else if (flag == "--output-dir") o.output_dir = value;
-    else if (flag == "--result") o.result = value;
-    else if (flag == "--nx") o.heat.nx = as_int(flag, value);
-    else if (flag == "--ny") o.heat.ny = as_int(flag, value);
-    else if (flag == "--courant") o.heat.courant = as_double(flag, value);
-    else if (flag == "--steps") o.steps = as_int(flag, value);
-    else if (flag == "--train-every") o.train_every = as_int(flag, value);
-    else if (flag == "--save-every") o.save_every = as_int(flag, value);
-    else if (flag == "--batch") o.batch = as_int(flag, value);
-    else if (flag == "--hidden") o.hidden = as_int(flag, value);
-    else if (flag == "--log-every") o.log_every = as_int(flag, value);
-    else if (flag == "--probes") o.probes = as_int(flag, value);
-    else if (flag == "--sample-seed") o.sample_seed = static_cast<std::uint64_t>(as_int(flag, value));
+    } else if (flag == "--output-dir")
+      o.output_dir = value;
+    else if (flag == "--result")
+      o.result = value;
+    else if (flag == "--nx")
+      o.heat.nx = as_int(flag, value);
+    else if (flag == "--ny")
+      o.heat.ny = as_int(flag, value);
+    else if (flag == "--courant")
+      o.heat.courant = as_double(flag, value);
+    else if (flag == "--steps")
+      o.steps = as_int(flag, value);
+    else if (flag == "--train-every")
+      o.train_every = as_int(flag, value);
+    else if (flag == "--save-every")
+      o.save_every = as_int(flag, value);
+    else if (flag == "--batch")
+      o.batch = as_int(flag, value);
+    else if (flag == "--hidden")
+      o.hidden = as_int(flag, value);
+    else if (flag == "--log-every")
+      o.log_every = as_int(flag, value);
+    else if (flag == "--probes")
+      o.probes = as_int(flag, value);
+    else if (flag == "--sample-seed")
+      o.sample_seed = static_cast<std::uint64_t>(as_int(flag, value));
     else if (flag == "--halo") {
-      if (value == "auto") o.halo = HaloTransport::kAuto;
-      else if (value == "mpi") o.halo = HaloTransport::kMpi;
-      else if (value == "tenax") o.halo = HaloTransport::kTenax;
-      else usage_error("--halo '" + value + "' is not one of auto, mpi, tenax");
-    }
-    else if (flag == "--fail-at-step") o.faults.fail_at_step = as_int(flag, value);
-    else if (flag == "--fail-rank") o.faults.fail_rank = static_cast<int>(as_int(flag, value));
-    else if (flag == "--stop-at-step") o.faults.stop_at_step = as_int(flag, value);
-    else if (flag == "--stop-rank") o.faults.stop_rank = static_cast<int>(as_int(flag, value));
-    else if (flag == "--preempt-at-step") o.faults.preempt_at_step = as_int(flag, value);
+      if (value == "auto")
+        o.halo = HaloTransport::kAuto;
+      else if (value == "mpi")
+        o.halo = HaloTransport::kMpi;
+      else if (value == "tenax")
+        o.halo = HaloTransport::kTenax;
+      else
+        usage_error("--halo '" + value + "' is not one of auto, mpi, tenax");
+    } else if (flag == "--fail-at-step")
+      o.faults.fail_at_step = as_int(flag, value);
+    else if (flag == "--fail-rank")
+      o.faults.fail_rank = static_cast<int>(as_int(flag, value));
+    else if (flag == "--stop-at-step")
+      o.faults.stop_at_step = as_int(flag, value);
+    else if (flag == "--stop-rank")
+      o.faults.stop_rank = static_cast<int>(as_int(flag, value));
+    else if (flag == "--preempt-at-step")
+      o.faults.preempt_at_step = as_int(flag, value);
     else if (flag == "--preempt-signal") {
-      if (value == "USR1" || value == "SIGUSR1") o.faults.preempt_signal = SIGUSR1;
-      else if (value == "TERM" || value == "SIGTERM") o.faults.preempt_signal = SIGTERM;
-      else usage_error("--preempt-signal '" + value + "' is not USR1 or TERM");
-    }
-    else usage_error("unknown flag " + flag);
+      if (value == "USR1" || value == "SIGUSR1")
+        o.faults.preempt_signal = SIGUSR1;
+      else if (value == "TERM" || value == "SIGTERM")
+        o.faults.preempt_signal = SIGTERM;
+      else
+        usage_error("--preempt-signal '" + value + "' is not USR1 or TERM");
+    } else
+      usage_error("unknown flag " + flag);
   }
   if (o.steps < 1) usage_error("--steps must be >= 1");
   if (o.train_every < 0) usage_error("--train-every must be >= 0 (0: no surrogate)");

@@ -30,8 +30,10 @@ std::uint64_t write_result(const std::string& path, const RunResult& r) {
   for (std::size_t p = 0; p < count; ++p) {
     const double* s = &r.probes[p * kStencil];
     add("%.17g %.17g %.17g %.17g %.17g -> ", s[0], s[1], s[2], s[3], s[4]);
-    if (r.predictions.empty()) add("none %.17g\n", r.exact[p]);
-    else add("%.17g %.17g\n", r.predictions[p], r.exact[p]);
+    if (r.predictions.empty())
+      add("none %.17g\n", r.exact[p]);
+    else
+      add("%.17g %.17g\n", r.predictions[p], r.exact[p]);
   }
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());

@@ -23,7 +23,8 @@ class TenaxFailure : public std::runtime_error {
 /// Throws TenaxFailure when `status` is not TENAX_OK; `call` names what was called.
 inline void check(tenax_status status, const char* call) {
   if (status != TENAX_OK) {
-    throw TenaxFailure(status, std::string(call) + " failed (" + tenax_status_name(status) + "): " + tenax_last_error());
+    throw TenaxFailure(status,
+                       std::string(call) + " failed (" + tenax_status_name(status) + "): " + tenax_last_error());
   }
 }
 

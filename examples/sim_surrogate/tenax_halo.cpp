@@ -24,7 +24,8 @@ class TenaxHalo final : public HaloExchange {
     check(tenax_allgather(ctx_, mine_.data(), all_.data(), static_cast<std::int64_t>(2 * n * sizeof(double))),
           "tenax_allgather (halo rows)");
     if (strip.has_top_neighbour()) {  // the last row of rank - 1
-      std::memcpy(strip.top_ghost(), all_.data() + (2 * static_cast<std::size_t>(rank_ - 1) + 1) * n, n * sizeof(double));
+      std::memcpy(strip.top_ghost(), all_.data() + (2 * static_cast<std::size_t>(rank_ - 1) + 1) * n,
+                  n * sizeof(double));
     }
     if (strip.has_bottom_neighbour()) {  // the first row of rank + 1
       std::memcpy(strip.bottom_ghost(), all_.data() + 2 * static_cast<std::size_t>(rank_ + 1) * n, n * sizeof(double));

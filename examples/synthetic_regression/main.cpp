@@ -183,33 +183,45 @@ Options parse(int argc, char** argv) {
       if (value.empty() || *end != '\0') usage_error(flag + " '" + value + "' is not a number");
       return x;
     };
-    if (flag == "--output-dir") o.args.output_dir = value;
-    else if (flag == "--max-steps") o.args.max_steps = as_int();
-    else if (flag == "--save-steps") o.args.save_steps = as_int();
-    else if (flag == "--logging-steps") o.args.logging_steps = as_int();
-    else if (flag == "--per-device-batch") o.args.per_device_train_batch_size = as_int();
-    else if (flag == "--learning-rate") o.args.learning_rate = as_double();
-    else if (flag == "--seed") o.args.seed = static_cast<std::uint64_t>(as_int());
-    else if (flag == "--dataset-size") o.dataset_size = as_int();
-    else if (flag == "--sample-log") o.sample_log = value;
-    else if (flag == "--fail-at-step") o.fail_at_step = as_int();
-    else if (flag == "--fail-rank") o.fail_rank = static_cast<int>(as_int());
+    if (flag == "--output-dir")
+      o.args.output_dir = value;
+    else if (flag == "--max-steps")
+      o.args.max_steps = as_int();
+    else if (flag == "--save-steps")
+      o.args.save_steps = as_int();
+    else if (flag == "--logging-steps")
+      o.args.logging_steps = as_int();
+    else if (flag == "--per-device-batch")
+      o.args.per_device_train_batch_size = as_int();
+    else if (flag == "--learning-rate")
+      o.args.learning_rate = as_double();
+    else if (flag == "--seed")
+      o.args.seed = static_cast<std::uint64_t>(as_int());
+    else if (flag == "--dataset-size")
+      o.dataset_size = as_int();
+    else if (flag == "--sample-log")
+      o.sample_log = value;
+    else if (flag == "--fail-at-step")
+      o.fail_at_step = as_int();
+    else if (flag == "--fail-rank")
+      o.fail_rank = static_cast<int>(as_int());
     else if (flag == "--fail-signal") {
       if (value != "KILL" && value != "STOP") usage_error("--fail-signal must be KILL or STOP, got " + value);
       o.fail_signal = value == "KILL" ? SIGKILL : SIGSTOP;
-    }
-    else if (flag == "--fail-on-heal") o.fail_on_heal = as_yes_no();
-    else if (flag == "--step-lines") o.step_lines = as_yes_no();
-    else if (flag == "--preempt-at-step") o.preempt_at_step = as_int();
+    } else if (flag == "--fail-on-heal")
+      o.fail_on_heal = as_yes_no();
+    else if (flag == "--step-lines")
+      o.step_lines = as_yes_no();
+    else if (flag == "--preempt-at-step")
+      o.preempt_at_step = as_int();
     else if (flag == "--handle-preemption") {
       // no: the per-step cost of fault tolerance is measured against a run without it (bench/).
       o.args.handle_preemption_signals = as_yes_no();
-    }
-    else if (flag == "--preempt-signal") {
+    } else if (flag == "--preempt-signal") {
       if (value != "USR1" && value != "TERM") usage_error("--preempt-signal must be USR1 or TERM, got " + value);
       o.preempt_signal = value == "USR1" ? SIGUSR1 : SIGTERM;
-    }
-    else usage_error("unknown flag " + flag);
+    } else
+      usage_error("unknown flag " + flag);
   }
   return o;
 }
@@ -231,23 +243,24 @@ int main(int argc, char** argv) {
     auto context = tenax::elastic::WorkerContext::from_env();
     tenax::set_log_identity({context.rank(), static_cast<int>(context.generation()), "worker"});
     if (options.fail_at_step >= 0 && (options.fail_rank < 0 || options.fail_rank >= context.world_size())) {
-      throw tenax::ConfigError("--fail-rank " + std::to_string(options.fail_rank) + " is not a rank of this world (size " +
-                               std::to_string(context.world_size()) + ")");
+      throw tenax::ConfigError("--fail-rank " + std::to_string(options.fail_rank) +
+                               " is not a rank of this world (size " + std::to_string(context.world_size()) + ")");
     }
 
     tenax::sdk::Trainer trainer(model, options.args, data, context);
     if (options.fail_at_step >= 0) {
-      trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(options.fail_at_step, options.fail_rank,
-                                                              context.restart_count(), options.fail_signal));
+      trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(
+          options.fail_at_step, options.fail_rank, context.restart_count(), options.fail_signal));
     }
     if (options.fail_on_heal) {
       trainer.add_callback(std::make_shared<tenax::examples::FailureWhileHealing>(context.identity().replacement,
-                                                                                 context.restart_count()));
+                                                                                  context.restart_count()));
     }
     if (!options.sample_log.empty()) trainer.add_callback(std::make_shared<SampleLog>(options.sample_log, data));
     if (options.step_lines) trainer.add_callback(std::make_shared<StepLines>());
     if (options.preempt_at_step >= 0) {
-      trainer.add_callback(std::make_shared<tenax::examples::PreemptionInjection>(options.preempt_at_step, options.preempt_signal));
+      trainer.add_callback(
+          std::make_shared<tenax::examples::PreemptionInjection>(options.preempt_at_step, options.preempt_signal));
     }
     const tenax::sdk::TrainOutput out = trainer.train();
     context.finalize();

@@ -43,9 +43,8 @@ std::string shell_words(const std::vector<std::string>& words) {
   for (const std::string& w : words) {
     if (!out.empty()) out += ' ';
     const bool plain =
-        !w.empty() &&
-        w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-            std::string::npos;
+        !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                          std::string::npos;
     if (plain) {
       out += w;
       continue;
@@ -120,15 +119,16 @@ int RunLoop::run() {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    throw ConfigError(fmt::format("tenax run: cannot create run directory '{}': {}; pass --run-dir with a writable "
-                                  "directory",
-                                  dir, ec.message()));
+    throw ConfigError(
+        fmt::format("tenax run: cannot create run directory '{}': {}; pass --run-dir with a writable "
+                    "directory",
+                    dir, ec.message()));
   }
   job_.options = &options_;
   job_.multi_node = multi_node();
-  job_.run_id = !options_.rdzv_id.empty()     ? options_.rdzv_id
-                : plan_ && plan_->slurm       ? plan_->slurm->job_id
-                                              : std::string("none");
+  job_.run_id = !options_.rdzv_id.empty() ? options_.rdzv_id
+                : plan_ && plan_->slurm   ? plan_->slurm->job_id
+                                          : std::string("none");
   job_.run_dir = std::filesystem::absolute(dir).lexically_normal();
   job_.keys_file = std::filesystem::absolute(job_keys_path(options_)).lexically_normal();
   job_.node_id = plan_ ? plan_->node_id : "local";
@@ -222,8 +222,7 @@ std::optional<WorkerGroup> RunLoop::start_group(const GenerationPlan& plan) {
     try {
       recovery_->declare_generation(plan.generation - 1, plan);
     } catch (const Error& e) {
-      log_->error("cannot declare generation {} to the workers ({}); the job cannot start", plan.generation,
-                  e.what());
+      log_->error("cannot declare generation {} to the workers ({}); the job cannot start", plan.generation, e.what());
       source_->request_restart(fmt::format("node {} could not reach the job's store", job_.node_id));
       return std::nullopt;
     }
@@ -273,10 +272,10 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restarts) {
       // Preemption (Slurm's warning signal, scancel, Ctrl-C): the workers are asked to save
       // and exit 3, not killed. SIGUSR1 is passed on as it is; SIGINT/SIGTERM as SIGTERM.
       const int forward = sig == SIGUSR1 ? SIGUSR1 : SIGTERM;
-      log_->warn("received {}; forwarding {} to {} so that they checkpoint and exit {} "
-                 "(SIGKILL after {} s; a second signal cuts the wait short)",
-                 signal_name(sig), signal_name(forward), plural(n, "worker"), kExitPreempted,
-                 options_.preempt_grace.count());
+      log_->warn(
+          "received {}; forwarding {} to {} so that they checkpoint and exit {} "
+          "(SIGKILL after {} s; a second signal cuts the wait short)",
+          signal_name(sig), signal_name(forward), plural(n, "worker"), kExitPreempted, options_.preempt_grace.count());
       group.stop(forward, options_.preempt_grace);
       return end_generation(plan.generation,
                             group.all_saved_and_preempted() ? Outcome::kPreempted : Outcome::kInterrupted, group);
@@ -349,9 +348,10 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restarts) {
     if (preempt_deadline && Clock::now() >= *preempt_deadline) {
       for (Worker& w : group.workers()) {
         if (w.process->status()) continue;
-        log_->error("worker rank {} (pid {}, host {}) was still running {} s after another worker was preempted; "
-                    "treating generation {} as failed",
-                    w.rank, w.process->pid(), host_, options_.grace_period.count(), plan.generation);
+        log_->error(
+            "worker rank {} (pid {}, host {}) was still running {} s after another worker was preempted; "
+            "treating generation {} as failed",
+            w.rank, w.process->pid(), host_, options_.grace_period.count(), plan.generation);
       }
       group.stop_for_restart();
       return end_generation(plan.generation, Outcome::kFailed, group);
@@ -363,8 +363,7 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restarts) {
 
 int endpoint_port(const std::string& endpoint) { return Endpoint::parse(endpoint).port; }
 
-Agent::Agent(RunOptions options, elastic::KvService& service)
-    : options_(std::move(options)), service_(&service) {}
+Agent::Agent(RunOptions options, elastic::KvService& service) : options_(std::move(options)), service_(&service) {}
 
 Agent::Agent(RunOptions options, MultiNodePlan plan) : options_(std::move(options)), plan_(std::move(plan)) {}
 

@@ -8,8 +8,10 @@ BlasChoice choose_worker_blas(const std::optional<OpenBlasInfo>& probed, CpuVect
                               const std::string& user_coretype) {
   BlasChoice choice;
   if (!probed) {
-    choice.message = "BLAS: the system's libblas.so.3 is not OpenBLAS; the workers' kernels are their libtorch's "
-                     "choice (CPU " + describe(cpu) + ")";
+    choice.message =
+        "BLAS: the system's libblas.so.3 is not OpenBLAS; the workers' kernels are their libtorch's "
+        "choice (CPU " +
+        describe(cpu) + ")";
     return choice;
   }
   const std::string version = openblas_version(*probed);
@@ -20,8 +22,10 @@ BlasChoice choose_worker_blas(const std::optional<OpenBlasInfo>& probed, CpuVect
     if (better) {
       // The user's word stands, but a choice that costs most of the speed is said loudly.
       choice.warn = true;
-      choice.message += ": slower kernels than this CPU can run; unset OPENBLAS_CORETYPE (tenax run then "
-                        "chooses) or set OPENBLAS_CORETYPE=" + *better;
+      choice.message +=
+          ": slower kernels than this CPU can run; unset OPENBLAS_CORETYPE (tenax run then "
+          "chooses) or set OPENBLAS_CORETYPE=" +
+          *better;
     }
     return choice;
   }

@@ -154,15 +154,17 @@ int run_ckpt_command(int argc, char** argv) {
       ->callback([&] { exit_code = verify(step_dir); })
       ->add_option("STEP_DIR", step_dir, "one checkpoint: CHECKPOINTS_DIR/step-N")
       ->required();
-  CLI::App* inspect = app.add_subcommand("inspect", "show step, world, shards, tensors and trainer state; --json: manifest.json");
+  CLI::App* inspect =
+      app.add_subcommand("inspect", "show step, world, shards, tensors and trainer state; --json: manifest.json");
   inspect->add_option("STEP_DIR", step_dir, "one checkpoint: CHECKPOINTS_DIR/step-N")->required();
   inspect->add_flag("--json", json, "print manifest.json as stored");
-  inspect->callback([&] { exit_code = inspect_checkpoint(step_dir, json ? InspectFormat::kJson : InspectFormat::kText); });
-  CLI::App* exporter = app.add_subcommand(
-      "export",
-      "verify, then write OUT_DIR/model.safetensors from tensors named PREFIX*\n"
-      "(default model/, stripped) plus each uint8 tensor files/NAME as OUT_DIR/NAME;\n"
-      "a non-empty OUT_DIR needs --force");
+  inspect->callback(
+      [&] { exit_code = inspect_checkpoint(step_dir, json ? InspectFormat::kJson : InspectFormat::kText); });
+  CLI::App* exporter =
+      app.add_subcommand("export",
+                         "verify, then write OUT_DIR/model.safetensors from tensors named PREFIX*\n"
+                         "(default model/, stripped) plus each uint8 tensor files/NAME as OUT_DIR/NAME;\n"
+                         "a non-empty OUT_DIR needs --force");
   exporter->add_option("STEP_DIR", step_dir, "the checkpoint to export")->required();
   exporter->add_option("OUT_DIR", out_dir, "the model directory to write")->required();
   exporter->add_option("--prefix", prefix, "the tensors to export (default model/)")->type_name("PREFIX");

@@ -53,8 +53,7 @@ int usage_error(const std::string& message) {
 }
 
 // Reads and checks everything to export. Returns 0 or an exit code (message printed).
-int plan_export(const storage::CheckpointReader& reader, const ExportOptions& options,
-                ExportPlan& plan) {
+int plan_export(const storage::CheckpointReader& reader, const ExportOptions& options, ExportPlan& plan) {
   for (const auto& [name, entry] : reader.manifest().tensors) {
     const bool weight = name.rfind(options.prefix, 0) == 0;
     const bool file = name.rfind(kFilesPrefix, 0) == 0;
@@ -64,29 +63,28 @@ int plan_export(const storage::CheckpointReader& reader, const ExportOptions& op
       const std::string why = unsafe_file_name(file_name);
       if (!why.empty()) return fail(fmt::format("tensor '{}': refusing to export it: {}", name, why));
       if (entry.dtype != storage::DType::kUInt8) {
-        return fail(fmt::format("tensor '{}': a files/ tensor must be uint8, not {}", name,
-                                storage::dtype_name(entry.dtype)));
+        return fail(
+            fmt::format("tensor '{}': a files/ tensor must be uint8, not {}", name, storage::dtype_name(entry.dtype)));
       }
     }
     auto tensor = reader.read(name);
     if (!tensor.is_ok()) return fail(fmt::format("corrupt checkpoint: {}", tensor.status().to_string()));
     const storage::TensorData& t = plan.data.emplace(name, std::move(tensor).value()).first->second;
     if (file) {
-      plan.files.emplace(name.substr(std::string(kFilesPrefix).size()),
-                         std::string(t.bytes.begin(), t.bytes.end()));
+      plan.files.emplace(name.substr(std::string(kFilesPrefix).size()), std::string(t.bytes.begin(), t.bytes.end()));
     }
     if (weight) {
       const std::string hf_name = name.substr(options.prefix.size());
       if (hf_name.empty()) return fail(fmt::format("tensor '{}': nothing left after the prefix", name));
-      plan.weights.push_back(
-          storage::TensorRef{hf_name, t.dtype, t.shape, t.bytes.data(), t.bytes.size()});
+      plan.weights.push_back(storage::TensorRef{hf_name, t.dtype, t.shape, t.bytes.data(), t.bytes.size()});
       plan.weight_bytes += t.bytes.size();
     }
   }
   if (plan.weights.empty()) {
-    return usage_error(fmt::format("no tensor named {0}* in {1}; pick the prefix with --prefix (see `tenax ckpt "
-                                   "inspect {1}`)",
-                                   options.prefix, options.step_dir));
+    return usage_error(
+        fmt::format("no tensor named {0}* in {1}; pick the prefix with --prefix (see `tenax ckpt "
+                    "inspect {1}`)",
+                    options.prefix, options.step_dir));
   }
   return kExitDone;
 }
@@ -104,8 +102,7 @@ int write_export(const ExportPlan& plan, const fs::path& out_dir) {
     std::error_code ignored;
     fs::remove_all(staging, ignored);
   };
-  const Status written =
-      storage::write_safetensors(staging / kWeightsFile, plan.weights, {{"format", "pt"}});
+  const Status written = storage::write_safetensors(staging / kWeightsFile, plan.weights, {{"format", "pt"}});
   if (!written.is_ok()) {
     cleanup();
     return fail(written.to_string());
@@ -139,9 +136,9 @@ int export_checkpoint(const ExportOptions& options) {
     const bool empty = fs::is_empty(out_dir, ec);
     if (ec) return usage_error(fmt::format("{}: cannot list: {}", options.out_dir, ec.message()));
     if (!empty && !options.overwrite) {
-      return usage_error(fmt::format(
-          "{}: not empty; choose a new directory, or pass --force to replace the exported files in it",
-          options.out_dir));
+      return usage_error(
+          fmt::format("{}: not empty; choose a new directory, or pass --force to replace the exported files in it",
+                      options.out_dir));
     }
   }
 
@@ -164,8 +161,8 @@ int export_checkpoint(const ExportOptions& options) {
     if (created) fs::remove(out_dir, ec);  // only if still empty
     return code;
   }
-  std::cout << "exported " << plan.weights.size() << " tensors (" << plan.weight_bytes
-            << " bytes) named " << options.prefix << "* to " << (out_dir / kWeightsFile).string();
+  std::cout << "exported " << plan.weights.size() << " tensors (" << plan.weight_bytes << " bytes) named "
+            << options.prefix << "* to " << (out_dir / kWeightsFile).string();
   for (const auto& [name, contents] : plan.files) std::cout << ", " << name;
   std::cout << "\n";
   return kExitDone;

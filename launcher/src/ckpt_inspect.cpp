@@ -24,8 +24,7 @@ std::string shape_text(const std::vector<std::int64_t>& shape) { return fmt::for
 
 // Prints rows indented, as columns at least two spaces apart: left-aligned, except the column
 // `right_aligned` (numbers); the last column is not padded.
-void print_table(const std::vector<std::vector<std::string>>& rows,
-                 std::size_t right_aligned = std::string::npos) {
+void print_table(const std::vector<std::vector<std::string>>& rows, std::size_t right_aligned = std::string::npos) {
   std::vector<std::size_t> width;
   for (const auto& row : rows) {
     width.resize(std::max(width.size(), row.size()), 0);
@@ -79,19 +78,17 @@ void print_text(const std::string& step_dir, const storage::Manifest& m) {
   std::uint64_t tensor_bytes = 0;
   std::vector<std::vector<std::string>> tensors = {{"NAME", "DTYPE", "SHAPE", "BYTES", "SHARD"}};
   for (const auto& [name, e] : m.tensors) {  // a std::map: sorted by name
-    tensors.push_back({name, storage::dtype_name(e.dtype), shape_text(e.shape),
-                       fmt::format("{}", e.nbytes), e.shard});
+    tensors.push_back({name, storage::dtype_name(e.dtype), shape_text(e.shape), fmt::format("{}", e.nbytes), e.shard});
     tensor_bytes += e.nbytes;
   }
   std::cout << "\ntensors (" << m.tensors.size() << ", " << tensor_bytes << " bytes):\n";
   print_table(tensors, /*right_aligned=*/3);
-  std::cout << "\ntotal: " << m.tensors.size() << " tensors, " << tensor_bytes
-            << " tensor bytes in " << m.shards.size() << " shards of " << shard_bytes << " bytes\n";
+  std::cout << "\ntotal: " << m.tensors.size() << " tensors, " << tensor_bytes << " tensor bytes in " << m.shards.size()
+            << " shards of " << shard_bytes << " bytes\n";
 
   print_json_block("trainer_state", m.trainer_state);
   print_json_block("arguments", m.arguments);
-  std::cout << "\nchecksums not verified here; `tenax ckpt verify " << step_dir
-            << "` reads and checks every byte\n";
+  std::cout << "\nchecksums not verified here; `tenax ckpt verify " << step_dir << "` reads and checks every byte\n";
 }
 
 }  // namespace

@@ -25,8 +25,7 @@ bool holds_step_dirs(const fs::path& dir) {
 
 }  // namespace
 
-std::optional<storage::CheckpointReader> open_step_dir(const std::string& step_dir,
-                                                       const std::string& subcommand,
+std::optional<storage::CheckpointReader> open_step_dir(const std::string& step_dir, const std::string& subcommand,
                                                        int& exit_code) {
   const std::string prefix = fmt::format("tenax ckpt {}: {}: ", subcommand, step_dir);
   std::error_code ec;

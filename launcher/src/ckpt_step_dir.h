@@ -14,8 +14,7 @@ namespace tenax::launcher {
 /// Opens `step_dir` (manifest parsed and validated, shard sizes checked; no data checksums).
 /// On failure prints "tenax ckpt <subcommand>: <path>: <what is wrong>" to stderr, sets
 /// `exit_code` and returns nullopt.
-std::optional<storage::CheckpointReader> open_step_dir(const std::string& step_dir,
-                                                       const std::string& subcommand,
+std::optional<storage::CheckpointReader> open_step_dir(const std::string& step_dir, const std::string& subcommand,
                                                        int& exit_code);
 
 }  // namespace tenax::launcher

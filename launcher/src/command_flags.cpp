@@ -31,9 +31,9 @@ bool takes_value(const CLI::Option& option) { return option.get_items_expected_m
 
 // One flag as written: `--name value`, `--name=value` or a switch.
 struct CommandFlags::Token {
-  std::string written;                ///< the name as the user wrote it, without "=value"
-  CLI::Option* option = nullptr;      ///< nullptr: nobody declared it
-  std::optional<std::string> value;   ///< unset: none given (or, for a switch, none needed)
+  std::string written;               ///< the name as the user wrote it, without "=value"
+  CLI::Option* option = nullptr;     ///< nullptr: nobody declared it
+  std::optional<std::string> value;  ///< unset: none given (or, for a switch, none needed)
 };
 
 CommandFlags::CommandFlags(std::string command, Spelling spelling)
@@ -70,8 +70,7 @@ void CommandFlags::refuse(const std::string& names, const std::string& instead) 
   refused_[option] = instead;
 }
 
-std::optional<CommandFlags::Token> CommandFlags::read_flag(const std::vector<std::string>& args,
-                                                           std::size_t& i) const {
+std::optional<CommandFlags::Token> CommandFlags::read_flag(const std::vector<std::string>& args, std::size_t& i) const {
   const std::string& arg = args[i];
   if (arg.size() < 2 || arg[0] != '-' || arg == "--") return std::nullopt;
   Token token;
@@ -89,8 +88,7 @@ std::optional<CommandFlags::Token> CommandFlags::read_flag(const std::vector<std
   token.option = app_->get_option_no_throw(name);
   ++i;
   // The next argument is the value, unless it is `--`: the flags end there.
-  if (token.option != nullptr && takes_value(*token.option) && !token.value && i < args.size() &&
-      args[i] != "--") {
+  if (token.option != nullptr && takes_value(*token.option) && !token.value && i < args.size() && args[i] != "--") {
     token.value = args[i++];
   }
   return token;

@@ -51,8 +51,7 @@ class ExitStatus {
   bool operator!=(const ExitStatus& other) const { return !(*this == other); }
 
  private:
-  ExitStatus(Kind kind, int value, bool core_dumped)
-      : kind_(kind), value_(value), core_dumped_(core_dumped) {}
+  ExitStatus(Kind kind, int value, bool core_dumped) : kind_(kind), value_(value), core_dumped_(core_dumped) {}
 
   Kind kind_;
   int value_;

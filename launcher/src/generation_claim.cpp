@@ -27,8 +27,8 @@ StatusOr<std::int64_t> advance_above(const elastic::GenerationFence& fence, std:
 }  // namespace
 
 std::function<StatusOr<std::int64_t>(std::int64_t)> fenced_generation_claim(elastic::LeaseFile lease,
-                                                                             elastic::GenerationFence fence,
-                                                                             std::int64_t term, std::string holder) {
+                                                                            elastic::GenerationFence fence,
+                                                                            std::int64_t term, std::string holder) {
   return [lease = std::move(lease), fence = std::move(fence), term,
           holder = std::move(holder)](std::int64_t wanted) -> StatusOr<std::int64_t> {
     const std::optional<elastic::LeaseRecord> now = lease.read();

@@ -25,8 +25,8 @@ namespace tenax::launcher {
 
 /// For the service of `holder`, which holds lease `term` in `lease`'s directory.
 std::function<StatusOr<std::int64_t>(std::int64_t)> fenced_generation_claim(elastic::LeaseFile lease,
-                                                                             elastic::GenerationFence fence,
-                                                                             std::int64_t term, std::string holder);
+                                                                            elastic::GenerationFence fence,
+                                                                            std::int64_t term, std::string holder);
 
 /// The single-node agent's numbering: the first generation number >= `wanted` above the fence,
 /// recorded in it. Throws Error naming the directory when the fence cannot be read or moved.

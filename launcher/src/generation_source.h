@@ -71,7 +71,6 @@ std::unique_ptr<GenerationSource> local_generations(const RunOptions& options, e
 std::unique_ptr<GenerationSource> rendezvous_generations(const RunOptions& options, const MultiNodePlan& plan,
                                                          const std::filesystem::path& keys_file,
                                                          const std::filesystem::path& run_dir, std::string host,
-                                                         ShutdownSignals& signals,
-                                                         std::shared_ptr<spdlog::logger> log);
+                                                         ShutdownSignals& signals, std::shared_ptr<spdlog::logger> log);
 
 }  // namespace tenax::launcher

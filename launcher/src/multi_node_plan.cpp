@@ -51,8 +51,7 @@ std::optional<MultiNodePlan> plan_multi_node(const RunOptions& options, const st
   if (!options.node_host.empty()) {
     plan.host = options.node_host;
   } else if (slurm) {
-    plan.host = !slurm->node_name.empty() ? slurm->node_name
-                                          : slurm->nodes[static_cast<std::size_t>(slurm->node_id)];
+    plan.host = !slurm->node_name.empty() ? slurm->node_name : slurm->nodes[static_cast<std::size_t>(slurm->node_id)];
   } else {
     plan.host = hostname.empty() ? "127.0.0.1" : hostname;
   }

@@ -21,20 +21,20 @@
 namespace tenax::launcher {
 
 struct MultiNodePlan {
-  NodeRange nodes;              ///< MIN:MAX nodes per generation
-  std::string node_id;          ///< the rendezvous node id ("node-000003" for a numeric id)
-  std::string raw_node_id;      ///< as given (--node-id or SLURM_NODEID): "3"; replaces %n in --run-dir
-  std::string host;             ///< where this node's workers can be reached (JOIN host)
-  bool hosts_service = false;   ///< this agent starts the RendezvousService (term 0 of the lease)
+  NodeRange nodes;             ///< MIN:MAX nodes per generation
+  std::string node_id;         ///< the rendezvous node id ("node-000003" for a numeric id)
+  std::string raw_node_id;     ///< as given (--node-id or SLURM_NODEID): "3"; replaces %n in --run-dir
+  std::string host;            ///< where this node's workers can be reached (JOIN host)
+  bool hosts_service = false;  ///< this agent starts the RendezvousService (term 0 of the lease)
   /// This node's place in the job's node list (SLURM_NODEID, a numeric --node-id; else 0 for the
   /// designated host and 1 for the others): the failover order (host_election.h).
   int position = 0;
   /// Whether this agent may take over hosting when the host is lost (not with --rdzv-host no:
   /// a stand-alone `tenax rdzv` serves the job).
   bool may_host = true;
-  std::string rdzv_host;        ///< host part of the rendezvous endpoint
-  int rdzv_port = 0;            ///< 0 only when hosting: any free port
-  std::string rdzv_bind;        ///< "tcp://HOST_OR_*:PORT" when hosting, else ""
+  std::string rdzv_host;  ///< host part of the rendezvous endpoint
+  int rdzv_port = 0;      ///< 0 only when hosting: any free port
+  std::string rdzv_bind;  ///< "tcp://HOST_OR_*:PORT" when hosting, else ""
   std::optional<SlurmJob> slurm;
 
   /// "tcp://host:port" for the client (with `bound_port` when the service chose the port).

@@ -36,9 +36,9 @@ std::string joined(const std::vector<std::string>& names) {
 
 // One line per change an operator cares about: who is in, who waits, what was refused.
 std::string describe(const elastic::RendezvousSnapshot& s) {
-  std::string out = fmt::format("generation {}: members {} ({} workers), live {}, waiting {}, finished {}, nodes lost {}",
-                                s.generation, joined(s.members), s.world_size, joined(s.live), joined(s.waiting),
-                                joined(s.finished), s.nodes_lost);
+  std::string out = fmt::format(
+      "generation {}: members {} ({} workers), live {}, waiting {}, finished {}, nodes lost {}", s.generation,
+      joined(s.members), s.world_size, joined(s.live), joined(s.waiting), joined(s.finished), s.nodes_lost);
   if (s.restart_requested) out += fmt::format("; ending: {}", s.restart_reason);
   if (!s.last_failure.empty()) out += fmt::format("; last failed round: {}", s.last_failure);
   return out;
@@ -116,9 +116,9 @@ RdzvOptions parse_rdzv_options(const std::vector<std::string>& args) {
   RdzvFlags rdzv;
   const CommandFlags::Stop stop = rdzv.flags.parse(args);
   if (stop.kind != CommandFlags::Stop::Kind::kEnd) {
-    const std::string what = stop.kind == CommandFlags::Stop::Kind::kUnknownFlag ? stop.flag
-                              : stop.kind == CommandFlags::Stop::Kind::kDoubleDash ? "--"
-                                                                                   : args[stop.at];
+    const std::string what = stop.kind == CommandFlags::Stop::Kind::kUnknownFlag  ? stop.flag
+                             : stop.kind == CommandFlags::Stop::Kind::kDoubleDash ? "--"
+                                                                                  : args[stop.at];
     flag_error(kCommand, fmt::format("unknown argument '{}' (see `tenax rdzv --help`)", what));
   }
   if (!rdzv.nnodes_given) {
@@ -154,14 +154,14 @@ int run_rdzv_command(const std::vector<std::string>& args) {
     const elastic::LeaseFile lease_file(dir);
     char hostname[256] = {};
     (void)::gethostname(hostname, sizeof hostname - 1);
-    const std::string advertise =
-        !options.advertise.empty() ? options.advertise : options.host != "*" ? options.host : std::string(hostname);
+    const std::string advertise = !options.advertise.empty() ? options.advertise
+                                  : options.host != "*"      ? options.host
+                                                             : std::string(hostname);
     const std::string node = fmt::format("rdzv-{}", options.position);
     elastic::HostElection election(
         node, elastic::HostElectionOptions(options.position, lease_timeout).stagger_step(heartbeat.interval() * 2));
     auto unix_ms = [] {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
+      return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
     };
     std::optional<elastic::RendezvousService> service;
@@ -206,16 +206,15 @@ int run_rdzv_command(const std::vector<std::string>& args) {
         elastic::RendezvousService* raw = &*service;
         keeper = std::make_unique<elastic::LeaseKeeper>(lease_file, record, heartbeat.interval(),
                                                         [raw] { return raw->snapshot().generation; });
-        log->info("serving {}..{} node(s) at {} (lease term {}: {}); agents: tenax run --rdzv-endpoint {}:{} "
-                  "--rdzv-host no --keys-file {} --nnodes {}:{} ...",
-                  options.nodes.min, options.nodes.max, bound.str(), d.term, d.reason, advertise, bound.port,
-                  std::filesystem::absolute(options.keys_file).string(),
-                  options.nodes.min, options.nodes.max);
+        log->info(
+            "serving {}..{} node(s) at {} (lease term {}: {}); agents: tenax run --rdzv-endpoint {}:{} "
+            "--rdzv-host no --keys-file {} --nnodes {}:{} ...",
+            options.nodes.min, options.nodes.max, bound.str(), d.term, d.reason, advertise, bound.port,
+            std::filesystem::absolute(options.keys_file).string(), options.nodes.min, options.nodes.max);
         // Ranks started by srun/mpirun without agents use only the store (direct_launch.h).
         const Endpoint store = Endpoint::parse(service->store_endpoint(), /*allow_any_port=*/true);
         log->info("direct launches (srun/mpirun, no agents): TENAX_RDZV_ENDPOINT={} TENAX_KEYS_FILE={}",
-                  store.with_host(advertise).str(),
-                  std::filesystem::absolute(options.keys_file).string());
+                  store.with_host(advertise).str(), std::filesystem::absolute(options.keys_file).string());
       }
       const std::string now = describe(service->snapshot());
       if (now != last) log->info("{}", now);

@@ -36,8 +36,8 @@ struct RdzvOptions {
   /// --position: this instance's place among the job's rendezvous candidates (0 serves first;
   /// the others stand by and take over, lowest first, when the lease of the serving one dies).
   int position = 0;
-  std::string advertise;                                        ///< --advertise: host agents use
-  std::chrono::milliseconds lease_timeout{0};                   ///< --lease-timeout (0: 2 x expiry)
+  std::string advertise;                       ///< --advertise: host agents use
+  std::chrono::milliseconds lease_timeout{0};  ///< --lease-timeout (0: 2 x expiry)
 };
 
 /// Parses the arguments after `tenax rdzv`. Throws ConfigError ("tenax rdzv: ...") naming the flag.

@@ -76,8 +76,8 @@ void RecoveryCoordinator::declare_generation(int lost_generation, const Generati
   s.add(elastic::generation_prefix(lost_generation) + elastic::kSupersededKey, 1);
 }
 
-LossFacts RecoveryCoordinator::loss_facts(WorkerGroup& group, const std::vector<std::size_t>& lost,
-                                          bool config_error, const GenerationPlan& plan, int restarts_used) {
+LossFacts RecoveryCoordinator::loss_facts(WorkerGroup& group, const std::vector<std::size_t>& lost, bool config_error,
+                                          const GenerationPlan& plan, int restarts_used) {
   std::vector<Worker>& workers = group.workers();
   LossFacts facts;
   facts.mode = options_.recovery;
@@ -154,19 +154,21 @@ std::string RecoveryCoordinator::replace_worker(Worker& w, const GenerationPlan&
 bool RecoveryCoordinator::recover(WorkerGroup& group, const GenerationPlan& plan, const PreviousGeneration& from) {
   std::string why_not;
   if (plan.world_size > from.world_size) {
-    why_not = fmt::format("the world grows from {} to {} ranks, and new ranks start from a checkpoint",
-                          from.world_size, plan.world_size);
+    why_not = fmt::format("the world grows from {} to {} ranks, and new ranks start from a checkpoint", from.world_size,
+                          plan.world_size);
   } else if (plan.store_endpoint != from.store_endpoint) {
-    why_not = fmt::format("the job's store moved to {} (the rendezvous host was lost), and the workers' "
-                          "connections to the old one went with it",
-                          plan.store_endpoint);
+    why_not = fmt::format(
+        "the job's store moved to {} (the rendezvous host was lost), and the workers' "
+        "connections to the old one went with it",
+        plan.store_endpoint);
   } else if (group.any_succeeded()) {
     why_not = "a worker of this node already finished";
   }
   if (!why_not.empty()) {
-    log_->warn("generation {} formed, but in-process recovery is not possible: {}; this node's workers restart from "
-               "the newest checkpoint",
-               plan.generation, why_not);
+    log_->warn(
+        "generation {} formed, but in-process recovery is not possible: {}; this node's workers restart from "
+        "the newest checkpoint",
+        plan.generation, why_not);
     return false;
   }
   const auto started = Clock::now();
@@ -202,20 +204,22 @@ bool RecoveryCoordinator::recover(WorkerGroup& group, const GenerationPlan& plan
       if (!w.ended()) continue;
       const pid_t old_pid = w.process ? w.process->pid() : -1;
       const std::string how = replace_worker(w, plan);
-      log_->warn("in-process recovery: rank {} (pid {}) is replaced by {} (pid {}) in generation {}; the other "
-                 "workers keep their processes and heal it from the job's memory",
-                 w.rank, old_pid, how, w.process->pid(), plan.generation);
+      log_->warn(
+          "in-process recovery: rank {} (pid {}) is replaced by {} (pid {}) in generation {}; the other "
+          "workers keep their processes and heal it from the job's memory",
+          w.rank, old_pid, how, w.process->pid(), plan.generation);
       replaced.push_back({{"rank", w.rank}, {"lost_pid", old_pid}, {"pid", w.process->pid()}, {"by", how}});
     }
   } catch (const Error& e) {
     log_->error("in-process recovery failed ({}); this node's workers restart from the newest checkpoint", e.what());
     return false;
   }
-  log_->warn("in-process recovery: generation {} formed with {} rank{} (was {}); this node's workers keep their "
-             "processes ({}){}",
-             plan.generation, plan.world_size, plan.world_size == 1 ? "" : "s", from.world_size,
-             survivors.empty() ? std::string("none survived") : fmt::format("{}", fmt::join(survivors, ", ")),
-             any_live ? " and heal from the job's memory" : "");
+  log_->warn(
+      "in-process recovery: generation {} formed with {} rank{} (was {}); this node's workers keep their "
+      "processes ({}){}",
+      plan.generation, plan.world_size, plan.world_size == 1 ? "" : "s", from.world_size,
+      survivors.empty() ? std::string("none survived") : fmt::format("{}", fmt::join(survivors, ", ")),
+      any_live ? " and heal from the job's memory" : "");
   record["replaced"] = std::move(replaced);
   record["survivors"] = std::move(survivor_records);
   record["agent_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - started).count();

@@ -14,11 +14,11 @@ namespace tenax::launcher {
 
 struct LossFacts {
   RecoveryMode mode = RecoveryMode::kRestart;
-  bool config_error = false;      ///< a lost worker exited 2: a new process would fail the same way
+  bool config_error = false;  ///< a lost worker exited 2: a new process would fail the same way
   int world_size = 1;
-  int lost = 0;                   ///< workers of this generation that died or were found hung
-  std::int64_t ready = 0;         ///< workers that announced in-process healing in this generation
-  int restarts_used = 0;          ///< restarts and in-process recoveries so far
+  int lost = 0;            ///< workers of this generation that died or were found hung
+  std::int64_t ready = 0;  ///< workers that announced in-process healing in this generation
+  int restarts_used = 0;   ///< restarts and in-process recoveries so far
   int max_restarts = 0;
 };
 

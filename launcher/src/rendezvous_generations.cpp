@@ -98,11 +98,8 @@ class RendezvousGenerations final : public GenerationSource {
         if (Status s = client_->finish(); !s.is_ok()) log_->warn("{}", s.to_string());
         wait_for_other_nodes();
         break;
-      case Farewell::kLeave:
-        leave();
-        break;
-      case Farewell::kNone:
-        break;
+      case Farewell::kLeave: leave(); break;
+      case Farewell::kNone: break;
     }
     if (decision.find_service) {
       Stop stop;
@@ -195,12 +192,12 @@ std::optional<Stop> RendezvousGenerations::open() {
   // The lease lives beside the keys, in the directory every node of the job shares.
   const auto lease_timeout = options_.lease_timeout.count() > 0 ? options_.lease_timeout : heartbeat_.expiry() * 2;
   lease_file_.emplace(keys_file_.parent_path());
-  election_.emplace(plan.node_id, elastic::HostElectionOptions(plan.position, lease_timeout)
-                                      .stagger_step(heartbeat_.interval() * 2));
+  election_.emplace(plan.node_id,
+                    elastic::HostElectionOptions(plan.position, lease_timeout).stagger_step(heartbeat_.interval() * 2));
   log_->info("node {} on {}: {} per node, {}..{} node(s), rendezvous {} (lease {}, timeout {} ms{})", plan.node_id,
              host_, plural(n, "worker"), plan.nodes.min, plan.nodes.max,
-             plan.may_host ? "found through the lease" : "at " + plan.connect_endpoint(),
-             lease_file_->path().string(), lease_timeout.count(),
+             plan.may_host ? "found through the lease" : "at " + plan.connect_endpoint(), lease_file_->path().string(),
+             lease_timeout.count(),
              plan.may_host ? fmt::format(", position {} in the failover order", plan.position)
                            : std::string(", never hosted here: --rdzv-host no"));
   Stop stop;
@@ -215,8 +212,8 @@ bool RendezvousGenerations::join_generation(std::optional<elastic::Assignment>& 
   // The service fails a round that lacks MIN nodes at --join-timeout; this bound only guards
   // against a service that accepts the joins but never answers.
   auto deadline = started + options_.join_timeout + std::chrono::seconds(30);
-  log_->info("node {} joining the rendezvous at {} (needs {}..{} node(s), join timeout {} s)", plan_.node_id,
-             endpoint_, plan_.nodes.min, plan_.nodes.max, options_.join_timeout.count());
+  log_->info("node {} joining the rendezvous at {} (needs {}..{} node(s), join timeout {} s)", plan_.node_id, endpoint_,
+             plan_.nodes.min, plan_.nodes.max, options_.join_timeout.count());
   auto next_note = started + std::chrono::seconds(10);
   // Offered with every JOIN of this round; the generation's MASTER_PORT is node rank 0's offer, so
   // every node's workers get the same one, new for each generation (as torchrun's agent picks it).
@@ -289,18 +286,20 @@ int RendezvousGenerations::give_up_waiting(const std::string& what) {
   // job forever.
   constexpr int kMaxRequeuesWithoutAGeneration = 3;
   if (job.restart_count.value_or(0) >= kMaxRequeuesWithoutAGeneration) {
-    log_->error("{}; Slurm job {} was already requeued {} times (SLURM_RESTART_COUNT); not again: exiting 1 (check "
-                "the nodes of the allocation, or lower MIN with --nnodes, and resubmit)",
-                what, job.job_id, *job.restart_count);
+    log_->error(
+        "{}; Slurm job {} was already requeued {} times (SLURM_RESTART_COUNT); not again: exiting 1 (check "
+        "the nodes of the allocation, or lower MIN with --nnodes, and resubmit)",
+        what, job.job_id, *job.restart_count);
     return kExitFailure;
   }
-  log_->error("{}; asking Slurm to requeue job {} rather than hold its allocation idle (`scontrol requeue {}`); "
-              "exiting {}",
-              what, job.job_id, job.job_id, kExitPreempted);
+  log_->error(
+      "{}; asking Slurm to requeue job {} rather than hold its allocation idle (`scontrol requeue {}`); "
+      "exiting {}",
+      what, job.job_id, job.job_id, kExitPreempted);
   // The marker that makes the requeue once per run of the job lives in the job's shared
   // directory, so that of several agents giving up together one requeues.
-  const RequeueResult r = requeue_job(job.job_id, job.restart_count.value_or(0), keys_file_.parent_path(),
-                                      std::chrono::seconds(30));
+  const RequeueResult r =
+      requeue_job(job.job_id, job.restart_count.value_or(0), keys_file_.parent_path(), std::chrono::seconds(30));
   if (r.outcome == RequeueResult::Outcome::kFailed) {
     log_->error("{}; exiting 1", r.message);
     return kExitFailure;
@@ -319,8 +318,8 @@ std::string RendezvousGenerations::service_moved() {
   if (lease_keeper_ && lease_keeper_->deposed()) {
     // Another node took the lease over (this agent's renewals stopped for longer than the lease
     // timeout: paused, or cut off from the shared file system): its service is the job's now.
-    log_->warn("node {} no longer holds the rendezvous lease; stopping its rendezvous service at {}",
-               plan_.node_id, endpoint_);
+    log_->warn("node {} no longer holds the rendezvous lease; stopping its rendezvous service at {}", plan_.node_id,
+               endpoint_);
     lease_keeper_.reset();
     if (rdzv_service_) rdzv_service_->stop();
     rdzv_service_.reset();
@@ -358,8 +357,7 @@ bool RendezvousGenerations::locate_service(const std::string& why, Stop& stop) {
     }
     if (!plan.may_host && !election_->lease()) {
       // Stand-alone `tenax rdzv` without a lease yet (or an older one): the given endpoint.
-      if (endpoint_ != plan.connect_endpoint() || !client_ ||
-          client_->status().code() == StatusCode::kUnavailable) {
+      if (endpoint_ != plan.connect_endpoint() || !client_ || client_->status().code() == StatusCode::kUnavailable) {
         connect_client(plan.connect_endpoint());
       }
       return true;
@@ -398,8 +396,8 @@ bool RendezvousGenerations::host_service(std::int64_t term, const std::string& r
   if (rdzv_service_) rdzv_service_->stop();
   const elastic::GenerationFence fence(keys_file_.parent_path());
   const StatusOr<std::int64_t> fenced = fence.current();
-  const std::int64_t above = std::max({election_->highest_generation(), last_generation_,
-                                       fenced.is_ok() ? fenced.value() : std::int64_t{-1}});
+  const std::int64_t above =
+      std::max({election_->highest_generation(), last_generation_, fenced.is_ok() ? fenced.value() : std::int64_t{-1}});
   auto service = std::make_unique<elastic::RendezvousService>(
       elastic::RendezvousOptions(plan.nodes.min, plan.nodes.max)
           .heartbeat(heartbeat_)
@@ -456,13 +454,13 @@ void RendezvousGenerations::connect_client(const std::string& endpoint) {
   // A host that is really gone shows sooner, through its lease (service_moved()).
   const auto service_timeout = std::max<std::chrono::milliseconds>(std::chrono::seconds(30), heartbeat_.expiry() * 4);
   client_ = std::make_unique<elastic::RendezvousClient>(
-      endpoint, elastic::RendezvousClientOptions(plan_.node_id, host_, options_.nproc_per_node)
-                    .heartbeat(heartbeat_)
-                    .reconnect_backoff_max(
-                        std::max<std::chrono::milliseconds>(heartbeat_.interval(), std::chrono::seconds(4)))
-                    .service_timeout(service_timeout)
-                    .keys(*keys_)
-                    .last_generation(last_generation_));
+      endpoint,
+      elastic::RendezvousClientOptions(plan_.node_id, host_, options_.nproc_per_node)
+          .heartbeat(heartbeat_)
+          .reconnect_backoff_max(std::max<std::chrono::milliseconds>(heartbeat_.interval(), std::chrono::seconds(4)))
+          .service_timeout(service_timeout)
+          .keys(*keys_)
+          .last_generation(last_generation_));
   endpoint_ = endpoint;
 }
 
@@ -498,11 +496,12 @@ void RendezvousGenerations::requeue_if_rank0(int node_rank) {
     log_->info("node rank {}: the agent of node rank 0 requeues Slurm job {}", node_rank, job.job_id);
     return;
   }
-  log_->warn("requeueing Slurm job {} (preempted; SLURM_RESTART_COUNT={}): running `scontrol requeue {}`; Slurm "
-             "then stops this job, this agent included, and starts it again: the requeued run logs "
-             "SLURM_RESTART_COUNT={} and resumes from the checkpoint",
-             job.job_id, job.restart_count ? std::to_string(*job.restart_count) : std::string("unset"), job.job_id,
-             job.restart_count.value_or(0) + 1);
+  log_->warn(
+      "requeueing Slurm job {} (preempted; SLURM_RESTART_COUNT={}): running `scontrol requeue {}`; Slurm "
+      "then stops this job, this agent included, and starts it again: the requeued run logs "
+      "SLURM_RESTART_COUNT={} and resumes from the checkpoint",
+      job.job_id, job.restart_count ? std::to_string(*job.restart_count) : std::string("unset"), job.job_id,
+      job.restart_count.value_or(0) + 1);
   const RequeueResult r = requeue_job(job.job_id, job.restart_count.value_or(0), run_dir_, std::chrono::seconds(30));
   if (r.outcome == RequeueResult::Outcome::kFailed) {
     log_->error("{}", r.message);
@@ -515,10 +514,10 @@ void RendezvousGenerations::close_service() {
   client_.reset();
   if (rdzv_service_) {
     const elastic::RendezvousSnapshot last = rdzv_service_->snapshot();
-    log_->info("rendezvous service: the longest silence of a live node was {} ms (a node is declared dead after "
-               "{} ms = {} ms x {})",
-               last.longest_silence_ms, heartbeat_.expiry().count(), heartbeat_.interval().count(),
-               heartbeat_.liveness());
+    log_->info(
+        "rendezvous service: the longest silence of a live node was {} ms (a node is declared dead after "
+        "{} ms = {} ms x {})",
+        last.longest_silence_ms, heartbeat_.expiry().count(), heartbeat_.interval().count(), heartbeat_.liveness());
     rdzv_service_->stop();
     rdzv_service_.reset();
   }

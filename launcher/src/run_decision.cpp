@@ -41,8 +41,7 @@ Decision decide_after_generation(const GenerationFacts& f) {
       return d;
     }
     case Outcome::kConfigError: {
-      Decision d = exit_with(kExitUsage, Outcome::kConfigError, f.restarts,
-                             multi ? Farewell::kLeave : Farewell::kNone);
+      Decision d = exit_with(kExitUsage, Outcome::kConfigError, f.restarts, multi ? Farewell::kLeave : Farewell::kNone);
       say(d, Level::kError,
           fmt::format("a worker exited with status {} (usage or configuration error; its message is above): "
                       "restarting cannot fix that, so no restart; {}fix the command line or configuration and "
@@ -51,8 +50,8 @@ Decision decide_after_generation(const GenerationFacts& f) {
       return d;
     }
     case Outcome::kPreempted: {
-      Decision d = exit_with(kExitPreempted, Outcome::kPreempted, f.restarts,
-                             multi ? Farewell::kFinish : Farewell::kNone);
+      Decision d =
+          exit_with(kExitPreempted, Outcome::kPreempted, f.restarts, multi ? Farewell::kFinish : Farewell::kNone);
       if (sig != 0) say(d, Level::kInfo, fmt::format("workers saved their checkpoint after {}", signal_name(sig)));
       say(d, Level::kWarn,
           fmt::format("workers were preempted (exit status {}); exiting {} so that the job can be requeued and "
@@ -60,8 +59,7 @@ Decision decide_after_generation(const GenerationFacts& f) {
                       kExitPreempted, kExitPreempted));
       return d;
     }
-    default:
-      break;
+    default: break;
   }
   if (f.outcome == Outcome::kInterrupted || sig != 0) {
     if (multi && f.slurm && sig == SIGUSR1) {

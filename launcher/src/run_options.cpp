@@ -94,9 +94,10 @@ void declare_run_flags(CommandFlags& flags, RunOptions& o, ProgramForm& form) {
 
   flags.value("--nproc-per-node", "N", "2", "workers to start (required, N >= 1)", [&](const std::string& v) {
     if (v == "auto" || v == "gpu" || v == "cpu" || v == "xpu") {
-      flags.fail(fmt::format("{0} expects a whole number of workers, got '{1}' (torchrun's device-dependent "
-                             "counts are not supported); e.g. {0} 4",
-                             flags.current_flag(), v));
+      flags.fail(
+          fmt::format("{0} expects a whole number of workers, got '{1}' (torchrun's device-dependent "
+                      "counts are not supported); e.g. {0} 4",
+                      flags.current_flag(), v));
     }
     o.nproc_per_node = flags.flag_int(v, {1, "a whole number of workers", "2"});
     form.nproc_given = true;
@@ -112,9 +113,9 @@ void declare_run_flags(CommandFlags& flags, RunOptions& o, ProgramForm& form) {
                 if (v.empty()) flags.fail("--run-dir needs a directory, e.g. --run-dir ./tenax-run");
                 o.run_dir = v;
               });
-  flags.whole("--grace-period", "SECONDS", {0, "a whole number of seconds", "5"}, o.grace_period,
-              fmt::format("wait between SIGTERM and SIGKILL when stopping workers\n(default {})",
-                          kDefaultGracePeriod.count()));
+  flags.whole(
+      "--grace-period", "SECONDS", {0, "a whole number of seconds", "5"}, o.grace_period,
+      fmt::format("wait between SIGTERM and SIGKILL when stopping workers\n(default {})", kDefaultGracePeriod.count()));
   flags.whole("--preempt-grace", "SECONDS", {0, "a whole number of seconds", "120"}, o.preempt_grace,
               fmt::format("time workers get to save a checkpoint after the agent\n"
                           "forwards SIGTERM/SIGINT/SIGUSR1 to them, before SIGKILL\n"
@@ -124,37 +125,38 @@ void declare_run_flags(CommandFlags& flags, RunOptions& o, ProgramForm& form) {
               "treat a worker as hung when the file named by its\n"
               "TENAX_PROGRESS_FILE has not changed for this long (0 = off,\n"
               "the default; a worker that never writes it is never hung)");
-  flags.value("--recovery", "MODE", "in-process",
-              "what a lost worker costs the others: in-process (the other\n"
-              "workers keep their processes and state, the lost rank is\n"
-              "replaced and heals from a peer's memory; programs built on\n"
-              "tenax::sdk::Trainer; a lost node shrinks the world) or\n"
-              "restart (every worker restarts from the newest\n"
-              "checkpoint; the default)",
-              [&](const std::string& v) {
-                if (!pick(v, {{"in-process", RecoveryMode::kInProcess}, {"restart", RecoveryMode::kRestart}},
-                          o.recovery)) {
-                  flags.fail(fmt::format("--recovery expects in-process or restart, got '{}'; e.g. --recovery in-process", v));
-                }
-              });
+  flags.value(
+      "--recovery", "MODE", "in-process",
+      "what a lost worker costs the others: in-process (the other\n"
+      "workers keep their processes and state, the lost rank is\n"
+      "replaced and heals from a peer's memory; programs built on\n"
+      "tenax::sdk::Trainer; a lost node shrinks the world) or\n"
+      "restart (every worker restarts from the newest\n"
+      "checkpoint; the default)",
+      [&](const std::string& v) {
+        if (!pick(v, {{"in-process", RecoveryMode::kInProcess}, {"restart", RecoveryMode::kRestart}}, o.recovery)) {
+          flags.fail(fmt::format("--recovery expects in-process or restart, got '{}'; e.g. --recovery in-process", v));
+        }
+      });
   flags.whole("--spares", "K", {0, "a whole number of warm spare workers", "1"}, o.spares,
               fmt::format("with --recovery in-process: warm spare workers kept started\n"
                           "(libtorch and the program loaded) to take a lost rank's place\n"
                           "(default {}; 0: a new process is started instead)",
                           kDefaultSpares));
-  flags.value("--monitor-interval", "SECONDS", "0.02",
-              fmt::format("how often the agent checks its workers (default {})",
-                          kDefaultMonitorInterval.count() / 1000.0),
-              [&](const std::string& v) { o.monitor_interval = parse_monitor_interval(flags.current_flag(), v); });
-  flags.value("--rdzv-id", "ID", "$SLURM_JOB_ID",
-              "the job's id, given to the workers as TORCHELASTIC_RUN_ID\n(default: the Slurm job id, else none)",
-              [&](const std::string& v) {
-                if (v.empty() || v.size() > 200 || v.find_first_of(" \t\n") != std::string::npos) {
-                  flags.fail(fmt::format("{0} expects 1..200 characters without spaces, got '{1}'; e.g. {0} $SLURM_JOB_ID",
-                                         flags.current_flag(), v));
-                }
-                o.rdzv_id = v;
-              });
+  flags.value(
+      "--monitor-interval", "SECONDS", "0.02",
+      fmt::format("how often the agent checks its workers (default {})", kDefaultMonitorInterval.count() / 1000.0),
+      [&](const std::string& v) { o.monitor_interval = parse_monitor_interval(flags.current_flag(), v); });
+  flags.value(
+      "--rdzv-id", "ID", "$SLURM_JOB_ID",
+      "the job's id, given to the workers as TORCHELASTIC_RUN_ID\n(default: the Slurm job id, else none)",
+      [&](const std::string& v) {
+        if (v.empty() || v.size() > 200 || v.find_first_of(" \t\n") != std::string::npos) {
+          flags.fail(fmt::format("{0} expects 1..200 characters without spaces, got '{1}'; e.g. {0} $SLURM_JOB_ID",
+                                 flags.current_flag(), v));
+        }
+        o.rdzv_id = v;
+      });
   flags.flag("--standalone", "one node with its own rendezvous, even under srun", [&] { o.standalone = true; });
   flags.flag("-m,--module", "run the program as a Python module: python3 -u -m MODULE", [&] { form.module = true; });
   flags.flag("--no-python", "run the program given without `--` directly, not in python3",
@@ -170,9 +172,10 @@ void declare_run_flags(CommandFlags& flags, RunOptions& o, ProgramForm& form) {
               "(default: SLURM_NODEID, else <hostname>-<pid>)",
               [&](const std::string& v) {
                 if (v.empty() || v.size() > 100 || v.find_first_of(" \t/") != std::string::npos) {
-                  flags.fail(fmt::format("--node-id expects 1..100 characters without spaces or '/', got '{}'; "
-                                         "e.g. --node-id 0",
-                                         v));
+                  flags.fail(
+                      fmt::format("--node-id expects 1..100 characters without spaces or '/', got '{}'; "
+                                  "e.g. --node-id 0",
+                                  v));
                 }
                 o.node_id = v;
               });
@@ -185,8 +188,14 @@ void declare_run_flags(CommandFlags& flags, RunOptions& o, ProgramForm& form) {
               "node id 0, or no --rdzv-endpoint given)",
               [&](const std::string& v) {
                 const RdzvHosting yes = RdzvHosting::kYes, no = RdzvHosting::kNo;
-                if (!pick(v, {{"yes", yes}, {"true", yes}, {"1", yes}, {"no", no}, {"false", no}, {"0", no},
-                              {"auto", RdzvHosting::kAuto}},
+                if (!pick(v,
+                          {{"yes", yes},
+                           {"true", yes},
+                           {"1", yes},
+                           {"no", no},
+                           {"false", no},
+                           {"0", no},
+                           {"auto", RdzvHosting::kAuto}},
                           o.rdzv_host)) {
                   flags.fail(fmt::format("--rdzv-host expects yes, no or auto, got '{}'", v));
                 }
@@ -205,7 +214,8 @@ void declare_run_flags(CommandFlags& flags, RunOptions& o, ProgramForm& form) {
               "takes over hosting; default: Slurm node name, else hostname)",
               [&](const std::string& v) {
                 if (v.empty() || v.find_first_of(" \t/:") != std::string::npos) {
-                  flags.fail(fmt::format("--node-host expects a host name or IPv4 address, got '{}'; e.g. --node-host node07", v));
+                  flags.fail(fmt::format(
+                      "--node-host expects a host name or IPv4 address, got '{}'; e.g. --node-host node07", v));
                 }
                 o.node_host = v;
               });
@@ -268,10 +278,11 @@ std::vector<std::string> program_command(std::vector<std::string> rest, const Pr
   const bool python_script = program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0;
   if (after_double_dash || form.no_python) return rest;
   if (!python_script) {
-    usage_error(fmt::format("unexpected argument '{}' before `--`; put the program and its arguments after `--`, "
-                            "e.g. {} (or, as with torchrun: a Python script ending in .py, -m MODULE, or "
-                            "--no-python PROGRAM)",
-                            program, kExample));
+    usage_error(
+        fmt::format("unexpected argument '{}' before `--`; put the program and its arguments after `--`, "
+                    "e.g. {} (or, as with torchrun: a Python script ending in .py, -m MODULE, or "
+                    "--no-python PROGRAM)",
+                    program, kExample));
   }
   // torchrun runs a script with its interpreter, unbuffered, so that lines reach the log at once.
   rest.insert(rest.begin(), {std::string(kPythonInterpreter), "-u"});
@@ -287,9 +298,11 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
   const CommandFlags::Stop stop = run.flags.parse(args);
   if (stop.kind == CommandFlags::Stop::Kind::kUnknownFlag) {
     if (stop.flag.rfind("--", 0) != 0) {
-      usage_error(fmt::format("unknown flag {}; flags are spelled with two dashes (see `tenax run --help`)", stop.flag));
+      usage_error(
+          fmt::format("unknown flag {}; flags are spelled with two dashes (see `tenax run --help`)", stop.flag));
     }
-    usage_error(fmt::format("unknown flag {}; known flags: {} (see `tenax run --help`)", stop.flag, run.flags.known_flags()));
+    usage_error(
+        fmt::format("unknown flag {}; known flags: {} (see `tenax run --help`)", stop.flag, run.flags.known_flags()));
   }
   const bool after_double_dash = stop.kind == CommandFlags::Stop::Kind::kDoubleDash;
   if (stop.at >= args.size()) {
@@ -298,21 +311,22 @@ RunOptions parse_run_options(const std::vector<std::string>& args) {
     usage_error(fmt::format("missing `--` before the program to run; write: {}", kExample));
   }
   if (args[stop.at].empty()) usage_error("the program after `--` is an empty string");
-  options.command = program_command(
-      std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(stop.at), args.end()), form,
-      after_double_dash);
+  options.command =
+      program_command(std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(stop.at), args.end()), form,
+                      after_double_dash);
   if (form.module && form.no_python) {
     usage_error("-m (--module) and --no-python exclude each other: a module runs in python3");
   }
   if (options.standalone) {
     if (!options.rdzv_endpoint.empty()) {
-      usage_error(fmt::format("--standalone runs one node with its own rendezvous; drop --rdzv-endpoint {} "
-                              "(or --standalone for a multi-node job)",
-                              options.rdzv_endpoint));
+      usage_error(
+          fmt::format("--standalone runs one node with its own rendezvous; drop --rdzv-endpoint {} "
+                      "(or --standalone for a multi-node job)",
+                      options.rdzv_endpoint));
     }
     if (options.nnodes && options.nnodes->max != 1) {
-      usage_error(fmt::format("--standalone runs one node, but --nnodes allows {}; drop one of them",
-                              options.nnodes->max));
+      usage_error(
+          fmt::format("--standalone runs one node, but --nnodes allows {}; drop one of them", options.nnodes->max));
     }
     options.nnodes.reset();  // --nnodes 1 with --standalone: the single-node agent
   }
@@ -342,8 +356,8 @@ std::filesystem::path find_program(const std::string& program) {
       usage_error(fmt::format("program '{}' not found; check the path after `--`", program));
     }
     if (!executable_file(program)) {
-      usage_error(fmt::format("program '{}' is not an executable file; check its path and permissions (chmod +x)",
-                              program));
+      usage_error(
+          fmt::format("program '{}' is not an executable file; check its path and permissions (chmod +x)", program));
     }
     return program;
   }

@@ -60,17 +60,17 @@ enum class RecoveryMode {
 enum class RdzvHosting { kAuto, kYes, kNo };
 
 struct RunOptions {
-  int nproc_per_node = 0;                                   ///< workers on this node (>= 1)
-  int max_restarts = kDefaultMaxRestarts;                   ///< restarts before giving up (>= 0)
-  std::filesystem::path run_dir = kDefaultRunDir;           ///< agent.json and TENAX_RUN_DIR
-  std::chrono::seconds grace_period = kDefaultGracePeriod;  ///< SIGTERM → SIGKILL wait
+  int nproc_per_node = 0;                                     ///< workers on this node (>= 1)
+  int max_restarts = kDefaultMaxRestarts;                     ///< restarts before giving up (>= 0)
+  std::filesystem::path run_dir = kDefaultRunDir;             ///< agent.json and TENAX_RUN_DIR
+  std::chrono::seconds grace_period = kDefaultGracePeriod;    ///< SIGTERM → SIGKILL wait
   std::chrono::seconds preempt_grace = kDefaultPreemptGrace;  ///< forwarded signal → SIGKILL wait
   /// A worker whose progress file ($TENAX_PROGRESS_FILE) is older than this is hung; 0 = off.
   std::chrono::seconds hang_timeout{0};
-  std::optional<NodeRange> nnodes;                          ///< --nnodes; unset = not given
-  std::string node_id;                                      ///< --node-id; "" = not given
-  std::string rdzv_endpoint;                                ///< --rdzv-endpoint host:port
-  RdzvHosting rdzv_host = RdzvHosting::kAuto;               ///< --rdzv-host
+  std::optional<NodeRange> nnodes;             ///< --nnodes; unset = not given
+  std::string node_id;                         ///< --node-id; "" = not given
+  std::string rdzv_endpoint;                   ///< --rdzv-endpoint host:port
+  RdzvHosting rdzv_host = RdzvHosting::kAuto;  ///< --rdzv-host
   std::chrono::milliseconds heartbeat_interval = kDefaultAgentHeartbeat;
   int heartbeat_liveness = kDefaultAgentLiveness;
   std::chrono::seconds join_timeout = kDefaultJoinTimeout;  ///< fewer than MIN nodes by then: fail
@@ -83,18 +83,17 @@ struct RunOptions {
   /// --standalone: a single-node run with its own rendezvous, also under srun or with --nnodes 1.
   bool standalone = false;
   std::chrono::milliseconds monitor_interval = kDefaultMonitorInterval;  ///< --monitor-interval
-  RecoveryMode recovery = RecoveryMode::kRestart;                       ///< --recovery
-  int spares = kDefaultSpares;                                          ///< --spares (in-process only)
-  std::vector<std::string> command;                         ///< PROGRAM ARGS... (non-empty)
+  RecoveryMode recovery = RecoveryMode::kRestart;                        ///< --recovery
+  int spares = kDefaultSpares;                                           ///< --spares (in-process only)
+  std::vector<std::string> command;                                      ///< PROGRAM ARGS... (non-empty)
 
   bool operator==(const RunOptions& other) const {
-    return nproc_per_node == other.nproc_per_node && max_restarts == other.max_restarts &&
-           run_dir == other.run_dir && grace_period == other.grace_period &&
-           preempt_grace == other.preempt_grace && hang_timeout == other.hang_timeout &&
-           nnodes == other.nnodes && node_id == other.node_id && rdzv_endpoint == other.rdzv_endpoint &&
-           rdzv_host == other.rdzv_host && heartbeat_interval == other.heartbeat_interval &&
-           heartbeat_liveness == other.heartbeat_liveness && join_timeout == other.join_timeout &&
-           node_host == other.node_host && lease_timeout == other.lease_timeout &&
+    return nproc_per_node == other.nproc_per_node && max_restarts == other.max_restarts && run_dir == other.run_dir &&
+           grace_period == other.grace_period && preempt_grace == other.preempt_grace &&
+           hang_timeout == other.hang_timeout && nnodes == other.nnodes && node_id == other.node_id &&
+           rdzv_endpoint == other.rdzv_endpoint && rdzv_host == other.rdzv_host &&
+           heartbeat_interval == other.heartbeat_interval && heartbeat_liveness == other.heartbeat_liveness &&
+           join_timeout == other.join_timeout && node_host == other.node_host && lease_timeout == other.lease_timeout &&
            keys_file == other.keys_file && rdzv_id == other.rdzv_id && standalone == other.standalone &&
            monitor_interval == other.monitor_interval && recovery == other.recovery && spares == other.spares &&
            command == other.command;

@@ -15,9 +15,7 @@ constexpr std::size_t kMaxHosts = 100000;
                     "; expected e.g. node[01-03,7],gpu1");
 }
 
-bool all_digits(const std::string& s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-}
+bool all_digits(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
 
 // "01-03,7" → {"01","02","03","7"}.
 std::vector<std::string> expand_ranges(const std::string& list, const std::string& body, std::size_t pos) {
@@ -35,7 +33,8 @@ std::vector<std::string> expand_ranges(const std::string& list, const std::strin
     const long a = std::stol(lo);
     const long b = std::stol(hi);
     if (b < a) list_error(list, pos + start, "range '" + item + "' goes down");
-    if (static_cast<std::size_t>(b - a) >= kMaxHosts) list_error(list, pos + start, "range '" + item + "' is too large");
+    if (static_cast<std::size_t>(b - a) >= kMaxHosts)
+      list_error(list, pos + start, "range '" + item + "' is too large");
     for (long v = a; v <= b; ++v) {
       std::string digits = std::to_string(v);
       if (digits.size() < lo.size()) digits.insert(0, lo.size() - digits.size(), '0');
@@ -146,7 +145,8 @@ int rdzv_port_for_job(const std::string& job_id) {
   // A heterogeneous or array job id ("123_4", "123+1") keeps its leading number.
   const std::string digits = job_id.substr(0, job_id.find_first_not_of("0123456789"));
   if (digits.empty()) {
-    throw ConfigError("SLURM_JOB_ID='" + job_id + "' has no number to derive the rendezvous port from; pass "
+    throw ConfigError("SLURM_JOB_ID='" + job_id +
+                      "' has no number to derive the rendezvous port from; pass "
                       "--rdzv-endpoint HOST:PORT");
   }
   const std::string tail = digits.size() > 6 ? digits.substr(digits.size() - 6) : digits;

@@ -21,13 +21,13 @@ inline constexpr int kSlurmRdzvPortBase = 29400;
 inline constexpr int kSlurmRdzvPortSpan = 10000;
 
 struct SlurmJob {
-  std::string job_id;                 ///< SLURM_JOB_ID
-  int node_id = 0;                    ///< SLURM_NODEID: this node's index in the job
-  int num_nodes = 1;                  ///< SLURM_NNODES (or SLURM_JOB_NUM_NODES)
-  int proc_id = 0;                    ///< SLURM_PROCID
-  std::vector<std::string> nodes;     ///< SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST), expanded
-  std::optional<int> restart_count;   ///< SLURM_RESTART_COUNT (unset before the first requeue)
-  std::string node_name;              ///< SLURMD_NODENAME ("" if unset)
+  std::string job_id;                ///< SLURM_JOB_ID
+  int node_id = 0;                   ///< SLURM_NODEID: this node's index in the job
+  int num_nodes = 1;                 ///< SLURM_NNODES (or SLURM_JOB_NUM_NODES)
+  int proc_id = 0;                   ///< SLURM_PROCID
+  std::vector<std::string> nodes;    ///< SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST), expanded
+  std::optional<int> restart_count;  ///< SLURM_RESTART_COUNT (unset before the first requeue)
+  std::string node_name;             ///< SLURMD_NODENAME ("" if unset)
 
   /// The host the rendezvous service runs on: the job's first node.
   const std::string& first_host() const { return nodes.front(); }
@@ -48,8 +48,8 @@ std::optional<std::string> process_env(const std::string& name);
 std::vector<std::string> expand_nodelist(const std::string& list);
 
 /// The job srun started this process in, or nullopt when not under srun (SLURM_JOB_ID,
-/// SLURM_NODEID or SLURM_STEP_ID unset: the batch shell has the first two but no step id). Throws ConfigError naming the variable when a value is malformed
-/// (not a number, node id outside the node list, empty node list).
+/// SLURM_NODEID or SLURM_STEP_ID unset: the batch shell has the first two but no step id). Throws ConfigError naming
+/// the variable when a value is malformed (not a number, node id outside the node list, empty node list).
 std::optional<SlurmJob> slurm_job_from_env(const EnvLookup& env);
 
 /// kSlurmRdzvPortBase + (numeric job id % kSlurmRdzvPortSpan); ConfigError if not numeric.

@@ -34,8 +34,9 @@ void SparePool::poll() {
     if (const auto status = it->process.poll()) {
       ++failed_starts_;
       log_->warn("warm spare {} (pid {}) {}; {}", it->id, it->process.pid(), status->describe(),
-                 failed_starts_ < kMaxFailedStarts ? "starting another"
-                                                   : "no more spares after this many losses: a lost rank gets a new process");
+                 failed_starts_ < kMaxFailedStarts
+                     ? "starting another"
+                     : "no more spares after this many losses: a lost rank gets a new process");
       it->process.reap();
       it = spares_.erase(it);
     } else {

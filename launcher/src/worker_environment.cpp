@@ -36,8 +36,7 @@ const std::vector<std::string>& worker_env_names() {
   return names;
 }
 
-std::vector<std::string> worker_environment(const std::vector<std::string>& inherited,
-                                            const WorkerEnvironment& v) {
+std::vector<std::string> worker_environment(const std::vector<std::string>& inherited, const WorkerEnvironment& v) {
   if (v.master_port < 1 || v.master_port > 65535) {
     throw Error("MASTER_PORT for worker rank " + std::to_string(v.rank) + " is " + std::to_string(v.master_port) +
                 ", not a port in 1..65535 (the agent of node rank 0 picks it)");
@@ -48,14 +47,12 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& inhe
   bool nccl_error_handling = false;
   for (const std::string& entry : inherited) {
     const std::string name = entry.substr(0, entry.find('='));
-    const bool per_process = name == kProgressFileEnv || name == elastic::kReplacementVariable ||
-                             name == elastic::kSpareIdVariable;
+    const bool per_process =
+        name == kProgressFileEnv || name == elastic::kReplacementVariable || name == elastic::kSpareIdVariable;
     if (ours.count(name) == 0 && !per_process) env.push_back(entry);
     nccl_error_handling = nccl_error_handling || name == "TORCH_NCCL_ASYNC_ERROR_HANDLING";
   }
-  auto put = [&env](const char* name, const std::string& value) {
-    env.push_back(std::string(name) + "=" + value);
-  };
+  auto put = [&env](const char* name, const std::string& value) { env.push_back(std::string(name) + "=" + value); };
   const std::string rank = std::to_string(v.rank);
   const std::string world = std::to_string(v.world_size);
   put("RANK", rank);

@@ -35,7 +35,7 @@ struct WorkerEnvironment {
   /// TCPStore); never Tenax's rendezvous, which a worker's init_process_group cannot bind.
   int master_port = 0;
   std::string run_id = "none";  ///< TORCHELASTIC_RUN_ID (torchrun's --rdzv_id, default "none")
-  std::string run_dir;        ///< absolute
+  std::string run_dir;          ///< absolute
   // Multi-node values; the defaults are one node holding every rank.
   int local_rank = -1;                    ///< -1: the same as rank
   int local_world_size = 0;               ///< 0: the same as world_size
@@ -47,12 +47,11 @@ struct WorkerEnvironment {
   std::string fence_dir;                  ///< TENAX_FENCE_DIR when not empty: the job's GenerationFence
   /// TENAX_RECOVERY: "in-process" when the agent replaces lost ranks while the others live on.
   std::string recovery = "restart";
-  bool replacement = false;  ///< TENAX_REPLACEMENT=1: takes a lost rank's place, heals from peers
-  int spare_id = -1;         ///< TENAX_SPARE_ID when >= 0: a warm spare waiting for a rank
+  bool replacement = false;       ///< TENAX_REPLACEMENT=1: takes a lost rank's place, heals from peers
+  int spare_id = -1;              ///< TENAX_SPARE_ID when >= 0: a warm spare waiting for a rank
   std::string node_id = "local";  ///< TENAX_NODE_ID: --node-id, naming the node's layout and spares
 };
-std::vector<std::string> worker_environment(const std::vector<std::string>& inherited,
-                                            const WorkerEnvironment& values);
+std::vector<std::string> worker_environment(const std::vector<std::string>& inherited, const WorkerEnvironment& values);
 
 /// Set for a worker only when --hang-timeout is on: the file whose changes show its progress.
 inline constexpr const char* kProgressFileEnv = elastic::kProgressFileVariable;  // the worker side writes it
@@ -62,11 +61,11 @@ inline constexpr const char* kProgressFileEnv = elastic::kProgressFileVariable; 
 struct JobEnvironment {
   const RunOptions* options = nullptr;  ///< borrowed; outlives this
   bool multi_node = false;
-  std::string run_id;                   ///< TORCHELASTIC_RUN_ID
-  std::filesystem::path run_dir;        ///< absolute
-  std::filesystem::path keys_file;      ///< absolute; its directory is the job's control directory
+  std::string run_id;               ///< TORCHELASTIC_RUN_ID
+  std::filesystem::path run_dir;    ///< absolute
+  std::filesystem::path keys_file;  ///< absolute; its directory is the job's control directory
   std::string node_id = "local";
-  std::vector<std::string> inherited;   ///< the agent's own environment ("KEY=VALUE")
+  std::vector<std::string> inherited;  ///< the agent's own environment ("KEY=VALUE")
 
   /// Local worker `local` of `plan`'s generation.
   WorkerEnvironment for_worker(const GenerationPlan& plan, int local) const;

@@ -66,8 +66,7 @@ WorkerEvents WorkerGroup::poll(bool check_hangs, bool narrow_hangs) {
       if (multi_node_) {
         log_->error("worker {} {}{}", where(w), was, status->describe());
       } else {
-        log_->error("worker rank {} (pid {}, host {}) {}{}", w.rank, w.process->pid(), host_, was,
-                    status->describe());
+        log_->error("worker rank {} (pid {}, host {}) {}{}", w.rank, w.process->pid(), host_, was, status->describe());
       }
       if (events.failure.empty()) {
         events.failure =
@@ -77,8 +76,7 @@ WorkerEvents WorkerGroup::poll(bool check_hangs, bool narrow_hangs) {
       events.lost.push_back(i);
       events.config_error = events.config_error || status->config_error();
     } else if (status->preempted()) {
-      log_->warn("worker rank {} (pid {}) exited with status {}: preempted", w.rank, w.process->pid(),
-                 kExitPreempted);
+      log_->warn("worker rank {} (pid {}) exited with status {}: preempted", w.rank, w.process->pid(), kExitPreempted);
       events.preempted = true;
     } else {
       log_->info("worker rank {} (pid {}) finished", w.rank, w.process->pid());
@@ -128,9 +126,10 @@ std::vector<std::size_t> WorkerGroup::find_hung(bool narrow_allowed) {
                   where(w), options_.hang_timeout.count(), w.progress_file.string(), options_.hang_timeout.count(),
                   w.process->stopped() ? "; the process is stopped" : "");
     } else {
-      log_->warn("worker {} made no progress for over {} s either, but it is running: it waits in a collective for "
-                 "the stopped one; it keeps its process",
-                 where(w), options_.hang_timeout.count());
+      log_->warn(
+          "worker {} made no progress for over {} s either, but it is running: it waits in a collective for "
+          "the stopped one; it keeps its process",
+          where(w), options_.hang_timeout.count());
     }
   }
   return narrow ? stopped : hung_now;

@@ -39,8 +39,8 @@ struct WorkerEvents {
   bool failed = false;        ///< a worker failed or hung
   bool config_error = false;  ///< a failed worker exited 2
   bool all_ended = true;
-  bool preempted = false;     ///< a worker exited 3 in this look
-  std::string failure;        ///< the first failure, one line
+  bool preempted = false;         ///< a worker exited 3 in this look
+  std::string failure;            ///< the first failure, one line
   std::vector<std::size_t> lost;  ///< indices of the failed and hung workers
 };
 

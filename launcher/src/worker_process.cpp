@@ -45,8 +45,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 
 }  // namespace
 
-WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
-                                   const std::vector<std::string>& env) {
+WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   if (argv.empty()) throw Error("WorkerProcess::spawn: empty argv");
   SpawnAttributes attr;
   // Own process group (pgid = pid); an empty signal mask; default dispositions for the signals
@@ -57,14 +56,11 @@ WorkerProcess WorkerProcess::spawn(const std::vector<std::string>& argv,
   sigemptyset(&defaults);
   for (int s : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&defaults, s);
   SpawnAttributes::check(
-      posix_spawnattr_setflags(
-          attr.get(), POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
+      posix_spawnattr_setflags(attr.get(), POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
       "posix_spawnattr_setflags");
   SpawnAttributes::check(posix_spawnattr_setpgroup(attr.get(), 0), "posix_spawnattr_setpgroup");
-  SpawnAttributes::check(posix_spawnattr_setsigmask(attr.get(), &empty_mask),
-                         "posix_spawnattr_setsigmask");
-  SpawnAttributes::check(posix_spawnattr_setsigdefault(attr.get(), &defaults),
-                         "posix_spawnattr_setsigdefault");
+  SpawnAttributes::check(posix_spawnattr_setsigmask(attr.get(), &empty_mask), "posix_spawnattr_setsigmask");
+  SpawnAttributes::check(posix_spawnattr_setsigdefault(attr.get(), &defaults), "posix_spawnattr_setsigdefault");
 
   std::vector<char*> c_argv = c_strings(argv);
   std::vector<char*> c_env = c_strings(env);

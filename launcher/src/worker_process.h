@@ -37,8 +37,7 @@ class WorkerProcess {
 
   /// Starts argv[0] (searched in PATH unless it contains '/') with argv and exactly `env`
   /// ("KEY=VALUE" strings) in a new process group. Throws tenax::Error naming the program.
-  static WorkerProcess spawn(const std::vector<std::string>& argv,
-                             const std::vector<std::string>& env);
+  static WorkerProcess spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
   WorkerProcess(WorkerProcess&& other) noexcept;
   WorkerProcess& operator=(WorkerProcess&& other) noexcept;

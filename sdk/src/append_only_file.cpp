@@ -18,8 +18,7 @@ std::string errno_text(int err) { return std::system_category().message(err); }
 
 }  // namespace
 
-AppendOnlyFile::AppendOnlyFile(UniqueFd fd, std::filesystem::path path)
-    : fd_(std::move(fd)), path_(std::move(path)) {
+AppendOnlyFile::AppendOnlyFile(UniqueFd fd, std::filesystem::path path) : fd_(std::move(fd)), path_(std::move(path)) {
   const off_t size = ::lseek(fd_.get(), 0, SEEK_END);
   if (size > 0) {
     char last = '\n';

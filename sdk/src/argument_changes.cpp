@@ -111,7 +111,8 @@ std::vector<ArgumentChange> diff_arguments(const nlohmann::json& recorded, const
   });
   for (const auto& [key, value] : recorded.items()) {
     if (!now.contains(key)) {
-      changes.push_back({key, value, nullptr, kHarmless, "this build has no such field (a newer or older build wrote it)"});
+      changes.push_back(
+          {key, value, nullptr, kHarmless, "this build has no such field (a newer or older build wrote it)"});
     }
   }
   return changes;

@@ -49,11 +49,11 @@ enum class ArgumentChangeKind {
 
 /// One field whose value differs between the checkpoint and this run.
 struct ArgumentChange {
-  std::string name;          ///< the for_each_field name ("lr_scheduler_kwargs.power"), or the recorded key
-  nlohmann::json recorded;   ///< the checkpoint's value; null when it did not record this field
-  nlohmann::json current;    ///< this run's value; null when this build has no such field
+  std::string name;         ///< the for_each_field name ("lr_scheduler_kwargs.power"), or the recorded key
+  nlohmann::json recorded;  ///< the checkpoint's value; null when it did not record this field
+  nlohmann::json current;   ///< this run's value; null when this build has no such field
   ArgumentChangeKind kind = ArgumentChangeKind::kBreaking;
-  std::string reason;        ///< why it is breaking or harmless, in a few words
+  std::string reason;  ///< why it is breaking or harmless, in a few words
 };
 
 /// The changes from `recorded` (a manifest's arguments) to `current`, in for_each_field order,

@@ -34,8 +34,7 @@ using Clock = std::chrono::steady_clock;
 nlohmann::json as_object(const nlohmann::json& value, const char* what) {
   if (value.is_null()) return nlohmann::json::object();
   if (!value.is_object()) {
-    throw ConfigError(std::string("Checkpointer::save: ") + what + " must be a JSON object, got " +
-                      value.type_name());
+    throw ConfigError(std::string("Checkpointer::save: ") + what + " must be a JSON object, got " + value.type_name());
   }
   return value;
 }
@@ -71,16 +70,14 @@ CheckpointerOptions with_context_fence(CheckpointerOptions options, const elasti
   return options;
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 }  // namespace
 
 // One save in flight: the snapshot it owns, the plan for the writer, and how it ended.
 struct Checkpointer::Job {
-  NamedTensors keep_alive;  // backs plan.tensors; reused by the next save when owned
-  bool owns_buffers = true;               // false: keep_alive holds the caller's own tensors
+  NamedTensors keep_alive;   // backs plan.tensors; reused by the next save when owned
+  bool owns_buffers = true;  // false: keep_alive holds the caller's own tensors
   // Copies the writer makes before it writes (replicated_copied_late): source → staged buffer.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> late_copies;
   std::promise<void> copied;
@@ -115,9 +112,8 @@ Checkpointer::Checkpointer(const std::filesystem::path& output_dir, const elasti
     : Checkpointer(output_dir, context.rank(), context.world_size(), context.generation(), context.open_store(),
                    with_context_fence(std::move(options), context)) {}
 
-Checkpointer::Checkpointer(const std::filesystem::path& output_dir, int rank, int world_size,
-                           std::int64_t generation, std::unique_ptr<elastic::Store> store,
-                           CheckpointerOptions options)
+Checkpointer::Checkpointer(const std::filesystem::path& output_dir, int rank, int world_size, std::int64_t generation,
+                           std::unique_ptr<elastic::Store> store, CheckpointerOptions options)
     : root_(output_dir / "checkpoints"),
       rank_(rank),
       world_size_(world_size),
@@ -204,8 +200,8 @@ std::optional<SaveResult> Checkpointer::start(SaveRequest request, Snapshot snap
   job->owns_buffers = snapshot == Snapshot::kCopy;
   // The previous save's buffers (or reserve_snapshot()'s), by name: a run saves the same
   // tensors every time. snapshot_copy and the late copies check that one still fits.
-  std::map<std::string, torch::Tensor> staging = job->owns_buffers ? std::exchange(staging_, {})
-                                                                    : std::map<std::string, torch::Tensor>();
+  std::map<std::string, torch::Tensor> staging =
+      job->owns_buffers ? std::exchange(staging_, {}) : std::map<std::string, torch::Tensor>();
   auto reusable = [&](const std::string& name) -> const torch::Tensor* {
     const auto it = staging.find(name);
     return it == staging.end() ? nullptr : &it->second;
@@ -314,7 +310,8 @@ std::optional<SaveResult> Checkpointer::wait() {
 }
 
 std::filesystem::path Checkpointer::save(SaveRequest request) {
-  if (auto previous = start(std::move(request), Snapshot::kNoCopy); previous && previous->outcome != SaveOutcome::kCommitted) {
+  if (auto previous = start(std::move(request), Snapshot::kNoCopy);
+      previous && previous->outcome != SaveOutcome::kCommitted) {
     logger("tenax.checkpoint")->error("an earlier checkpoint failed: {}", previous->error);
   }
   SaveResult result = *wait();
@@ -358,8 +355,7 @@ std::optional<LoadedCheckpoint> Checkpointer::load_latest(const std::function<bo
       if (!wanted(name)) continue;
       const auto dtype = to_torch_dtype(entry.dtype);
       torch::Tensor t = destination ? destination(name) : torch::Tensor();
-      if (t.defined() && t.is_cpu() && t.is_contiguous() && t.scalar_type() == dtype &&
-          t.sizes().equals(entry.shape)) {
+      if (t.defined() && t.is_cpu() && t.is_contiguous() && t.scalar_type() == dtype && t.sizes().equals(entry.shape)) {
         in_place = true;
       } else {
         t = torch::empty(entry.shape, torch::TensorOptions().dtype(dtype));
@@ -380,7 +376,8 @@ std::optional<LoadedCheckpoint> Checkpointer::load_latest(const std::function<bo
     throw StorageError("no checkpoint in " + root_.string() + " could be loaded (" + std::to_string(faults.size()) +
                        " tried; newest fault: " + faults.front() +
                        ") and the failed attempts overwrote the model in place. Refusing to train on from "
-                       "those weights: repair the checkpoints or move " + root_.string() + " aside to start over");
+                       "those weights: repair the checkpoints or move " +
+                       root_.string() + " aside to start over");
   }
   return std::nullopt;
 }

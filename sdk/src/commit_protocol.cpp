@@ -142,8 +142,8 @@ void apply_retention(const CommitPlan& plan) {
     (void)storage::CheckpointDirectory(plan.root).prune(policy);
   } catch (const std::exception& e) {
     // A checkpoint too many is no data lost; say so and go on.
-    logger("tenax.checkpoint")->warn("retention could not prune old checkpoints under {}: {}", plan.root.string(),
-                                     e.what());
+    logger("tenax.checkpoint")
+        ->warn("retention could not prune old checkpoints under {}: {}", plan.root.string(), e.what());
   }
 }
 
@@ -259,7 +259,8 @@ CommitOutcome run_rank0(const CommitPlan& plan, elastic::Store& store, const std
     return publish_result(store, plan,
                           outcome_of(SaveOutcome::kFailed, "checkpoint at step " + std::to_string(plan.step) +
                                                                " not committed; the previous checkpoint is intact. "
-                                                               "Failed:" + failures));
+                                                               "Failed:" +
+                                                               failures));
   }
   apply_retention(plan);
   out.outcome = SaveOutcome::kCommitted;

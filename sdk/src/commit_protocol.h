@@ -55,8 +55,8 @@ struct CommitPlan {
   int save_total_limit = 0;
   std::string metric_for_best_model;
   bool greater_is_better = false;
-  std::chrono::milliseconds timeout{0};     ///< for each wait on another rank
-  std::filesystem::path fence_dir;          ///< the job's GenerationFence; empty: not fenced
+  std::chrono::milliseconds timeout{0};  ///< for each wait on another rank
+  std::filesystem::path fence_dir;       ///< the job's GenerationFence; empty: not fenced
 };
 
 /// How this rank's part ended: the same outcome on every rank (see the file comment).

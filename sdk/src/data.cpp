@@ -19,8 +19,8 @@ std::int64_t Batch::size() const {
 
 Batch Batch::map(const std::function<torch::Tensor(const torch::Tensor&)>& fn) const {
   Batch out;
-  for (torch::Tensor Batch::*field : {&Batch::inputs, &Batch::input_ids, &Batch::attention_mask,
-                                      &Batch::token_type_ids, &Batch::pixel_values, &Batch::labels}) {
+  for (torch::Tensor Batch::*field : {&Batch::inputs, &Batch::input_ids, &Batch::attention_mask, &Batch::token_type_ids,
+                                      &Batch::pixel_values, &Batch::labels}) {
     if ((this->*field).defined()) out.*field = fn(this->*field);
   }
   for (const auto& [name, tensor] : extra) {

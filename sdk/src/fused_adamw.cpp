@@ -32,11 +32,11 @@ struct Update {
 #if !TENAX_TORCH_FUSED_ADAMW
 // Per-step scalars, in float as ATen's float kernels apply their Scalar arguments.
 struct Coefficients {
-  float decay;           // 1 - lr * weight_decay
+  float decay;  // 1 - lr * weight_decay
   float beta1, one_minus_beta1, beta2, one_minus_beta2;
   float bias_correction2_sqrt;
   float eps;
-  float neg_step_size;   // -lr / (1 - beta1^step)
+  float neg_step_size;  // -lr / (1 - beta1^step)
 };
 
 // libtorch's AdamW per element, in its order: p *= decay; m = m * b1 + (1 - b1) g;
@@ -163,8 +163,8 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     const auto [beta1, beta2] = options.betas();
     for (const auto& [step, us] : by_step) {
       std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
-      const auto step_tensor =
-          torch::full({}, static_cast<double>(step), torch::TensorOptions().dtype(torch::kFloat32).device(us[0]->param.device()));
+      const auto step_tensor = torch::full({}, static_cast<double>(step),
+                                           torch::TensorOptions().dtype(torch::kFloat32).device(us[0]->param.device()));
       for (const Update* u : us) {
         params.push_back(u->param);
         grads.push_back(u->grad);
@@ -172,8 +172,8 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
         exp_avg_sqs.push_back(u->exp_avg_sq);
         steps.push_back(step_tensor);
       }
-      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, options.lr(), beta1,
-                        beta2, options.weight_decay(), options.eps(), /*amsgrad=*/false, /*maximize=*/false);
+      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, options.lr(), beta1, beta2,
+                        options.weight_decay(), options.eps(), /*amsgrad=*/false, /*maximize=*/false);
     }
 #else
     for (const auto& u : updates) adamw_one_pass(u, options);

@@ -41,9 +41,9 @@ struct GradSync::Overlap {
       : threaded(threaded), pipeline([&owner](std::size_t index) { owner.reduce_bucket(index); }, threaded) {}
 
   const bool threaded;
-  std::atomic<bool> armed{false};  // the hooks act only during the backward prepared for
-  bool round_open = false;         // training thread only
-  std::mutex mutex;                // guards the per-round bookkeeping below against the hooks
+  std::atomic<bool> armed{false};              // the hooks act only during the backward prepared for
+  bool round_open = false;                     // training thread only
+  std::mutex mutex;                            // guards the per-round bookkeeping below against the hooks
   std::vector<std::size_t> bucket_of;          // per parameter
   std::vector<std::int64_t> offset_in_bucket;  // per parameter, in elements
   std::vector<std::size_t> pending;            // per bucket: gradients not yet in their slots
@@ -54,8 +54,7 @@ struct GradSync::Overlap {
   OrderedPipeline pipeline;  // last: destroyed first, so its thread stops before the rest goes
 };
 
-GradSync::GradSync(elastic::Communicator& comm, std::vector<torch::Tensor> params,
-                   GradSyncOptions options)
+GradSync::GradSync(elastic::Communicator& comm, std::vector<torch::Tensor> params, GradSyncOptions options)
     : comm_(comm), params_(std::move(params)) {
   const torch::Device device = params_.empty() ? torch::Device(torch::kCPU) : params_.front().device();
   for (const torch::Tensor& p : params_) {
@@ -337,8 +336,7 @@ void GradSync::broadcast_parameters(int root) {
   torch::NoGradGuard no_grad;
   for (torch::Tensor& p : params_) {
     torch::Tensor buffer = p.detach().contiguous().clone();
-    comm_.broadcast(buffer.data_ptr(), static_cast<std::size_t>(buffer.numel()) * buffer.element_size(),
-                    root);
+    comm_.broadcast(buffer.data_ptr(), static_cast<std::size_t>(buffer.numel()) * buffer.element_size(), root);
     p.copy_(buffer);
   }
 }

@@ -13,8 +13,10 @@ Batch stack_image_batch(const std::vector<Example>& examples) {
   std::vector<torch::Tensor> images, labels;
   for (const Example& e : examples) {
     if (!e.input.defined() || e.input.dim() != 3 || e.input.sizes() != examples.front().input.sizes()) {
-      throw Error("image collator: every image must be [channels, height, width] of one shape (resize them with "
-                  "ViTImageProcessor); example " + std::to_string(images.size()) + " is not");
+      throw Error(
+          "image collator: every image must be [channels, height, width] of one shape (resize them with "
+          "ViTImageProcessor); example " +
+          std::to_string(images.size()) + " is not");
     }
     images.push_back(e.input);
     if (e.label.defined()) labels.push_back(e.label);

@@ -24,8 +24,8 @@ LabelMap::LabelMap(std::vector<std::string> names) : names_(std::move(names)) {
   std::sort(names_.begin(), names_.end());
   names_.erase(std::unique(names_.begin(), names_.end()), names_.end());
   long long a, b;
-  const bool integers = std::all_of(names_.begin(), names_.end(),
-                                    [&](const std::string& s) { return parse_integer(s, a); });
+  const bool integers =
+      std::all_of(names_.begin(), names_.end(), [&](const std::string& s) { return parse_integer(s, a); });
   if (integers) {
     std::sort(names_.begin(), names_.end(), [&](const std::string& x, const std::string& y) {
       parse_integer(x, a);
@@ -45,8 +45,7 @@ LabelMap LabelMap::from_records(const TextRecords& records) {
 
 const std::string& LabelMap::name(std::int64_t id) const {
   if (id < 0 || static_cast<std::size_t>(id) >= names_.size()) {
-    throw ConfigError("LabelMap: id " + std::to_string(id) + " outside [0, " +
-                      std::to_string(names_.size()) + ")");
+    throw ConfigError("LabelMap: id " + std::to_string(id) + " outside [0, " + std::to_string(names_.size()) + ")");
   }
   return names_[static_cast<std::size_t>(id)];
 }
@@ -56,8 +55,8 @@ std::int64_t LabelMap::id(const std::string& label) const {
   if (it != ids_.end()) return it->second;
   std::string known;
   for (const auto& n : names_) known += (known.empty() ? "'" : ", '") + n + "'";
-  throw ConfigError("label '" + label + "' is not one of the " + std::to_string(names_.size()) +
-                    " known labels (" + known + "); build the LabelMap from the training file " +
+  throw ConfigError("label '" + label + "' is not one of the " + std::to_string(names_.size()) + " known labels (" +
+                    known + "); build the LabelMap from the training file " +
                     "and make every split use the same label column");
 }
 

@@ -80,11 +80,10 @@ double LrSchedule::multiplier(std::int64_t step) const {
   if (o.type() == LrSchedulerType::kConstant) return 1.0;  // no warmup, as get_scheduler
   if (step < warmup) return warmup_multiplier(step, warmup);
   switch (o.type()) {
-    case LrSchedulerType::kConstantWithWarmup:
-      return 1.0;
+    case LrSchedulerType::kConstantWithWarmup: return 1.0;
     case LrSchedulerType::kLinear:
-      return std::max(0.0, static_cast<double>(total - step) /
-                               static_cast<double>(std::max<std::int64_t>(1, total - warmup)));
+      return std::max(
+          0.0, static_cast<double>(total - step) / static_cast<double>(std::max<std::int64_t>(1, total - warmup)));
     case LrSchedulerType::kCosine: {
       const double cycles = o.num_cycles() < 0 ? 0.5 : o.num_cycles();
       return std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * cycles * 2.0 * progress(step, warmup, total))));
@@ -109,8 +108,7 @@ double LrSchedule::multiplier(std::int64_t step) const {
       const double decay = lr_range * std::pow(pct_remaining, o.power()) + lr_end;
       return decay / lr_init;
     }
-    case LrSchedulerType::kConstant:
-      break;
+    case LrSchedulerType::kConstant: break;
   }
   return 1.0;
 }

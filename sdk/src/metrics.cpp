@@ -16,8 +16,8 @@ template <typename A, typename B>
 void check_sizes(const std::vector<A>& a, const std::vector<B>& b, const char* metric) {
   if (a.empty()) throw Error(std::string(metric) + ": no values");
   if (a.size() != b.size()) {
-    throw Error(std::string(metric) + ": " + std::to_string(a.size()) + " true values but " +
-                std::to_string(b.size()) + " predictions");
+    throw Error(std::string(metric) + ": " + std::to_string(a.size()) + " true values but " + std::to_string(b.size()) +
+                " predictions");
   }
 }
 
@@ -119,8 +119,7 @@ double f1_macro(const std::vector<std::int64_t>& y_true, const std::vector<std::
   return sum / static_cast<double>(counts.size());
 }
 
-double matthews_corrcoef(const std::vector<std::int64_t>& y_true,
-                         const std::vector<std::int64_t>& y_pred) {
+double matthews_corrcoef(const std::vector<std::int64_t>& y_true, const std::vector<std::int64_t>& y_pred) {
   check_sizes(y_true, y_pred, "matthews_corrcoef");
   // sklearn's multiclass form: (c*s - sum_k p_k t_k) / sqrt((s^2 - sum p_k^2)(s^2 - sum t_k^2)).
   std::map<std::int64_t, long double> t, p;

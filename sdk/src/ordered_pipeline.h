@@ -49,11 +49,11 @@ class OrderedPipeline {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<char> ready_;
-  std::size_t next_ = 0;        // the next job to run
-  bool running_ = false;        // a job is executing (outside the lock)
+  std::size_t next_ = 0;  // the next job to run
+  bool running_ = false;  // a job is executing (outside the lock)
   bool stopping_ = false;
   std::exception_ptr error_;
-  std::thread thread_;          // only when threaded
+  std::thread thread_;  // only when threaded
 };
 
 }  // namespace tenax::sdk

@@ -16,7 +16,8 @@ std::vector<std::int64_t> to_vector(const torch::Tensor& ids) {
 }  // namespace
 
 std::vector<std::int64_t> PredictionOutput::argmax_vector() const {
-  if (!predictions.defined() || predictions.dim() < 1) throw Error("PredictionOutput: no predictions to take argmax of");
+  if (!predictions.defined() || predictions.dim() < 1)
+    throw Error("PredictionOutput: no predictions to take argmax of");
   return to_vector(predictions.argmax(-1));
 }
 

@@ -79,9 +79,8 @@ torch::Tensor allgather_rows(elastic::Communicator& comm, const torch::Tensor& m
     }
     if (info.defined && (info.dtype != reference->dtype || info.trailing != reference->trailing)) {
       throw Error("allgather_rows: rank " + std::to_string(r) + " has rows of shape " + shape_string(info.trailing) +
-                  " and dtype " + std::to_string(info.dtype) + ", rank " +
-                  std::to_string(reference - infos.begin()) + " has " + shape_string(reference->trailing) +
-                  " and dtype " + std::to_string(reference->dtype));
+                  " and dtype " + std::to_string(info.dtype) + ", rank " + std::to_string(reference - infos.begin()) +
+                  " has " + shape_string(reference->trailing) + " and dtype " + std::to_string(reference->dtype));
     }
   }
   const auto dtype = static_cast<torch::ScalarType>(reference->dtype);

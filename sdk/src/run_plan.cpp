@@ -44,8 +44,8 @@ RunPlan plan_run(const TrainingArguments& args, int world_size, std::optional<st
                         " samples, which " + std::to_string(world_size) + " ranks x " +
                         std::to_string(args.per_device_train_batch_size) +
                         " per device cannot divide; choose per_device_train_batch_size so that world size x "
-                        "per_device_train_batch_size divides " + std::to_string(*saved_global_batch) +
-                        " (gradient_accumulation_steps is then set to keep it)");
+                        "per_device_train_batch_size divides " +
+                        std::to_string(*saved_global_batch) + " (gradient_accumulation_steps is then set to keep it)");
     }
     plan.accumulation_changed_from = plan.accumulation_steps;
     plan.accumulation_steps = *saved_global_batch / per_pass;
@@ -57,8 +57,9 @@ RunPlan plan_run(const TrainingArguments& args, int world_size, std::optional<st
     // lasts as long as the caller steps. max_steps only sets the schedule's length.
     if (plan.logging == IntervalStrategy::kEpoch || plan.eval == IntervalStrategy::kEpoch ||
         plan.save == IntervalStrategy::kEpoch) {
-      throw ConfigError("TrainingArguments: an embedded trainer (no training dataset) has no epochs; set "
-                        "logging_strategy, eval_strategy and save_strategy to \"steps\" or \"no\"");
+      throw ConfigError(
+          "TrainingArguments: an embedded trainer (no training dataset) has no epochs; set "
+          "logging_strategy, eval_strategy and save_strategy to \"steps\" or \"no\"");
     }
     // A save by the Trainer's schedule would be named by the optimizer step, among checkpoints
     // the caller names by its own step (a solver step): the newest name would no longer be the

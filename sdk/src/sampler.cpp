@@ -30,8 +30,7 @@ std::uint64_t uniform_below(std::uint64_t& state, std::uint64_t bound) {
 
 }  // namespace
 
-ResumableSampler::ResumableSampler(std::int64_t dataset_size, std::int64_t global_batch,
-                                   std::uint64_t seed)
+ResumableSampler::ResumableSampler(std::int64_t dataset_size, std::int64_t global_batch, std::uint64_t seed)
     : dataset_size_(dataset_size), global_batch_(global_batch), seed_(seed) {
   if (global_batch <= 0) throw ConfigError("global batch size must be positive");
   if (dataset_size < global_batch) {
@@ -63,11 +62,10 @@ std::vector<std::int64_t> ResumableSampler::global_batch_indices(std::int64_t gl
   return {order.begin() + pos.cursor, order.begin() + pos.cursor + global_batch_};
 }
 
-std::vector<std::int64_t> ResumableSampler::rank_indices(std::int64_t global_step, int rank,
-                                                         int world) const {
+std::vector<std::int64_t> ResumableSampler::rank_indices(std::int64_t global_step, int rank, int world) const {
   if (world <= 0 || rank < 0 || rank >= world || global_batch_ % world != 0) {
-    throw ConfigError("global batch " + std::to_string(global_batch_) +
-                      " cannot be split evenly over world size " + std::to_string(world));
+    throw ConfigError("global batch " + std::to_string(global_batch_) + " cannot be split evenly over world size " +
+                      std::to_string(world));
   }
   const std::vector<std::int64_t> batch = global_batch_indices(global_step);
   const std::int64_t per_rank = global_batch_ / world;

@@ -70,11 +70,8 @@ bool restore_rng_states(int rank, const std::function<torch::Tensor(const std::s
   return true;
 }
 
-NamedTensors capture_adamw_state(torch::optim::AdamW& optimizer, const NamedTensors& named_params,
-                                 Capture capture) {
-  auto take = [capture](const torch::Tensor& t) {
-    return capture == Capture::kCopy ? t.detach().clone() : t.detach();
-  };
+NamedTensors capture_adamw_state(torch::optim::AdamW& optimizer, const NamedTensors& named_params, Capture capture) {
+  auto take = [capture](const torch::Tensor& t) { return capture == Capture::kCopy ? t.detach().clone() : t.detach(); };
   NamedTensors out;
   auto& state = optimizer.state();
   for (const auto& [name, param] : named_params) {
@@ -107,8 +104,8 @@ void restore_adamw_state(torch::optim::AdamW& optimizer, const NamedTensors& nam
       throw StorageError("optimizer state of parameter '" + name + "' is incomplete in the checkpoint");
     }
     if (!exp_avg.sizes().equals(param.sizes()) || !exp_avg_sq.sizes().equals(param.sizes())) {
-      throw StorageError("optimizer state of parameter '" + name + "' has shape " +
-                         c10::str(exp_avg.sizes()) + ", the parameter has " + c10::str(param.sizes()));
+      throw StorageError("optimizer state of parameter '" + name + "' has shape " + c10::str(exp_avg.sizes()) +
+                         ", the parameter has " + c10::str(param.sizes()));
     }
     auto s = std::make_unique<torch::optim::AdamWParamState>();
     s->step(step.item<int64_t>());

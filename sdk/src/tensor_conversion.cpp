@@ -34,9 +34,7 @@ torch::ScalarType to_torch_dtype(storage::DType dtype) {
   throw StorageError("unknown storage dtype");
 }
 
-torch::Tensor contiguous_cpu(const torch::Tensor& tensor) {
-  return tensor.detach().to(torch::kCPU).contiguous();
-}
+torch::Tensor contiguous_cpu(const torch::Tensor& tensor) { return tensor.detach().to(torch::kCPU).contiguous(); }
 
 storage::TensorRef make_ref(const std::string& name, const torch::Tensor& t) {
   storage::TensorRef ref;
@@ -52,8 +50,8 @@ torch::Tensor to_tensor(const storage::TensorData& data) {
   auto out = torch::empty(data.shape, torch::TensorOptions().dtype(to_torch_dtype(data.dtype)));
   const std::size_t expected = static_cast<std::size_t>(out.numel()) * out.element_size();
   if (expected != data.bytes.size()) {
-    throw StorageError("tensor bytes do not match its shape: " + std::to_string(data.bytes.size()) +
-                       " bytes for " + std::to_string(expected) + " expected");
+    throw StorageError("tensor bytes do not match its shape: " + std::to_string(data.bytes.size()) + " bytes for " +
+                       std::to_string(expected) + " expected");
   }
   if (expected > 0) std::memcpy(out.data_ptr(), data.bytes.data(), expected);
   return out;

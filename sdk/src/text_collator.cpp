@@ -11,8 +11,8 @@ Batch pad_text_batch(const std::vector<Example>& examples, std::int64_t pad_id) 
   std::int64_t longest = 0;
   for (std::size_t i = 0; i < examples.size(); ++i) {
     const torch::Tensor& in = examples[i].input;
-    const bool ok = in.defined() && in.scalar_type() == torch::kInt64 &&
-                    (in.dim() == 1 || (in.dim() == 2 && in.size(0) == 2));
+    const bool ok =
+        in.defined() && in.scalar_type() == torch::kInt64 && (in.dim() == 1 || (in.dim() == 2 && in.size(0) == 2));
     if (!ok) {
       throw Error("pad_text_batch: example " + std::to_string(i) +
                   ": input must be int64 [L] (ids) or [2, L] (ids, token types), as "
@@ -49,9 +49,7 @@ Batch pad_text_batch(const std::vector<Example>& examples, std::int64_t pad_id) 
 }
 
 Collator text_collator(std::int64_t pad_id) {
-  return [pad_id](const std::vector<Example>& examples) {
-    return pad_text_batch(examples, pad_id);
-  };
+  return [pad_id](const std::vector<Example>& examples) { return pad_text_batch(examples, pad_id); };
 }
 
 }  // namespace tenax::sdk

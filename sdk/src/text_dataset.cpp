@@ -34,7 +34,8 @@ TextFileFormat resolve_format(const std::string& path, TextFileFormat format) {
   if (ends_with(path, ".csv")) return TextFileFormat::kCsv;
   if (ends_with(path, ".tsv")) return TextFileFormat::kTsv;
   if (ends_with(path, ".jsonl") || ends_with(path, ".json")) return TextFileFormat::kJsonl;
-  throw ConfigError(path + ": cannot tell the format from the extension (.csv, .tsv, .jsonl); "
+  throw ConfigError(path +
+                    ": cannot tell the format from the extension (.csv, .tsv, .jsonl); "
                     "set TextFileOptions::format");
 }
 
@@ -51,8 +52,7 @@ std::vector<Wanted> wanted_columns(const TextFileOptions& options) {
   return w;
 }
 
-void check_utf8(const std::string& value, const std::string& path, std::size_t line,
-                const std::string& column) {
+void check_utf8(const std::string& value, const std::string& path, std::size_t line, const std::string& column) {
   try {
     utf8::decode(value, "column '" + column + "'");
   } catch (const Error& e) {
@@ -70,8 +70,7 @@ void add_record(TextRecords& out, std::vector<std::string> values, std::size_t l
   out.lines.push_back(line);
 }
 
-void read_delimited(TextRecords& out, const std::string& data, bool tsv,
-                    const std::vector<Wanted>& wanted) {
+void read_delimited(TextRecords& out, const std::string& data, bool tsv, const std::vector<Wanted>& wanted) {
   const auto rows = tsv ? csv::parse_tsv(data) : csv::parse_csv(data, out.path);
   if (rows.empty()) throw ConfigError(out.path + ": empty file (expected a header row)");
   const auto& header = rows.front().fields;
@@ -82,18 +81,16 @@ void read_delimited(TextRecords& out, const std::string& data, bool tsv,
     if (i == header.size()) {
       std::string names;
       for (const auto& h : header) names += (names.empty() ? "" : ", ") + h;
-      throw ConfigError(out.path + ":" + std::to_string(rows.front().line) + ": no column '" +
-                        w.name + "' in the header (columns: " + names +
-                        "); set TextFileOptions::" + w.option);
+      throw ConfigError(out.path + ":" + std::to_string(rows.front().line) + ": no column '" + w.name +
+                        "' in the header (columns: " + names + "); set TextFileOptions::" + w.option);
     }
     index.push_back(i);
   }
   for (std::size_t r = 1; r < rows.size(); ++r) {
     const auto& row = rows[r];
     if (row.fields.size() != header.size()) {
-      throw ConfigError(out.path + ":" + std::to_string(row.line) + ": " +
-                        std::to_string(row.fields.size()) + " fields, but the header has " +
-                        std::to_string(header.size()) +
+      throw ConfigError(out.path + ":" + std::to_string(row.line) + ": " + std::to_string(row.fields.size()) +
+                        " fields, but the header has " + std::to_string(header.size()) +
                         (tsv ? " (a TSV field cannot hold a tab)" : " (quote fields that hold commas)"));
     }
     std::vector<std::string> values;
@@ -124,8 +121,7 @@ void read_jsonl(TextRecords& out, const std::string& data, const std::vector<Wan
       const bool is_label = i + 1 == wanted.size();
       auto it = object.find(wanted[i].name);
       if (it == object.end()) {
-        throw ConfigError(where + "no key '" + wanted[i].name + "'; set TextFileOptions::" +
-                          wanted[i].option);
+        throw ConfigError(where + "no key '" + wanted[i].name + "'; set TextFileOptions::" + wanted[i].option);
       }
       if (it->is_string()) {
         values.push_back(it->get<std::string>());
@@ -133,8 +129,7 @@ void read_jsonl(TextRecords& out, const std::string& data, const std::vector<Wan
         values.push_back(it->dump());
       } else {
         throw ConfigError(where + "key '" + wanted[i].name + "' is " + it->type_name() +
-                          (is_label ? "; a label must be a string, number or boolean"
-                                    : "; a text must be a string"));
+                          (is_label ? "; a label must be a string, number or boolean" : "; a text must be a string"));
       }
     }
     add_record(out, std::move(values), line, wanted);

@@ -7,17 +7,14 @@
 namespace tenax::sdk {
 
 TokenizedTextDataset::TokenizedTextDataset(const TextRecords& records, const LabelMap& labels,
-                                           const BertTokenizer& tokenizer,
-                                           std::int64_t max_length)
+                                           const BertTokenizer& tokenizer, std::int64_t max_length)
     : labels_(labels.ids(records)) {
-  const auto options =
-      EncodeOptions().truncation(Truncation::kLongestFirst).max_length(max_length);
+  const auto options = EncodeOptions().truncation(Truncation::kLongestFirst).max_length(max_length);
   encodings_.reserve(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
     try {
-      encodings_.push_back(records.paired
-                               ? tokenizer.encode(records.texts[i], records.text_pairs[i], options)
-                               : tokenizer.encode(records.texts[i], options));
+      encodings_.push_back(records.paired ? tokenizer.encode(records.texts[i], records.text_pairs[i], options)
+                                          : tokenizer.encode(records.texts[i], options));
     } catch (const Error& e) {
       throw ConfigError(records.path + ":" + std::to_string(records.lines[i]) + ": " + e.what());
     }
@@ -26,8 +23,8 @@ TokenizedTextDataset::TokenizedTextDataset(const TextRecords& records, const Lab
 
 const Encoding& TokenizedTextDataset::encoding(std::int64_t index) const {
   if (index < 0 || index >= size()) {
-    throw Error("TokenizedTextDataset: index " + std::to_string(index) + " outside [0, " +
-                std::to_string(size()) + ")");
+    throw Error("TokenizedTextDataset: index " + std::to_string(index) + " outside [0, " + std::to_string(size()) +
+                ")");
   }
   return encodings_[static_cast<std::size_t>(index)];
 }

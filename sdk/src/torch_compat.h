@@ -33,13 +33,19 @@ inline bool autocast_enabled(at::DeviceType d) {
   return d == at::kCPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
 }
 inline void set_autocast_enabled(at::DeviceType d, bool on) {
-  if (d == at::kCPU) at::autocast::set_cpu_enabled(on); else at::autocast::set_enabled(on);
+  if (d == at::kCPU)
+    at::autocast::set_cpu_enabled(on);
+  else
+    at::autocast::set_enabled(on);
 }
 inline at::ScalarType autocast_dtype(at::DeviceType d) {
   return d == at::kCPU ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
 }
 inline void set_autocast_dtype(at::DeviceType d, at::ScalarType t) {
-  if (d == at::kCPU) at::autocast::set_autocast_cpu_dtype(t); else at::autocast::set_autocast_gpu_dtype(t);
+  if (d == at::kCPU)
+    at::autocast::set_autocast_cpu_dtype(t);
+  else
+    at::autocast::set_autocast_gpu_dtype(t);
 }
 #endif
 

@@ -53,9 +53,8 @@ std::string format_duration(double seconds) {
 
 }  // namespace
 
-Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
-                 std::shared_ptr<const Dataset> train_dataset, elastic::WorkerContext& context,
-                 Collator collator)
+Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, std::shared_ptr<const Dataset> train_dataset,
+                 elastic::WorkerContext& context, Collator collator)
     : model_(std::move(model)),
       args_(std::move(args)),
       train_dataset_(std::move(train_dataset)),
@@ -78,9 +77,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args,
 
 Trainer::~Trainer() = default;
 
-void Trainer::add_callback(std::shared_ptr<TrainerCallback> callback) {
-  callbacks_.push_back(std::move(callback));
-}
+void Trainer::add_callback(std::shared_ptr<TrainerCallback> callback) { callbacks_.push_back(std::move(callback)); }
 
 torch::Tensor Trainer::compute_loss(Model& model, const Batch& batch) {
   ModelOutput out = model.forward(batch);
@@ -112,8 +109,8 @@ std::unique_ptr<torch::optim::AdamW> Trainer::create_optimizer() {
 
 LrSchedule Trainer::create_scheduler(std::int64_t num_training_steps) {
   const auto& kwargs = args_.lr_scheduler_kwargs;
-  return LrSchedule(LrScheduleOptions(args_.lr_scheduler_type.value(),
-                                      args_.resolved_warmup_steps(num_training_steps), num_training_steps)
+  return LrSchedule(LrScheduleOptions(args_.lr_scheduler_type.value(), args_.resolved_warmup_steps(num_training_steps),
+                                      num_training_steps)
                         .base_lr(args_.learning_rate)
                         .num_cycles(kwargs.num_cycles)
                         .lr_end(kwargs.lr_end)
@@ -157,16 +154,16 @@ void Trainer::log_training(double window_loss, std::int64_t window_steps, double
   // The progress bar (default) shows the same; the log line is for runs without it.
   logger("tenax.trainer", LogPolicy::kRankZeroOnly)
       ->log(args_.disable_tqdm ? spdlog::level::info : spdlog::level::debug,
-             "step {}/{} | loss {:.6f} | lr {:.3e} | {:.1f} samples/s | epoch {:.2f} | ETA {}", state_.global_step,
-             state_.max_steps, logs["loss"], lr, logs["samples_per_second"], state_.epoch, format_duration(eta_seconds));
+            "step {}/{} | loss {:.6f} | lr {:.3e} | {:.1f} samples/s | epoch {:.2f} | ETA {}", state_.global_step,
+            state_.max_steps, logs["loss"], lr, logs["samples_per_second"], state_.epoch, format_duration(eta_seconds));
   notify([&](TrainerCallback& cb) { cb.on_log(args_, state_, control_, logs); });
 }
 
-
 TrainOutput Trainer::train() {
   if (!train_dataset_) {
-    throw ConfigError("Trainer::train() needs a training dataset; without one, call begin() and step() with "
-                      "your own batches");
+    throw ConfigError(
+        "Trainer::train() needs a training dataset; without one, call begin() and step() with "
+        "your own batches");
   }
   begin(/*resume=*/true);
   detail::TrainingRun& r = *run_;
@@ -178,7 +175,8 @@ TrainOutput Trainer::train() {
     if (data_step % r.plan.steps_per_epoch == 0) {
       notify([&](TrainerCallback& cb) { cb.on_epoch_begin(args_, state_, control_); });
     }
-    const std::vector<std::int64_t> indices = r.sampler->rank_indices(data_step, context_.rank(), context_.world_size());
+    const std::vector<std::int64_t> indices =
+        r.sampler->rank_indices(data_step, context_.rank(), context_.world_size());
     std::vector<Batch> micro_batches;
     micro_batches.reserve(static_cast<std::size_t>(accumulation_steps_));
     for (std::int64_t micro = 0; micro < accumulation_steps_; ++micro) {
@@ -223,7 +221,8 @@ void Trainer::plan_run(bool resume) {
   checkpoint_options.save_total_limit = static_cast<int>(args_.save_total_limit);
   checkpoint_options.metric_for_best_model = best_metric_key();
   checkpoint_options.greater_is_better = args_.resolved_greater_is_better();
-  run_ = std::make_unique<detail::TrainingRun>(args_.output_dir, context_, checkpoint_options, grad_sync_options(args_));
+  run_ =
+      std::make_unique<detail::TrainingRun>(args_.output_dir, context_, checkpoint_options, grad_sync_options(args_));
   detail::TrainingRun& r = *run_;
 
   const std::optional<detail::SavedRun> saved_run = resume ? detail::newest_saved_run(*r.checkpointer) : std::nullopt;
@@ -232,10 +231,11 @@ void Trainer::plan_run(bool resume) {
                             train_dataset_ ? std::optional<std::int64_t>(train_dataset_->size()) : std::nullopt,
                             saved_run ? saved_run->global_batch : std::nullopt, args_.output_dir);
   if (r.plan.accumulation_changed_from) {
-    log->warn("elastic resume: the checkpoint's global batch is {}; with {} ranks x {} per device, "
-              "gradient_accumulation_steps becomes {} (was {}) so that it stays {}",
-              r.plan.global_batch, world, args_.per_device_train_batch_size, r.plan.accumulation_steps,
-              *r.plan.accumulation_changed_from, r.plan.global_batch);
+    log->warn(
+        "elastic resume: the checkpoint's global batch is {}; with {} ranks x {} per device, "
+        "gradient_accumulation_steps becomes {} (was {}) so that it stays {}",
+        r.plan.global_batch, world, args_.per_device_train_batch_size, r.plan.accumulation_steps,
+        *r.plan.accumulation_changed_from, r.plan.global_batch);
   }
   accumulation_steps_ = r.plan.accumulation_steps;
   if (train_dataset_) r.sampler.emplace(train_dataset_->size(), r.plan.global_batch, args_.seed);
@@ -259,9 +259,10 @@ void Trainer::plan_run(bool resume) {
   // not told failed: its run never offers to heal, says why, and the agent restarts it from disk.
   r.heals_in_process = context_.recovers_in_process() && (r.plan.has_dataset || step_recovery_);
   if (context_.recovers_in_process() && !r.heals_in_process) {
-    log->warn("in-process recovery was asked for (`tenax run --recovery in-process`), but this program drives the "
-              "steps itself and did not say it handles a healed step (Trainer::enable_step_recovery, "
-              "tenax_enable_in_process_recovery): a lost peer restarts every worker from the newest checkpoint");
+    log->warn(
+        "in-process recovery was asked for (`tenax run --recovery in-process`), but this program drives the "
+        "steps itself and did not say it handles a healed step (Trainer::enable_step_recovery, "
+        "tenax_enable_in_process_recovery): a lost peer restarts every worker from the newest checkpoint");
   }
   if (step_recovery_ && r.heals_in_process && user_state_ != nullptr && !user_state_->empty()) {
     r.user_mirror.emplace(*user_state_);
@@ -317,7 +318,8 @@ std::optional<std::int64_t> Trainer::begin_from_disk(bool resume) {
               r.plan.max_steps, world, args_.per_device_train_batch_size, accumulation_steps_, r.plan.global_batch,
               r.plan.steps_per_epoch);
   } else {
-    log->info("training one step per call on the caller's batches: {} ranks, gradient averaged over all of them", world);
+    log->info("training one step per call on the caller's batches: {} ranks, gradient averaged over all of them",
+              world);
   }
   if (args_.save_async && user_state_ != nullptr) {
     // The caller's arrays (a simulation's fields) are the one large thing a save copies
@@ -341,11 +343,13 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
   } catch (const TimeoutError& e) {
     if (!(healed = recover(e.what()))) throw;
   }
-  throw RecoveredError("the step did not complete: a peer was lost and the job healed in process; every rank stands at "
-                       "optimizer step " + std::to_string(*healed) +
-                       ", the last one completed, with its registered state as it was when that step was called; go "
-                       "on from there",
-                       *healed);
+  throw RecoveredError(
+      "the step did not complete: a peer was lost and the job healed in process; every rank stands at "
+      "optimizer step " +
+          std::to_string(*healed) +
+          ", the last one completed, with its registered state as it was when that step was called; go "
+          "on from there",
+      *healed);
 }
 
 double Trainer::take_step(const std::vector<Batch>& micro_batches) {
@@ -371,7 +375,8 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
     if (micro + 1 == micro_batches.size()) r.grad_sync->prepare_for_backward();
     torch::Tensor micro_loss = training_step(*model_, batch_on(micro_batches[micro], device_));
     loss = micro == 0 ? micro_loss : loss + micro_loss;
-    if (micro + 1 < micro_batches.size()) notify([&](TrainerCallback& cb) { cb.on_substep_end(args_, state_, control_); });
+    if (micro + 1 < micro_batches.size())
+      notify([&](TrainerCallback& cb) { cb.on_substep_end(args_, state_, control_); });
   }
   // With in-process recovery every rank's random state (after this step's dropout) rides in
   // the gradient allreduce: whoever completes the step holds what a replacement continues from.
@@ -381,8 +386,7 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
   r.preemption_from_step.reset();
   const int request = (r.preemption ? r.preemption->requested() : 0) |
                       (r.heals_in_process && context_.generation_superseded() ? kRegroupFlag : 0);
-  const int agreed =
-      r.grad_sync->synchronize(r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor(), request);
+  const int agreed = r.grad_sync->synchronize(r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor(), request);
   if (r.preemption) r.preemption_from_step = agreed & kSignalFlags;
   if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(r.params, args_.max_grad_norm);
   const double lr = args_.learning_rate * r.schedule->multiplier(step);
@@ -411,7 +415,8 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
     // The rest of this epoch's data is skipped (transformers breaks its epoch loop): the
     // next step starts the next epoch; the epoch strategies apply now.
     skipped_steps_ += r.plan.steps_per_epoch - (data_step + 1) % r.plan.steps_per_epoch;
-    state_.epoch = static_cast<double>(state_.global_step + skipped_steps_) / static_cast<double>(r.plan.steps_per_epoch);
+    state_.epoch =
+        static_cast<double>(state_.global_step + skipped_steps_) / static_cast<double>(r.plan.steps_per_epoch);
     epoch_end = true;
     if (r.plan.logging == detail::IntervalStrategy::kEpoch) control_.should_log = true;
     if (r.plan.eval == detail::IntervalStrategy::kEpoch) control_.should_evaluate = true;
@@ -424,9 +429,10 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
     // Every rank completed this step and agreed in its collective: they leave together, so the
     // next generation heals with nothing to redo.
     logger("tenax.trainer", LogPolicy::kRankZeroOnly)
-        ->warn("the agents declared a generation after {} while it ran; every rank leaves it after step {} and "
-               "regroups",
-               context_.generation(), state_.global_step);
+        ->warn(
+            "the agents declared a generation after {} while it ran; every rank leaves it after step {} and "
+            "regroups",
+            context_.generation(), state_.global_step);
     heal_until_healed(Clock::now(), /*rejoin_first=*/true);
   }
   return loss_value;
@@ -446,8 +452,9 @@ void Trainer::act_on_control(double lr) {
   if (control_.should_evaluate) {
     control_.should_evaluate = false;
     if (!eval_dataset_) {
-      throw ConfigError("a callback asked for an evaluation (TrainerControl.should_evaluate) but there is no "
-                        "evaluation dataset; call Trainer::set_eval_dataset()");
+      throw ConfigError(
+          "a callback asked for an evaluation (TrainerControl.should_evaluate) but there is no "
+          "evaluation dataset; call Trainer::set_eval_dataset()");
     }
     eval_metrics = evaluate(*eval_dataset_, compute_metrics_);
     r.window_start = Clock::now();  // samples/s counts training only
@@ -514,10 +521,13 @@ TrainOutput Trainer::end(int preempt_signal) {
     }
   }
   if (preempt_signal != 0) {
-    log->warn("preempted by {} at step {}: every rank stopped here and the checkpoint is saved; exit {} "
-              "to be requeued, and the job resumes from this step",
-              preempt_signal == SIGUSR1 ? "SIGUSR1" : preempt_signal == SIGTERM ? "SIGTERM" : "a signal",
-              state_.global_step, kExitPreempted);
+    log->warn(
+        "preempted by {} at step {}: every rank stopped here and the checkpoint is saved; exit {} "
+        "to be requeued, and the job resumes from this step",
+        preempt_signal == SIGUSR1   ? "SIGUSR1"
+        : preempt_signal == SIGTERM ? "SIGTERM"
+                                    : "a signal",
+        state_.global_step, kExitPreempted);
     notify([&](TrainerCallback& cb) { cb.on_preempt(args_, state_, control_, preempt_signal); });
   }
   notify([&](TrainerCallback& cb) { cb.on_train_end(args_, state_, control_); });

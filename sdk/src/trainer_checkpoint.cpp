@@ -26,12 +26,13 @@ void Trainer::save(const Logs& metrics, std::optional<std::int64_t> label) {
   // committed manifests instead, so a save that then fails is never taken for the best.)
   if (const std::string key = best_metric_key(); !key.empty()) {
     if (const auto it = metrics.find(key); it != metrics.end()) {
-      const bool better = !state_.best_metric ||
-                          (args_.resolved_greater_is_better() ? it->second > *state_.best_metric
-                                                               : it->second < *state_.best_metric);
+      const bool better =
+          !state_.best_metric ||
+          (args_.resolved_greater_is_better() ? it->second > *state_.best_metric : it->second < *state_.best_metric);
       if (better) {
         state_.best_metric = it->second;
-        state_.best_model_checkpoint = storage::CheckpointDirectory(checkpointer.root()).step_dir(request.step).string();
+        state_.best_model_checkpoint =
+            storage::CheckpointDirectory(checkpointer.root()).step_dir(request.step).string();
       }
     }
   }
@@ -72,8 +73,7 @@ void Trainer::report_save(const SaveResult& result, bool must_succeed) {
       // in-process recovery that is a lost peer as above.
       if (run_ && run_->heals_in_process) throw PeerLostError(result.error);
       break;
-    case SaveOutcome::kFailed:
-      break;
+    case SaveOutcome::kFailed: break;
   }
   logger("tenax.trainer")->error("checkpoint of step {} failed: {}", result.step, result.error);
   notify([&](TrainerCallback& cb) { cb.on_save_error(args_, state_, control_, result.error); });
@@ -127,19 +127,22 @@ std::optional<std::int64_t> Trainer::restore() {
   const auto lookup = snapshot.lookup();
   if (user_state_ != nullptr) user_state_->restore(rank, lookup);
   if (!restore_rng_states(rank, lookup)) {
-    // A rank the writing world did not have: a deterministic stream of its own (docs/checkpoints.md, "Resume semantics").
+    // A rank the writing world did not have: a deterministic stream of its own (docs/checkpoints.md, "Resume
+    // semantics").
     torch::manual_seed(detail::derived_seed(args_.seed, rank, loaded->step));
-    logger("tenax.trainer")->warn("checkpoint has no RNG state for rank {} (it was written by {} ranks); "
-                                  "derived one from (seed, rank, step)", rank, loaded->world_size);
+    logger("tenax.trainer")
+        ->warn(
+            "checkpoint has no RNG state for rank {} (it was written by {} ranks); "
+            "derived one from (seed, rank, step)",
+            rank, loaded->world_size);
   }
   detail::apply_progress(snapshot, state_);
   state_.resumed_from_step = state_.global_step;
   log->info("resumed from {} at step {} (generation {}, restart {}{})", dir, loaded->step, context_.generation(),
             context_.restart_count(),
-            loaded->world_size != context_.world_size()
-                ? ", resharded from " + std::to_string(loaded->world_size) + " to " +
-                      std::to_string(context_.world_size()) + " ranks"
-                : std::string());
+            loaded->world_size != context_.world_size() ? ", resharded from " + std::to_string(loaded->world_size) +
+                                                              " to " + std::to_string(context_.world_size()) + " ranks"
+                                                        : std::string());
   notify([&](TrainerCallback& cb) { cb.on_load(args_, state_, control_, dir); });
   return loaded->step;
 }

@@ -58,9 +58,10 @@ bool Trainer::recover_in_process(const std::string& why) {
   if (!run_ || !run_->heals_in_process) return false;
   const auto noticed = Clock::now();
   logger("tenax.trainer")
-      ->warn("generation {} lost a peer during step {} ({}); recovering in process: this process keeps its state "
-             "and joins the next generation",
-             context_.generation(), state_.global_step + 1, why);
+      ->warn(
+          "generation {} lost a peer during step {} ({}); recovering in process: this process keeps its state "
+          "and joins the next generation",
+          context_.generation(), state_.global_step + 1, why);
   heal_until_healed(noticed, /*rejoin_first=*/true);
   return true;
 }
@@ -80,11 +81,12 @@ bool Trainer::heal_until_healed(Clock::time_point since, bool rejoin_first) {
       if (healed && r.user_mirror) r.user_mirror->heal(context_.communicator(), state_.global_step);
       return healed;
     } catch (const PeerLostError& e) {
-      logger("tenax.trainer")->warn("generation {} lost a peer while it healed ({}); joining the next one",
-                                    context_.generation(), e.what());
+      logger("tenax.trainer")
+          ->warn("generation {} lost a peer while it healed ({}); joining the next one", context_.generation(),
+                 e.what());
     } catch (const TimeoutError& e) {
-      logger("tenax.trainer")->warn("generation {} timed out while it healed ({}); joining the next one",
-                                    context_.generation(), e.what());
+      logger("tenax.trainer")
+          ->warn("generation {} timed out while it healed ({}); joining the next one", context_.generation(), e.what());
     }
   }
 }
@@ -99,9 +101,10 @@ bool Trainer::heal_from_peers(Clock::time_point since) {
   if (!plan) {
     // Every rank sees the same statuses: they all say so, and begin() starts them from disk.
     logger("tenax.trainer", LogPolicy::kRankZeroOnly)
-        ->warn("generation {}: no rank holds training state to heal from (every rank is a replacement); starting "
-               "from the newest checkpoint",
-               context_.generation());
+        ->warn(
+            "generation {}: no rank holds training state to heal from (every rank is a replacement); starting "
+            "from the newest checkpoint",
+            context_.generation());
     return false;
   }
   const NamedTensors params = named_parameters();
@@ -161,9 +164,10 @@ bool Trainer::heal_from_peers(Clock::time_point since) {
   context_.announce_in_process_recovery();
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - since).count();
   logger("tenax.trainer", LogPolicy::kRankZeroOnly)
-      ->warn("healed from rank {} in {:.0f} ms: generation {} goes on at step {}, 0 steps lost (the step in flight is "
-             "redone)",
-             plan->source, ms, context_.generation(), state_.global_step);
+      ->warn(
+          "healed from rank {} in {:.0f} ms: generation {} goes on at step {}, 0 steps lost (the step in flight is "
+          "redone)",
+          plan->source, ms, context_.generation(), state_.global_step);
   // The step the job goes on from may have been due a save that the loss cut short: it is
   // taken now, by every rank, so that no scheduled checkpoint goes missing.
   if (r.plan.has_dataset && state_.global_step > 0 && last_committed < state_.global_step) {

@@ -30,8 +30,7 @@ void require_one_of(const std::string& value, const std::string& field, std::ini
 
 void TrainingArguments::validate() const {
   require(!output_dir.empty(), "output_dir", "is required (where checkpoints and logs are written)");
-  require(max_steps > 0 || num_train_epochs > 0, "max_steps",
-          "set max_steps > 0 or num_train_epochs > 0");
+  require(max_steps > 0 || num_train_epochs > 0, "max_steps", "set max_steps > 0 or num_train_epochs > 0");
   require(per_device_train_batch_size > 0, "per_device_train_batch_size", "must be >= 1");
   require(per_device_eval_batch_size > 0, "per_device_eval_batch_size", "must be >= 1");
   require(gradient_accumulation_steps > 0, "gradient_accumulation_steps", "must be >= 1");
@@ -56,10 +55,11 @@ void TrainingArguments::validate() const {
   if (load_best_model_at_end) {
     require(!metric_for_best_model.empty(), "metric_for_best_model",
             "load_best_model_at_end needs it (e.g. \"eval_loss\" or \"eval_accuracy\")");
-    require(eval_strategy != IntervalStrategy::kNo, "eval_strategy", "load_best_model_at_end needs evaluations (\"steps\" or \"epoch\")");
+    require(eval_strategy != IntervalStrategy::kNo, "eval_strategy",
+            "load_best_model_at_end needs evaluations (\"steps\" or \"epoch\")");
     require(save_strategy == eval_strategy, "save_strategy",
-            "load_best_model_at_end needs save_strategy == eval_strategy ('" + save_strategy.name() + "' vs '" + eval_strategy.name() +
-                "'), so that every evaluation has its checkpoint");
+            "load_best_model_at_end needs save_strategy == eval_strategy ('" + save_strategy.name() + "' vs '" +
+                eval_strategy.name() + "'), so that every evaluation has its checkpoint");
     if (save_strategy == IntervalStrategy::kSteps) {
       require(save_steps > 0 && save_steps % resolved_eval_steps() == 0, "save_steps",
               "load_best_model_at_end needs save_steps to be a multiple of eval_steps (" +

@@ -27,15 +27,12 @@ Overloaded(Fs...) -> Overloaded<Fs...>;
 
 // The expected type of a field, in the words of the error messages and of --help.
 std::string type_name(const FieldTarget& target) {
-  return std::visit(Overloaded{[](std::string*) { return "string"; },
-                               [](double*) { return "number"; },
-                               [](std::int64_t*) { return "integer"; },
-                               [](std::uint64_t*) { return "non-negative integer"; },
-                               [](bool*) { return "boolean"; },
-                               [](std::optional<bool>*) { return "boolean"; },
-                               [](std::vector<std::string>*) { return "list of strings"; },
-                               [](ChoiceBase*) { return "string"; }},
-                    target);
+  return std::visit(
+      Overloaded{[](std::string*) { return "string"; }, [](double*) { return "number"; },
+                 [](std::int64_t*) { return "integer"; }, [](std::uint64_t*) { return "non-negative integer"; },
+                 [](bool*) { return "boolean"; }, [](std::optional<bool>*) { return "boolean"; },
+                 [](std::vector<std::string>*) { return "list of strings"; }, [](ChoiceBase*) { return "string"; }},
+      target);
 }
 
 std::string a_type(const FieldTarget& target) {
@@ -107,9 +104,12 @@ void set_from_toml(const FieldTarget& target, const toml::node& node, const std:
                           *v = node.as_string()->get();
                         },
                         [&](double* v) {
-                          if (node.is_floating_point()) *v = node.as_floating_point()->get();
-                          else if (node.is_integer()) *v = static_cast<double>(node.as_integer()->get());
-                          else throw wrong_type();
+                          if (node.is_floating_point())
+                            *v = node.as_floating_point()->get();
+                          else if (node.is_integer())
+                            *v = static_cast<double>(node.as_integer()->get());
+                          else
+                            throw wrong_type();
                         },
                         [&](std::int64_t* v) {
                           if (!node.is_integer()) throw wrong_type();
@@ -118,7 +118,9 @@ void set_from_toml(const FieldTarget& target, const toml::node& node, const std:
                         [&](std::uint64_t* v) {
                           if (!node.is_integer()) throw wrong_type();
                           const std::int64_t x = node.as_integer()->get();
-                          if (x < 0) throw ConfigError(where + "'" + key + "' must be a non-negative integer, got " + std::to_string(x));
+                          if (x < 0)
+                            throw ConfigError(where + "'" + key + "' must be a non-negative integer, got " +
+                                              std::to_string(x));
                           *v = static_cast<std::uint64_t>(x);
                         },
                         [&](bool* v) {
@@ -157,9 +159,7 @@ std::optional<bool> parse_bool(const std::string& s) {
 
 // Sets `target` from a command-line value; `flag` is the flag as the user typed it.
 void set_from_string(const FieldTarget& target, const std::string& value, const std::string& flag) {
-  const auto bad = [&](const std::string& what) {
-    return ConfigError(flag + " '" + value + "' is not " + what);
-  };
+  const auto bad = [&](const std::string& what) { return ConfigError(flag + " '" + value + "' is not " + what); };
   std::visit(Overloaded{[&](std::string* v) { *v = value; },
                         [&](double* v) {
                           char* end = nullptr;
@@ -233,8 +233,8 @@ std::string closest_name(const std::string& name, const std::vector<std::string>
   for (const std::string& k : known) {
     const std::size_t d = edit_distance(name, k);
     // A typo (a third of the letters wrong at most), or a part of the name ("epochs").
-    const bool plausible = d <= std::max<std::size_t>(2, name.size() / 3) ||
-                           (name.size() >= 4 && k.find(name) != std::string::npos);
+    const bool plausible =
+        d <= std::max<std::size_t>(2, name.size() / 3) || (name.size() >= 4 && k.find(name) != std::string::npos);
     if (plausible && d < best_distance) {
       best = k;
       best_distance = d;
@@ -244,7 +244,9 @@ std::string closest_name(const std::string& name, const std::vector<std::string>
 }
 
 ArgumentParser::ArgumentParser(TrainingArguments& args) : args_(args) {
-  for_each_field(args_, [&](const char* name, auto& field) { fields_.push_back({name, name, "", FieldTarget(&field)}); });
+  for_each_field(args_, [&](const char* name, auto& field) {
+    fields_.push_back({name, name, "", FieldTarget(&field)});
+  });
 }
 
 void ArgumentParser::add_fields(const std::string& section,
@@ -259,7 +261,8 @@ void ArgumentParser::add_fields(const std::string& section,
   }
   for (const auto& field : fields) {
     const std::string& name = field.first;
-    const bool duplicate = std::count_if(fields.begin(), fields.end(), [&](const auto& g) { return g.first == name; }) > 1;
+    const bool duplicate =
+        std::count_if(fields.begin(), fields.end(), [&](const auto& g) { return g.first == name; }) > 1;
     if (duplicate || find_flag(name) != nullptr) {
       throw std::logic_error("ArgumentParser::add_section: --" + name + " is already a key");
     }

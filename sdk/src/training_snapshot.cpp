@@ -58,8 +58,8 @@ TrainingSnapshot capture_snapshot(const LiveRun& live, SnapshotUse use, std::int
   for (const auto& [name, p] : live.parameters) s.model.emplace_back("model/" + name, p.detach());
   append(s.model, capture_adamw_state(live.optimizer, live.parameters, Capture::kView));
   const std::int64_t global_batch = live.state.train_batch_size;
-  s.data_order = SavedDataOrder{seed, {data_step / steps_per_epoch, (data_step % steps_per_epoch) * global_batch},
-                                global_batch};
+  s.data_order =
+      SavedDataOrder{seed, {data_step / steps_per_epoch, (data_step % steps_per_epoch) * global_batch}, global_batch};
   if (use == SnapshotUse::kCheckpoint) {
     s.rng = capture_rng_states(live.rank);
     if (live.user_state != nullptr) live.user_state->capture(live.rank, s.user_replicated, s.user_per_rank);
@@ -105,7 +105,8 @@ void check_resumed_arguments(const nlohmann::json& recorded, const TrainingArgum
   const std::vector<ArgumentChange> changes = diff_arguments(recorded, args);
   auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
   for (const ArgumentChange& change : changes) {
-    if (change.kind == ArgumentChangeKind::kHarmless) log->info("resuming with a changed argument: {}", describe(change));
+    if (change.kind == ArgumentChangeKind::kHarmless)
+      log->info("resuming with a changed argument: {}", describe(change));
   }
   if (has_breaking(changes)) throw ConfigError(breaking_changes_message(changes, dir));
 }
@@ -150,9 +151,9 @@ NamedTensors to_peer_tensors(const TrainingSnapshot& snapshot, std::int64_t last
   nlohmann::json state = snapshot.trainer_state.to_json();
   state["last_committed"] = last_committed;
   const std::string text = state.dump();
-  out.emplace_back(kPeerStateName,
-                   torch::from_blob(const_cast<char*>(text.data()), {static_cast<std::int64_t>(text.size())}, torch::kUInt8)
-                       .clone());
+  out.emplace_back(kPeerStateName, torch::from_blob(const_cast<char*>(text.data()),
+                                                    {static_cast<std::int64_t>(text.size())}, torch::kUInt8)
+                                       .clone());
   return out;
 }
 

@@ -78,16 +78,16 @@ void UserState::restore(int rank, const std::function<torch::Tensor(const std::s
     const std::string name = checkpoint_name(e, rank);
     torch::Tensor saved = lookup(name);
     if (!saved.defined()) {
-      throw StorageError("the checkpoint has no user state '" + name + "'" +
-                         (e.scope == Scope::kPerRank ? " (per-rank state of a rank the writing world did not have?)"
-                                                     : "") +
-                         "; register the same user state that was saved");
+      throw StorageError(
+          "the checkpoint has no user state '" + name + "'" +
+          (e.scope == Scope::kPerRank ? " (per-rank state of a rank the writing world did not have?)" : "") +
+          "; register the same user state that was saved");
     }
     if (e.tensor.defined()) {
       if (!saved.sizes().equals(e.tensor.sizes()) || saved.scalar_type() != e.tensor.scalar_type()) {
         throw StorageError("user state '" + name + "' is " + c10::toString(saved.scalar_type()) +
-                           c10::str(saved.sizes()) + " in the checkpoint but " +
-                           c10::toString(e.tensor.scalar_type()) + c10::str(e.tensor.sizes()) + " registered");
+                           c10::str(saved.sizes()) + " in the checkpoint but " + c10::toString(e.tensor.scalar_type()) +
+                           c10::str(e.tensor.sizes()) + " registered");
       }
       torch::NoGradGuard no_grad;
       e.tensor.copy_(saved);

@@ -117,20 +117,22 @@ void UserStateMirror::heal(elastic::Communicator& comm, std::int64_t step) {
   if (!plan || plan->steps != step) {
     throw RendezvousError("healing generation at optimizer step " + std::to_string(step) +
                           ": no rank holds the registered user state of that step for a world of " +
-                          std::to_string(comm.size()) + " (a rank's own state is copied to every rank at each step, "
+                          std::to_string(comm.size()) +
+                          " (a rank's own state is copied to every rank at each step, "
                           "for the same world size); the job must restart from its newest checkpoint");
   }
   NamedTensors outgoing;
   if (rank == plan->source) {
     for (std::size_t r = 0; r < committed_.size(); ++r) {
       const std::string& row = committed_[r];
-      outgoing.emplace_back("user_mirror/" + std::to_string(r),
-                            torch::from_blob(const_cast<char*>(row.data()), {static_cast<std::int64_t>(row.size())},
-                                             torch::kUInt8));
+      outgoing.emplace_back(
+          "user_mirror/" + std::to_string(r),
+          torch::from_blob(const_cast<char*>(row.data()), {static_cast<std::int64_t>(row.size())}, torch::kUInt8));
     }
   }
-  const NamedTensors received = broadcast_named_tensors(
-      comm, plan->source, outgoing, [](const std::string&, torch::ScalarType, c10::IntArrayRef) { return torch::Tensor(); });
+  const NamedTensors received =
+      broadcast_named_tensors(comm, plan->source, outgoing,
+                              [](const std::string&, torch::ScalarType, c10::IntArrayRef) { return torch::Tensor(); });
   if (rank != plan->source) {
     if (received.size() != static_cast<std::size_t>(comm.size())) {
       throw RendezvousError("healing the user state: rank " + std::to_string(plan->source) + " sent " +

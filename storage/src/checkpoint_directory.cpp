@@ -62,8 +62,8 @@ void check_shards_present(const fs::path& tmp_dir, const Manifest& manifest) {
     const auto size = fs::file_size(file, ec);
     if (ec) throw StorageError("shard " + file.string() + " is missing: " + ec.message());
     if (size != shard.bytes) {
-      throw StorageError("shard " + file.string() + " has " + std::to_string(size) +
-                         " bytes but its rank reported " + std::to_string(shard.bytes));
+      throw StorageError("shard " + file.string() + " has " + std::to_string(size) + " bytes but its rank reported " +
+                         std::to_string(shard.bytes));
     }
   }
 }
@@ -72,9 +72,7 @@ void check_shards_present(const fs::path& tmp_dir, const Manifest& manifest) {
 
 CheckpointDirectory::CheckpointDirectory(fs::path root) : root_(std::move(root)) {}
 
-fs::path CheckpointDirectory::step_dir(std::int64_t step) const {
-  return root_ / step_dir_name(step);
-}
+fs::path CheckpointDirectory::step_dir(std::int64_t step) const { return root_ / step_dir_name(step); }
 
 fs::path CheckpointDirectory::prepare_tmp(std::int64_t step, std::int64_t generation) const {
   const fs::path tmp = root_ / tmp_dir_name(step, generation);
@@ -100,8 +98,7 @@ Status CheckpointDirectory::commit(const fs::path& tmp_dir, const Manifest& mani
     //    (by an older generation) is moved aside first and deleted once the new one is in place.
     fs::path aside;
     if (fs::exists(target)) {
-      aside = root_ /
-              (".old-" + step_dir_name(manifest.step) + "-g" + std::to_string(manifest.generation));
+      aside = root_ / (".old-" + step_dir_name(manifest.step) + "-g" + std::to_string(manifest.generation));
       remove_tree(aside);
       files::durable_rename(target, aside);
     }
@@ -116,11 +113,9 @@ Status CheckpointDirectory::commit(const fs::path& tmp_dir, const Manifest& mani
 
     if (!aside.empty()) remove_tree(aside);
   } catch (const StorageError& e) {
-    return Status(StatusCode::kFailedPrecondition,
-                  "commit of " + target.string() + " failed: " + e.what());
+    return Status(StatusCode::kFailedPrecondition, "commit of " + target.string() + " failed: " + e.what());
   } catch (const fs::filesystem_error& e) {
-    return Status(StatusCode::kFailedPrecondition,
-                  "commit of " + target.string() + " failed: " + e.what());
+    return Status(StatusCode::kFailedPrecondition, "commit of " + target.string() + " failed: " + e.what());
   }
   logger("tenax.storage")->info("committed checkpoint {}", target.string());
   return Status::ok();
@@ -145,8 +140,7 @@ std::optional<std::int64_t> CheckpointDirectory::latest_step() const {
       const auto named = parse_step_dir_name(trim(files::read_all(root_ / kLatestFile)));
       if (named && std::binary_search(steps.begin(), steps.end(), *named)) return named;
     } catch (const StorageError& e) {
-      logger("tenax.storage")
-          ->warn("ignoring unreadable {}: {}", (root_ / kLatestFile).string(), e.what());
+      logger("tenax.storage")->warn("ignoring unreadable {}: {}", (root_ / kLatestFile).string(), e.what());
     }
   }
   return steps.back();
@@ -181,8 +175,9 @@ std::vector<std::int64_t> CheckpointDirectory::prune(const RetentionPolicy& poli
     removed.push_back(step);
   }
   if (!removed.empty()) {
-    logger("tenax.storage")->info("retention (save_total_limit {}): removed {} older checkpoint(s)",
-                                  policy.save_total_limit, removed.size());
+    logger("tenax.storage")
+        ->info("retention (save_total_limit {}): removed {} older checkpoint(s)", policy.save_total_limit,
+               removed.size());
   }
   return removed;
 }
@@ -200,9 +195,10 @@ void CheckpointDirectory::remove_uncommitted() const {
     const auto step = parse_step_dir_name(name.substr(5, dash == std::string::npos ? std::string::npos : dash - 5));
     if (!step || fs::exists(step_dir(*step))) continue;
     logger("tenax.storage")
-        ->warn("restoring {} as {}: a re-save of that step was cut off between setting the committed one aside "
-               "and committing its own",
-               dir.string(), step_dir(*step).string());
+        ->warn(
+            "restoring {} as {}: a re-save of that step was cut off between setting the committed one aside "
+            "and committing its own",
+            dir.string(), step_dir(*step).string());
     files::durable_rename(dir, step_dir(*step));
   }
   // atomic_write's temporaries of `latest` ("latest.tmp.<pid>") left by a killed writer.

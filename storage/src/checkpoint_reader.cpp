@@ -42,8 +42,8 @@ Status hdf5_loss(const fs::path& file, const std::string& tensor, const std::str
 // from begin) or, when `out` is null, into `scratch` (allocated on first use); `seen` gets
 // every chunk while it is still in the CPU cache. A short file is data loss naming `end`.
 Status read_range(int fd, std::uint64_t begin, std::uint64_t end, char* out, std::unique_ptr<char[]>& scratch,
-                  std::uint64_t chunk, const std::function<void(const char*, std::size_t)>& seen,
-                  const fs::path& path, const std::string& tensor) {
+                  std::uint64_t chunk, const std::function<void(const char*, std::size_t)>& seen, const fs::path& path,
+                  const std::string& tensor) {
   for (std::uint64_t pos = begin; pos < end;) {
     char* where = out != nullptr ? out + (pos - begin) : nullptr;
     if (where == nullptr) {
@@ -56,8 +56,8 @@ Status read_range(int fd, std::uint64_t begin, std::uint64_t end, char* out, std
     if (n < 0) return data_loss(path, tensor, std::string("cannot read: ") + std::strerror(errno));
     if (n == 0) {
       return data_loss(path, tensor,
-                       "the file ends at byte " + std::to_string(pos) + ", the manifest needs " +
-                           std::to_string(end) + " (truncated)");
+                       "the file ends at byte " + std::to_string(pos) + ", the manifest needs " + std::to_string(end) +
+                           " (truncated)");
     }
     seen(where, static_cast<std::size_t>(n));
     pos += static_cast<std::uint64_t>(n);
@@ -78,11 +78,11 @@ struct CheckpointReader::State {
   // size and XXH3 there; HDF5 then parses that verified image (never the file, which could
   // change underneath) and copies each tensor straight into the caller's memory.
   struct Shard {
-    bool verified = false;                 ///< whole-file size and checksum matched the manifest
+    bool verified = false;                  ///< whole-file size and checksum matched the manifest
     std::unique_ptr<std::uint8_t[]> image;  ///< the file's bytes
     std::size_t size = 0;
-    detail::FileImage view;                ///< what HDF5's image callbacks are handed
-    H5Handle file;                         ///< HDF5 over `image` (declared after it: closed first)
+    detail::FileImage view;  ///< what HDF5's image callbacks are handed
+    H5Handle file;           ///< HDF5 over `image` (declared after it: closed first)
   };
   std::mutex mutex;
   std::map<std::string, Shard> shards;  ///< by file name
@@ -127,8 +127,8 @@ struct CheckpointReader::State {
     if (digest.checksum != summary.checksum) {
       shard.image.reset();
       return data_loss(path, "",
-                       "file checksum " + checksum_hex(digest.checksum) +
-                           " does not match manifest " + checksum_hex(summary.checksum));
+                       "file checksum " + checksum_hex(digest.checksum) + " does not match manifest " +
+                           checksum_hex(summary.checksum));
     }
     shard.verified = true;
     return Status::ok();
@@ -136,9 +136,7 @@ struct CheckpointReader::State {
 };
 
 CheckpointReader::CheckpointReader(fs::path step_dir, Manifest manifest)
-    : step_dir_(std::move(step_dir)),
-      manifest_(std::move(manifest)),
-      state_(std::make_unique<State>()) {
+    : step_dir_(std::move(step_dir)), manifest_(std::move(manifest)), state_(std::make_unique<State>()) {
   for (const ShardSummary& s : manifest_.shards) state_->shards[s.file];
 }
 
@@ -154,8 +152,7 @@ StatusOr<CheckpointReader> CheckpointReader::open(const fs::path& step_dir) {
   const fs::path manifest_path = step_dir / kManifestFile;
   std::error_code ec;
   if (!fs::is_regular_file(manifest_path, ec)) {
-    return Status(StatusCode::kNotFound,
-                  manifest_path.string() + ": no manifest (not a committed checkpoint)");
+    return Status(StatusCode::kNotFound, manifest_path.string() + ": no manifest (not a committed checkpoint)");
   }
   std::string text;
   try {
@@ -171,28 +168,25 @@ StatusOr<CheckpointReader> CheckpointReader::open(const fs::path& step_dir) {
     if (ec) return data_loss(file, "", "shard missing or unreadable: " + ec.message());
     if (size != shard.bytes) {
       return data_loss(file, "",
-                       "has " + std::to_string(size) + " bytes, manifest says " +
-                           std::to_string(shard.bytes) + " (truncated or replaced)");
+                       "has " + std::to_string(size) + " bytes, manifest says " + std::to_string(shard.bytes) +
+                           " (truncated or replaced)");
     }
   }
   return CheckpointReader(step_dir, std::move(parsed).value());
 }
 
-bool CheckpointReader::contains(const std::string& name) const {
-  return manifest_.tensors.count(name) != 0;
-}
+bool CheckpointReader::contains(const std::string& name) const { return manifest_.tensors.count(name) != 0; }
 
 Status CheckpointReader::read_into(const std::string& name, void* destination, std::size_t nbytes) const {
   const auto found = manifest_.tensors.find(name);
   if (found == manifest_.tensors.end()) {
-    return Status(StatusCode::kNotFound,
-                  step_dir_.string() + ": checkpoint has no tensor '" + name + "'");
+    return Status(StatusCode::kNotFound, step_dir_.string() + ": checkpoint has no tensor '" + name + "'");
   }
   const IndexEntry& entry = found->second;
   if (nbytes != entry.nbytes) {
-    return Status(StatusCode::kInvalidArgument, (step_dir_ / entry.shard).string() + ": tensor '" + name +
-                                                    "' has " + std::to_string(entry.nbytes) +
-                                                    " bytes, the destination " + std::to_string(nbytes));
+    return Status(StatusCode::kInvalidArgument, (step_dir_ / entry.shard).string() + ": tensor '" + name + "' has " +
+                                                    std::to_string(entry.nbytes) + " bytes, the destination " +
+                                                    std::to_string(nbytes));
   }
   return entry.offset ? read_direct(entry, destination) : read_via_hdf5(entry, destination);
 }
@@ -206,9 +200,9 @@ Status CheckpointReader::read_direct(const IndexEntry& entry, void* destination)
   if (!fd.is_ok()) return fd.status();
   Xxh3 hash;
   std::unique_ptr<char[]> unused;
-  if (Status s = read_range(fd.value(), *entry.offset, *entry.offset + entry.nbytes, static_cast<char*>(destination),
-                            unused, std::uint64_t{8} << 20, [&](const char* p, std::size_t n) { hash.update(p, n); },
-                            path, entry.name);
+  if (Status s = read_range(
+          fd.value(), *entry.offset, *entry.offset + entry.nbytes, static_cast<char*>(destination), unused,
+          std::uint64_t{8} << 20, [&](const char* p, std::size_t n) { hash.update(p, n); }, path, entry.name);
       !s.is_ok()) {
     return s;
   }
@@ -227,8 +221,7 @@ Status CheckpointReader::read_via_hdf5(const IndexEntry& entry, void* destinatio
   for (const ShardSummary& s : manifest_.shards) {
     if (s.file == entry.shard) summary = &s;
   }
-  if (summary == nullptr)
-    return data_loss(path, name, "shard not in the manifest");  // parse_manifest prevents this
+  if (summary == nullptr) return data_loss(path, name, "shard not in the manifest");  // parse_manifest prevents this
 
   std::lock_guard<std::mutex> lock(state_->mutex);
   detail::silence_errors();
@@ -252,8 +245,7 @@ Status CheckpointReader::read_via_hdf5(const IndexEntry& entry, void* destinatio
   if (same < 0) return hdf5_loss(path, name, "H5Tequal");
   if (same == 0) {
     return data_loss(path, name,
-                     std::string("stored element type is not ") + dtype_name(entry.dtype) +
-                         " as the manifest says");
+                     std::string("stored element type is not ") + dtype_name(entry.dtype) + " as the manifest says");
   }
 
   // shape
@@ -267,9 +259,8 @@ Status CheckpointReader::read_via_hdf5(const IndexEntry& entry, void* destinatio
   }
   const std::vector<std::int64_t> shape(dims.begin(), dims.end());
   if (shape != entry.shape) {
-    return data_loss(
-        path, name,
-        "stored shape " + shape_text(shape) + " differs from manifest " + shape_text(entry.shape));
+    return data_loss(path, name,
+                     "stored shape " + shape_text(shape) + " differs from manifest " + shape_text(entry.shape));
   }
 
   // bytes: the stored extent must hold exactly nbytes (contiguous, no filters).
@@ -277,8 +268,7 @@ Status CheckpointReader::read_via_hdf5(const IndexEntry& entry, void* destinatio
     const hsize_t stored = H5Dget_storage_size(dset.get());
     if (stored != entry.nbytes) {
       return data_loss(path, name,
-                       "stores " + std::to_string(stored) + " bytes, manifest says " +
-                           std::to_string(entry.nbytes));
+                       "stores " + std::to_string(stored) + " bytes, manifest says " + std::to_string(entry.nbytes));
     }
   }
 
@@ -291,15 +281,13 @@ Status CheckpointReader::read_via_hdf5(const IndexEntry& entry, void* destinatio
                            ", the manifest's offset is " + std::to_string(*entry.offset));
     }
   }
-  if (entry.nbytes > 0 &&
-      H5Dread(dset.get(), expected_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, destination) < 0) {
+  if (entry.nbytes > 0 && H5Dread(dset.get(), expected_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, destination) < 0) {
     return hdf5_loss(path, name, "H5Dread");
   }
   const std::uint64_t checksum = xxh3_64(entry.nbytes > 0 ? destination : "", entry.nbytes);
   if (checksum != entry.checksum) {
     return data_loss(path, name,
-                     "checksum " + checksum_hex(checksum) + " does not match manifest " +
-                         checksum_hex(entry.checksum));
+                     "checksum " + checksum_hex(checksum) + " does not match manifest " + checksum_hex(entry.checksum));
   }
   return Status::ok();
 }
@@ -312,8 +300,8 @@ Status CheckpointReader::read_all_into(const std::vector<ReadTarget>& targets) c
       return Status(StatusCode::kNotFound, step_dir_.string() + ": checkpoint has no tensor '" + t.name + "'");
     }
     if (t.nbytes != found->second.nbytes) {
-      return Status(StatusCode::kInvalidArgument, (step_dir_ / found->second.shard).string() + ": tensor '" +
-                                                      t.name + "' has " + std::to_string(found->second.nbytes) +
+      return Status(StatusCode::kInvalidArgument, (step_dir_ / found->second.shard).string() + ": tensor '" + t.name +
+                                                      "' has " + std::to_string(found->second.nbytes) +
                                                       " bytes, the destination " + std::to_string(t.nbytes));
     }
     by_shard[found->second.shard][t.name] = &t;
@@ -355,8 +343,9 @@ Status CheckpointReader::stream_shard(const ShardSummary& shard,
   std::uint64_t pos = 0;
   // Reads [pos, end) into `out` (or the scratch buffer when null), feeding the file's hash.
   auto read_span = [&](std::uint64_t end, char* out, const std::string& tensor) -> Status {
-    Status status = read_range(fd.value(), pos, end, out, scratch, kChunk,
-                               [&](const char* p, std::size_t n) { file_hash.update(p, n); }, path, tensor);
+    Status status = read_range(
+        fd.value(), pos, end, out, scratch, kChunk, [&](const char* p, std::size_t n) { file_hash.update(p, n); }, path,
+        tensor);
     if (status.is_ok()) pos = end;
     return status;
   };
@@ -373,8 +362,8 @@ Status CheckpointReader::stream_shard(const ShardSummary& shard,
     // No second hash of the tensor alone: the file's hash covers its bytes, and the manifest's
     // own checksum covers where they are (offset) — a wrong offset recorded by the writer
     // would have made its whole-file checksum, computed from those offsets, disagree too.
-    if (Status s = read_span(*entry->offset + entry->nbytes, static_cast<char*>(target->second->destination),
-                             entry->name);
+    if (Status s =
+            read_span(*entry->offset + entry->nbytes, static_cast<char*>(target->second->destination), entry->name);
         !s.is_ok()) {
       return s;
     }
@@ -412,14 +401,11 @@ StatusOr<TensorData> CheckpointReader::read(const std::string& name) const {
   return out;
 }
 
-
-
 Status CheckpointReader::verify_all() const {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     for (const ShardSummary& summary : manifest_.shards) {
-      if (Status s =
-              state_->verify_shard(step_dir_ / summary.file, summary, state_->shards[summary.file]);
+      if (Status s = state_->verify_shard(step_dir_ / summary.file, summary, state_->shards[summary.file]);
           !s.is_ok()) {
         return s;
       }

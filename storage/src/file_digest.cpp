@@ -19,8 +19,8 @@ namespace {
 
 // Reads `path` sequentially; `next(n)` says where the next read of at most `n` bytes goes (or
 // nullptr to stop), `got(p, n)` sees each chunk read. Throws StorageError naming the path.
-void read_chunks(const std::filesystem::path& path, std::size_t chunk,
-                 const std::function<char*(std::size_t&)>& next, const std::function<void(const char*, std::size_t)>& got) {
+void read_chunks(const std::filesystem::path& path, std::size_t chunk, const std::function<char*(std::size_t&)>& next,
+                 const std::function<void(const char*, std::size_t)>& got) {
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) throw StorageError("cannot open " + path.string() + ": " + std::strerror(errno));
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);

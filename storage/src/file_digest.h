@@ -13,7 +13,6 @@ struct FileDigest {
   std::uint64_t checksum = 0;  ///< XXH3-64 of those bytes
 };
 
-
 /// Bytes of a file that are known without reading them: `nbytes` at `offset` equal `data`.
 struct KnownRegion {
   std::uint64_t offset = 0;

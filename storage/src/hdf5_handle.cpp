@@ -22,8 +22,7 @@ H5Handle make_half(std::size_t epos, std::size_t esize, std::size_t msize, std::
   if (!t.valid()) return t;
   // Fields first (they fit the 32-bit precision), then shrink precision and size around them.
   if (H5Tset_fields(t.get(), 15, epos, esize, 0, msize) < 0 || H5Tset_offset(t.get(), 0) < 0 ||
-      H5Tset_precision(t.get(), 16) < 0 || H5Tset_size(t.get(), 2) < 0 ||
-      H5Tset_ebias(t.get(), ebias) < 0) {
+      H5Tset_precision(t.get(), 16) < 0 || H5Tset_size(t.get(), 2) < 0 || H5Tset_ebias(t.get(), ebias) < 0) {
     return H5Handle();
   }
   return t;
@@ -77,18 +76,12 @@ std::string error_text() {
 
 H5Handle make_datatype(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32:
-      return datatype_handle(H5Tcopy(H5T_IEEE_F32LE));
-    case DType::kBFloat16:
-      return make_half(7, 8, 7, 127);
-    case DType::kFloat16:
-      return make_half(10, 5, 10, 15);
-    case DType::kInt64:
-      return datatype_handle(H5Tcopy(H5T_STD_I64LE));
-    case DType::kUInt8:
-      return datatype_handle(H5Tcopy(H5T_STD_U8LE));
-    case DType::kFloat64:
-      return datatype_handle(H5Tcopy(H5T_IEEE_F64LE));
+    case DType::kFloat32: return datatype_handle(H5Tcopy(H5T_IEEE_F32LE));
+    case DType::kBFloat16: return make_half(7, 8, 7, 127);
+    case DType::kFloat16: return make_half(10, 5, 10, 15);
+    case DType::kInt64: return datatype_handle(H5Tcopy(H5T_STD_I64LE));
+    case DType::kUInt8: return datatype_handle(H5Tcopy(H5T_STD_U8LE));
+    case DType::kFloat64: return datatype_handle(H5Tcopy(H5T_IEEE_F64LE));
   }
   return H5Handle();
 }

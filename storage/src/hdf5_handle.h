@@ -23,8 +23,7 @@ class H5Handle {
   /// Takes ownership of `id` (a negative id means "none": HDF5's failure value).
   H5Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
   ~H5Handle() { reset(); }
-  H5Handle(H5Handle&& other) noexcept
-      : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_) {}
+  H5Handle(H5Handle&& other) noexcept : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_) {}
   H5Handle& operator=(H5Handle&& other) noexcept {
     if (this != &other) {
       reset();

@@ -8,18 +8,13 @@
 namespace tenax::storage::detail {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& problem) {
-  throw FieldError(path + ": " + problem);
-}
+[[noreturn]] void fail(const std::string& path, const std::string& problem) { throw FieldError(path + ": " + problem); }
 
-std::string child(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
+std::string child(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 }  // namespace
 
-const nlohmann::json& field(const nlohmann::json& obj, const std::string& key,
-                            const std::string& path) {
+const nlohmann::json& field(const nlohmann::json& obj, const std::string& key, const std::string& path) {
   if (!obj.is_object()) fail(path.empty() ? "(root)" : path, "expected a JSON object");
   auto it = obj.find(key);
   if (it == obj.end()) fail(child(path, key), "missing");
@@ -45,16 +40,14 @@ std::int64_t get_int64(const nlohmann::json& obj, const std::string& key, const 
   return v.get<std::int64_t>();
 }
 
-std::uint64_t get_uint64(const nlohmann::json& obj, const std::string& key,
-                         const std::string& path) {
+std::uint64_t get_uint64(const nlohmann::json& obj, const std::string& key, const std::string& path) {
   const nlohmann::json& v = field(obj, key, path);
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
   if (v.is_number_integer()) fail(child(path, key), "must not be negative");
   fail(child(path, key), "expected a non-negative integer");
 }
 
-std::uint64_t get_checksum(const nlohmann::json& obj, const std::string& key,
-                           const std::string& path) {
+std::uint64_t get_checksum(const nlohmann::json& obj, const std::string& key, const std::string& path) {
   const std::string text = get_string(obj, key, path);
   if (text.size() != 16) fail(child(path, key), "expected 16 hex digits");
   std::uint64_t value = 0;
@@ -100,8 +93,9 @@ IndexEntry entry_from_json(const nlohmann::json& obj, std::string name, const st
   IndexEntry entry;
   entry.name = std::move(name);
   if (!is_valid_tensor_name(entry.name)) {
-    fail(path, "invalid tensor name (empty, leading/trailing '/', an empty, '.' or '..' "
-               "component, or a NUL)");
+    fail(path,
+         "invalid tensor name (empty, leading/trailing '/', an empty, '.' or '..' "
+         "component, or a NUL)");
   }
   entry.shard = get_string(obj, "shard", path);
   if (!is_plain_file_name(entry.shard)) fail(child(path, "shard"), "not a plain file name");
@@ -131,8 +125,8 @@ IndexEntry entry_from_json(const nlohmann::json& obj, std::string name, const st
   const auto expected = shape_nbytes(entry.dtype, entry.shape);
   if (!expected) fail(child(path, "shape"), "element count overflows");
   if (*expected != entry.nbytes) {
-    fail(child(path, "nbytes"), std::to_string(entry.nbytes) + " does not match shape and dtype (" +
-                                    std::to_string(*expected) + " bytes)");
+    fail(child(path, "nbytes"),
+         std::to_string(entry.nbytes) + " does not match shape and dtype (" + std::to_string(*expected) + " bytes)");
   }
   return entry;
 }

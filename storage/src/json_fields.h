@@ -20,18 +20,15 @@ class FieldError : public std::runtime_error {
 };
 
 /// obj[key], which must exist; obj must be an object. `path` names obj in messages.
-const nlohmann::json& field(const nlohmann::json& obj, const std::string& key,
-                            const std::string& path);
+const nlohmann::json& field(const nlohmann::json& obj, const std::string& key, const std::string& path);
 /// A string field.
 std::string get_string(const nlohmann::json& obj, const std::string& key, const std::string& path);
 /// An integer field (no floats, no strings), in int64 range.
 std::int64_t get_int64(const nlohmann::json& obj, const std::string& key, const std::string& path);
 /// A non-negative integer field.
-std::uint64_t get_uint64(const nlohmann::json& obj, const std::string& key,
-                         const std::string& path);
+std::uint64_t get_uint64(const nlohmann::json& obj, const std::string& key, const std::string& path);
 /// A checksum field: exactly 16 lowercase hex digits.
-std::uint64_t get_checksum(const nlohmann::json& obj, const std::string& key,
-                           const std::string& path);
+std::uint64_t get_checksum(const nlohmann::json& obj, const std::string& key, const std::string& path);
 
 /// A file name that stays inside its directory: non-empty, no '/', not "." or "..".
 bool is_plain_file_name(const std::string& name);

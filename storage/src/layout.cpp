@@ -27,8 +27,7 @@ std::string tmp_dir_name(std::int64_t step, std::int64_t generation) {
 
 std::string shard_file_name(int rank, int world) {
   if (world < 1 || rank < 0 || rank >= world) {
-    throw StorageError("shard_file_name: rank " + std::to_string(rank) + " not in world of " +
-                       std::to_string(world));
+    throw StorageError("shard_file_name: rank " + std::to_string(rank) + " not in world of " + std::to_string(world));
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, "shard-%05d-of-%05d.h5", rank, world);

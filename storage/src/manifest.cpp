@@ -77,8 +77,7 @@ Manifest parse_or_throw(const nlohmann::json& root) {
     const std::string path = "shards[" + std::to_string(i) + "]";
     ShardSummary s;
     s.file = detail::get_string(shards[i], "file", path);
-    if (!detail::is_plain_file_name(s.file))
-      throw FieldError(path + ".file: not a plain file name");
+    if (!detail::is_plain_file_name(s.file)) throw FieldError(path + ".file: not a plain file name");
     if (!shard_files.insert(s.file).second) throw FieldError(path + ".file: listed twice");
     s.bytes = detail::get_uint64(shards[i], "bytes", path);
     s.checksum = detail::get_checksum(shards[i], "checksum", path);
@@ -91,9 +90,7 @@ Manifest parse_or_throw(const nlohmann::json& root) {
   for (auto it = tensors.begin(); it != tensors.end(); ++it) {
     // The key as a JSON string: escapes a NUL, which would cut the message short.
     const std::string path =
-        "tensors[" + nlohmann::json(it.key()).dump(-1, ' ', false,
-                                                   nlohmann::json::error_handler_t::replace) +
-        "]";
+        "tensors[" + nlohmann::json(it.key()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "]";
     if (it.key().empty()) throw FieldError("tensors: empty tensor name");
     IndexEntry entry = detail::entry_from_json(it.value(), it.key(), path);
     if (shard_files.count(entry.shard) == 0) {
@@ -104,8 +101,8 @@ Manifest parse_or_throw(const nlohmann::json& root) {
       const std::uint64_t file_bytes = shard_bytes.at(entry.shard);
       if (*entry.offset > file_bytes || entry.nbytes > file_bytes - *entry.offset) {
         throw FieldError(path + ".offset: bytes " + std::to_string(*entry.offset) + " + " +
-                         std::to_string(entry.nbytes) + " lie beyond the end of \"" + entry.shard +
-                         "\" (" + std::to_string(file_bytes) + " bytes)");
+                         std::to_string(entry.nbytes) + " lie beyond the end of \"" + entry.shard + "\" (" +
+                         std::to_string(file_bytes) + " bytes)");
       }
     }
     m.tensors.emplace(it.key(), std::move(entry));
@@ -157,9 +154,8 @@ Manifest make_manifest(std::int64_t step, std::int64_t epoch, std::int64_t gener
       copy.shard = shard.file;
       auto [it, inserted] = m.tensors.emplace(entry.name, std::move(copy));
       if (!inserted) {
-        throw StorageError("make_manifest: tensor '" + entry.name + "' was written to both " +
-                           it->second.shard + " and " + shard.file +
-                           "; every rank must follow the same write plan");
+        throw StorageError("make_manifest: tensor '" + entry.name + "' was written to both " + it->second.shard +
+                           " and " + shard.file + "; every rank must follow the same write plan");
       }
     }
   }
@@ -169,21 +165,20 @@ Manifest make_manifest(std::int64_t step, std::int64_t epoch, std::int64_t gener
 std::string manifest_to_string(const Manifest& manifest) {
   nlohmann::json shards = nlohmann::json::array();
   for (const ShardSummary& s : manifest.shards) {
-    shards.push_back(
-        {{"file", s.file}, {"bytes", s.bytes}, {"checksum", checksum_hex(s.checksum)}});
+    shards.push_back({{"file", s.file}, {"bytes", s.bytes}, {"checksum", checksum_hex(s.checksum)}});
   }
   nlohmann::json tensors = nlohmann::json::object();
   for (const auto& [name, entry] : manifest.tensors) tensors[name] = detail::entry_to_json(entry);
   nlohmann::json root{{"format", kFormatName},
-                            {"format_version", manifest.format_version},
-                            {"step", manifest.step},
-                            {"epoch", manifest.epoch},
-                            {"world_size", manifest.world_size},
-                            {"generation", manifest.generation},
-                            {"shards", std::move(shards)},
-                            {"tensors", std::move(tensors)},
-                            {"trainer_state", manifest.trainer_state},
-                            {"arguments", manifest.arguments}};
+                      {"format_version", manifest.format_version},
+                      {"step", manifest.step},
+                      {"epoch", manifest.epoch},
+                      {"world_size", manifest.world_size},
+                      {"generation", manifest.generation},
+                      {"shards", std::move(shards)},
+                      {"tensors", std::move(tensors)},
+                      {"trainer_state", manifest.trainer_state},
+                      {"arguments", manifest.arguments}};
   root[kContentChecksumKey] = checksum_hex(content_checksum(root));
   // Invalid UTF-8 in user-provided names or state must not make the save throw.
   return root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -199,20 +194,18 @@ StatusOr<Manifest> parse_manifest(const std::string& text, const std::string& wh
   try {
     // Copying and printing JSON recurses, so absurd nesting is refused up front.
     bool too_deep = false;
-    const nlohmann::json::parser_callback_t limit_depth =
-        [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-          if (depth > kMaxDepth) too_deep = true;
-          return !too_deep;
-        };
-    const nlohmann::json root =
-        nlohmann::json::parse(text, limit_depth, /*allow_exceptions=*/false);
+    const nlohmann::json::parser_callback_t limit_depth = [&too_deep](int depth, nlohmann::json::parse_event_t,
+                                                                      nlohmann::json&) {
+      if (depth > kMaxDepth) too_deep = true;
+      return !too_deep;
+    };
+    const nlohmann::json root = nlohmann::json::parse(text, limit_depth, /*allow_exceptions=*/false);
     if (too_deep) {
       return Status(StatusCode::kDataLoss,
                     where + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
     }
     if (root.is_discarded()) {
-      return Status(StatusCode::kDataLoss,
-                    where + ": not valid JSON (corrupt or truncated manifest)");
+      return Status(StatusCode::kDataLoss, where + ": not valid JSON (corrupt or truncated manifest)");
     }
     return parse_or_throw(root);
   } catch (const FieldError& e) {

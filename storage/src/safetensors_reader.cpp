@@ -29,8 +29,7 @@ struct Fault {
   std::string what;
 };
 
-[[noreturn]] void fail(const std::string& tensor, std::string what,
-                       StatusCode code = StatusCode::kDataLoss) {
+[[noreturn]] void fail(const std::string& tensor, std::string what, StatusCode code = StatusCode::kDataLoss) {
   throw Fault{code, tensor, std::move(what)};
 }
 
@@ -45,8 +44,7 @@ bool is_other_safetensors_dtype(const std::string& name) {
 DType parse_dtype(const std::string& tensor, const nlohmann::json& value) {
   if (!value.is_string()) fail(tensor, "dtype: expected a string");
   const std::string name = value.get<std::string>();
-  for (DType d :
-       {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt64, DType::kUInt8, DType::kFloat64}) {
+  for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt64, DType::kUInt8, DType::kFloat64}) {
     if (name == safetensors_dtype_name(d)) return d;
   }
   if (is_other_safetensors_dtype(name)) {
@@ -56,15 +54,13 @@ DType parse_dtype(const std::string& tensor, const nlohmann::json& value) {
   fail(tensor, "unknown dtype \"" + name + "\"");
 }
 
-std::uint64_t parse_count(const std::string& tensor, const char* what,
-                          const nlohmann::json& value) {
+std::uint64_t parse_count(const std::string& tensor, const char* what, const nlohmann::json& value) {
   if (value.is_number_unsigned()) return value.get<std::uint64_t>();
   if (value.is_number_integer()) fail(tensor, std::string(what) + ": negative value");
   fail(tensor, std::string(what) + ": expected non-negative integers");
 }
 
-const nlohmann::json& member(const std::string& tensor, const nlohmann::json& info,
-                             const char* key) {
+const nlohmann::json& member(const std::string& tensor, const nlohmann::json& info, const char* key) {
   const auto it = info.find(key);
   if (it == info.end()) fail(tensor, std::string(key) + ": missing");
   return *it;
@@ -97,13 +93,12 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& info
   e.begin = parse_count(name, "data_offsets", offsets[0]);
   const std::uint64_t end = parse_count(name, "data_offsets", offsets[1]);
   if (end < e.begin) {
-    fail(name,
-         "data_offsets: end " + std::to_string(end) + " before begin " + std::to_string(e.begin));
+    fail(name, "data_offsets: end " + std::to_string(end) + " before begin " + std::to_string(e.begin));
   }
   if (end - e.begin != e.nbytes) {
-    fail(name, "data_offsets: [" + std::to_string(e.begin) + ", " + std::to_string(end) +
-                   ") holds " + std::to_string(end - e.begin) + " bytes but " +
-                   safetensors_dtype_name(e.dtype) + " x shape needs " + std::to_string(e.nbytes));
+    fail(name, "data_offsets: [" + std::to_string(e.begin) + ", " + std::to_string(end) + ") holds " +
+                   std::to_string(end - e.begin) + " bytes but " + safetensors_dtype_name(e.dtype) + " x shape needs " +
+                   std::to_string(e.nbytes));
   }
   return e;
 }
@@ -135,28 +130,25 @@ void check_coverage(const std::vector<SafetensorsEntry>& entries, std::uint64_t 
       fail(e->name, "data_offsets: end " + std::to_string(end) + " is past the data region (" +
                         std::to_string(data_size) + " bytes)");
     }
-    if (e->begin < expected)
-      fail(e->name, "data_offsets: overlaps tensor '" + previous->name + "'");
+    if (e->begin < expected) fail(e->name, "data_offsets: overlaps tensor '" + previous->name + "'");
     if (e->begin > expected) {
       fail(e->name, "data_offsets: begins at " + std::to_string(e->begin) + ", leaving bytes [" +
-                        std::to_string(expected) + ", " + std::to_string(e->begin) +
-                        ") that belong to no tensor");
+                        std::to_string(expected) + ", " + std::to_string(e->begin) + ") that belong to no tensor");
     }
     expected = end;
     previous = e;
   }
   if (expected != data_size) {
-    fail("", "tensors cover " + std::to_string(expected) + " bytes of a data region of " +
-                 std::to_string(data_size) + " (trailing bytes, or a truncated header)");
+    fail("", "tensors cover " + std::to_string(expected) + " bytes of a data region of " + std::to_string(data_size) +
+                 " (trailing bytes, or a truncated header)");
   }
 }
 
 }  // namespace
 
 const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
-  const auto it =
-      std::lower_bound(entries_.begin(), entries_.end(), name,
-                       [](const SafetensorsEntry& e, const std::string& n) { return e.name < n; });
+  const auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                                   [](const SafetensorsEntry& e, const std::string& n) { return e.name < n; });
   return it != entries_.end() && it->name == name ? &*it : nullptr;
 }
 
@@ -165,8 +157,7 @@ const std::uint8_t* SafetensorsFile::data(const SafetensorsEntry& entry) const {
 }
 
 TensorRef SafetensorsFile::ref(const SafetensorsEntry& entry) const {
-  return TensorRef{entry.name, entry.dtype, entry.shape, data(entry),
-                   static_cast<std::size_t>(entry.nbytes)};
+  return TensorRef{entry.name, entry.dtype, entry.shape, data(entry), static_cast<std::size_t>(entry.nbytes)};
 }
 
 StatusOr<TensorData> SafetensorsFile::read(const std::string& name) const {
@@ -192,15 +183,13 @@ StatusOr<SafetensorsFile> parse_safetensors(std::vector<std::uint8_t> bytes, std
     header_size = (header_size << 8) | bytes[static_cast<std::size_t>(i)];
   }
   if (header_size > kMaxSafetensorsHeaderBytes) {
-    return Status(StatusCode::kDataLoss, where + ": header length " + std::to_string(header_size) +
-                                             " exceeds the " +
+    return Status(StatusCode::kDataLoss, where + ": header length " + std::to_string(header_size) + " exceeds the " +
                                              std::to_string(kMaxSafetensorsHeaderBytes) +
                                              "-byte limit (not a safetensors file?)");
   }
   if (header_size > size - 8) {
     return Status(StatusCode::kDataLoss, where + ": header length " + std::to_string(header_size) +
-                                             " but the file has only " + std::to_string(size) +
-                                             " bytes (truncated?)");
+                                             " but the file has only " + std::to_string(size) + " bytes (truncated?)");
   }
   const auto header_begin = bytes.begin() + 8;
   const auto header_end = header_begin + static_cast<std::ptrdiff_t>(header_size);
@@ -209,11 +198,11 @@ StatusOr<SafetensorsFile> parse_safetensors(std::vector<std::uint8_t> bytes, std
   }
 
   bool too_deep = false;
-  const nlohmann::json::parser_callback_t limit_depth =
-      [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-        if (depth > kMaxJsonDepth) too_deep = true;
-        return !too_deep;
-      };
+  const nlohmann::json::parser_callback_t limit_depth = [&too_deep](int depth, nlohmann::json::parse_event_t,
+                                                                    nlohmann::json&) {
+    if (depth > kMaxJsonDepth) too_deep = true;
+    return !too_deep;
+  };
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(header_begin, header_end, limit_depth,
@@ -222,12 +211,11 @@ StatusOr<SafetensorsFile> parse_safetensors(std::vector<std::uint8_t> bytes, std
     return Status(StatusCode::kDataLoss, where + ": header is not valid JSON (" + e.what() + ")");
   }
   if (too_deep) {
-    return Status(StatusCode::kDataLoss, where + ": header JSON nested deeper than " +
-                                             std::to_string(kMaxJsonDepth) + " levels");
+    return Status(StatusCode::kDataLoss,
+                  where + ": header JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
   if (header.is_discarded() || !header.is_object()) {
-    return Status(StatusCode::kDataLoss,
-                  where + ": header is not a valid JSON object (corrupt or truncated)");
+    return Status(StatusCode::kDataLoss, where + ": header is not a valid JSON object (corrupt or truncated)");
   }
 
   SafetensorsFile file;

@@ -30,18 +30,12 @@ constexpr const char* kMetadataKey = "__metadata__";
 // size (the header length is a multiple of 8).
 int crate_order(DType dtype) {
   switch (dtype) {
-    case DType::kUInt8:
-      return 0;
-    case DType::kFloat16:
-      return 1;
-    case DType::kBFloat16:
-      return 2;
-    case DType::kFloat32:
-      return 3;
-    case DType::kFloat64:
-      return 4;
-    case DType::kInt64:
-      return 5;
+    case DType::kUInt8: return 0;
+    case DType::kFloat16: return 1;
+    case DType::kBFloat16: return 2;
+    case DType::kFloat32: return 3;
+    case DType::kFloat64: return 4;
+    case DType::kInt64: return 5;
   }
   return 0;
 }
@@ -53,8 +47,7 @@ Status invalid(const fs::path& path, const std::string& tensor, const std::strin
 }
 
 Status io_failure(const std::string& what, const fs::path& path, int err) {
-  return Status(StatusCode::kFailedPrecondition,
-                what + " " + path.string() + ": " + std::strerror(err));
+  return Status(StatusCode::kFailedPrecondition, what + " " + path.string() + ": " + std::strerror(err));
 }
 
 // The header JSON, unpadded, in the crate's key order. Throws nlohmann::json::type_error for a
@@ -70,9 +63,8 @@ std::string header_json(const std::vector<const TensorRef*>& ordered,
   std::uint64_t offset = 0;
   for (const TensorRef* t : ordered) {
     const std::uint64_t end = offset + t->nbytes;
-    header[t->name] = nlohmann::ordered_json{{"dtype", safetensors_dtype_name(t->dtype)},
-                                             {"shape", t->shape},
-                                             {"data_offsets", {offset, end}}};
+    header[t->name] = nlohmann::ordered_json{
+        {"dtype", safetensors_dtype_name(t->dtype)}, {"shape", t->shape}, {"data_offsets", {offset, end}}};
     offset = end;
   }
   return header.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::strict);
@@ -114,18 +106,12 @@ Status write_file(UniqueFd fd, const fs::path& tmp, const std::string& prefix,
 
 const char* safetensors_dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32:
-      return "F32";
-    case DType::kFloat16:
-      return "F16";
-    case DType::kBFloat16:
-      return "BF16";
-    case DType::kInt64:
-      return "I64";
-    case DType::kUInt8:
-      return "U8";
-    case DType::kFloat64:
-      return "F64";
+    case DType::kFloat32: return "F32";
+    case DType::kFloat16: return "F16";
+    case DType::kBFloat16: return "BF16";
+    case DType::kInt64: return "I64";
+    case DType::kUInt8: return "U8";
+    case DType::kFloat64: return "F64";
   }
   return "?";
 }
@@ -141,8 +127,7 @@ Status write_safetensors(const fs::path& path, const std::vector<TensorRef>& ten
     if (!expected) return invalid(path, t.name, "negative dimension or element count overflows");
     if (*expected != t.nbytes) {
       return invalid(path, t.name,
-                     "nbytes " + std::to_string(t.nbytes) + " but dtype and shape need " +
-                         std::to_string(*expected));
+                     "nbytes " + std::to_string(t.nbytes) + " but dtype and shape need " + std::to_string(*expected));
     }
     if (t.nbytes > 0 && t.data == nullptr) return invalid(path, t.name, "no data");
     ordered.push_back(&t);
@@ -156,9 +141,7 @@ Status write_safetensors(const fs::path& path, const std::vector<TensorRef>& ten
   try {
     header = header_json(ordered, metadata);
   } catch (const nlohmann::json::exception& e) {
-    return invalid(
-        path, "",
-        std::string("a tensor name or metadata string is not valid UTF-8 (") + e.what() + ")");
+    return invalid(path, "", std::string("a tensor name or metadata string is not valid UTF-8 (") + e.what() + ")");
   }
   header.append((8 - header.size() % 8) % 8, ' ');
   std::string prefix(8, '\0');
@@ -170,8 +153,8 @@ Status write_safetensors(const fs::path& path, const std::vector<TensorRef>& ten
   // A temporary file in the destination directory, so that the rename is atomic; unique per
   // process and call, so concurrent writers of the same path never share one.
   static std::atomic<std::uint64_t> counter{0};
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
-                       std::to_string(counter.fetch_add(1));
+  const fs::path tmp =
+      path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!fd) return io_failure("cannot create", tmp, errno);
   Status status = write_file(std::move(fd), tmp, prefix, ordered);

@@ -11,8 +11,7 @@
 namespace tenax::storage::detail {
 
 /// product(shape) * dtype_size(dtype); nullopt for a negative dimension or on overflow.
-inline std::optional<std::uint64_t> shape_nbytes(DType dtype,
-                                                 const std::vector<std::int64_t>& shape) {
+inline std::optional<std::uint64_t> shape_nbytes(DType dtype, const std::vector<std::int64_t>& shape) {
   std::uint64_t total = dtype_size(dtype);
   for (std::int64_t dim : shape) {
     if (dim < 0) return std::nullopt;

@@ -33,8 +33,8 @@ struct WriteFailure {
   Status status;
 };
 
-[[noreturn]] void fail(StatusCode code, const std::filesystem::path& file,
-                       const std::string& tensor, const std::string& what) {
+[[noreturn]] void fail(StatusCode code, const std::filesystem::path& file, const std::string& tensor,
+                       const std::string& what) {
   std::string message = file.string() + ": ";
   if (!tensor.empty()) message += "tensor '" + tensor + "': ";
   message += what;
@@ -43,16 +43,15 @@ struct WriteFailure {
 
 // An HDF5 call failed: report with HDF5's own explanation (which carries errno text such as
 // "No space left on device"). Failures of file-level I/O are the environment's fault.
-[[noreturn]] void fail_hdf5(StatusCode code, const std::filesystem::path& file,
-                            const std::string& tensor, const std::string& call) {
+[[noreturn]] void fail_hdf5(StatusCode code, const std::filesystem::path& file, const std::string& tensor,
+                            const std::string& call) {
   const std::string cause = detail::error_text();
   fail(code, file, tensor, call + " failed" + (cause.empty() ? "" : " (" + cause + ")"));
 }
 
 H5Handle make_string_type(std::size_t length) {
   H5Handle t = detail::datatype_handle(H5Tcopy(H5T_C_S1));
-  if (!t.valid() || H5Tset_size(t.get(), length == 0 ? 1 : length) < 0 ||
-      H5Tset_strpad(t.get(), H5T_STR_NULLPAD) < 0) {
+  if (!t.valid() || H5Tset_size(t.get(), length == 0 ? 1 : length) < 0 || H5Tset_strpad(t.get(), H5T_STR_NULLPAD) < 0) {
     return H5Handle();
   }
   return t;
@@ -64,11 +63,9 @@ void write_string_attribute(hid_t object, const char* attr_name, const std::stri
   if (!type.valid()) fail_hdf5(StatusCode::kInternal, file, tensor, "string type");
   H5Handle space = detail::dataspace_handle(H5Screate(H5S_SCALAR));
   if (!space.valid()) fail_hdf5(StatusCode::kInternal, file, tensor, "H5Screate");
-  H5Handle attr = detail::attribute_handle(
-      H5Acreate2(object, attr_name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
-  if (!attr.valid())
-    fail_hdf5(StatusCode::kFailedPrecondition, file, tensor,
-              std::string("H5Acreate2 ") + attr_name);
+  H5Handle attr =
+      detail::attribute_handle(H5Acreate2(object, attr_name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
+  if (!attr.valid()) fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, std::string("H5Acreate2 ") + attr_name);
   const std::string padded = value.empty() ? std::string(1, '\0') : value;
   if (H5Awrite(attr.get(), type.get(), padded.data()) < 0) {
     fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, std::string("H5Awrite ") + attr_name);
@@ -76,15 +73,14 @@ void write_string_attribute(hid_t object, const char* attr_name, const std::stri
   if (attr.close() < 0) fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, "H5Aclose");
 }
 
-void write_shape_attribute(hid_t object, const std::vector<std::int64_t>& shape,
-                           const std::filesystem::path& file, const std::string& tensor) {
+void write_shape_attribute(hid_t object, const std::vector<std::int64_t>& shape, const std::filesystem::path& file,
+                           const std::string& tensor) {
   // A scalar's shape is []: a null dataspace (h5py reads it as an empty value).
   const hsize_t rank = shape.size();
-  H5Handle space = detail::dataspace_handle(shape.empty() ? H5Screate(H5S_NULL)
-                                                          : H5Screate_simple(1, &rank, nullptr));
+  H5Handle space = detail::dataspace_handle(shape.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, &rank, nullptr));
   if (!space.valid()) fail_hdf5(StatusCode::kInternal, file, tensor, "H5Screate (shape)");
-  H5Handle attr = detail::attribute_handle(
-      H5Acreate2(object, "shape", H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT));
+  H5Handle attr =
+      detail::attribute_handle(H5Acreate2(object, "shape", H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT));
   if (!attr.valid()) fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, "H5Acreate2 shape");
   if (!shape.empty() && H5Awrite(attr.get(), H5T_NATIVE_INT64, shape.data()) < 0) {
     fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, "H5Awrite shape");
@@ -99,8 +95,7 @@ IndexEntry write_tensor(hid_t h5file, hid_t lcpl, const TensorRef& t, const std:
 
   std::vector<hsize_t> dims(t.shape.begin(), t.shape.end());
   H5Handle space = detail::dataspace_handle(
-      dims.empty() ? H5Screate(H5S_SCALAR)
-                   : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+      dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   if (!space.valid()) fail_hdf5(StatusCode::kInternal, file, t.name, "H5Screate");
 
   // Default creation properties: contiguous layout, no filters — the bytes on disk are the
@@ -143,16 +138,15 @@ void validate(const std::vector<TensorRef>& tensors, const std::filesystem::path
     if (!seen.insert(t.name).second) {
       fail(StatusCode::kFailedPrecondition, file, t.name, "name appears twice in this shard");
     }
-    if (t.shape.size() > 32)
-      fail(StatusCode::kFailedPrecondition, file, t.name, "more than 32 dimensions");
+    if (t.shape.size() > 32) fail(StatusCode::kFailedPrecondition, file, t.name, "more than 32 dimensions");
     const auto expected = detail::shape_nbytes(t.dtype, t.shape);
     if (!expected) {
       fail(StatusCode::kFailedPrecondition, file, t.name, "negative dimension or size overflow");
     }
     if (*expected != t.nbytes) {
       fail(StatusCode::kFailedPrecondition, file, t.name,
-           "nbytes " + std::to_string(t.nbytes) + " does not match shape and dtype " +
-               dtype_name(t.dtype) + " (" + std::to_string(*expected) + " bytes)");
+           "nbytes " + std::to_string(t.nbytes) + " does not match shape and dtype " + dtype_name(t.dtype) + " (" +
+               std::to_string(*expected) + " bytes)");
     }
     if (t.nbytes > 0 && t.data == nullptr) {
       fail(StatusCode::kFailedPrecondition, file, t.name, "data is null");
@@ -220,8 +214,7 @@ std::vector<detail::KnownRegion> known_regions(const ShardInfo& info, const std:
   return regions;
 }
 
-ShardInfo write_shard_or_throw(const std::filesystem::path& file,
-                               const std::vector<TensorRef>& tensors) {
+ShardInfo write_shard_or_throw(const std::filesystem::path& file, const std::vector<TensorRef>& tensors) {
   validate(tensors, file);
   detail::silence_errors();
 
@@ -230,8 +223,7 @@ ShardInfo write_shard_or_throw(const std::filesystem::path& file,
   {
     H5Handle fapl = detail::make_strong_fapl();
     if (!fapl.valid()) fail_hdf5(StatusCode::kInternal, file, "", "file access properties");
-    H5Handle h5file =
-        detail::file_handle(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+    H5Handle h5file = detail::file_handle(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
     if (!h5file.valid()) fail_hdf5(StatusCode::kFailedPrecondition, file, "", "H5Fcreate");
     try {
       reserve_space(file, space_estimate(tensors));
@@ -294,8 +286,7 @@ ShardInfo write_shard_or_throw(const std::filesystem::path& file,
 
 }  // namespace
 
-StatusOr<ShardInfo> write_shard(const std::filesystem::path& file,
-                                const std::vector<TensorRef>& tensors) {
+StatusOr<ShardInfo> write_shard(const std::filesystem::path& file, const std::vector<TensorRef>& tensors) {
   try {
     return write_shard_or_throw(file, tensors);
   } catch (const WriteFailure& failure) {
@@ -333,8 +324,7 @@ StatusOr<ShardInfo> shard_info_from_json(const nlohmann::json& json) {
     if (!tensors.is_array()) throw detail::FieldError("tensors: expected an array");
     for (std::size_t i = 0; i < tensors.size(); ++i) {
       const std::string path = "tensors[" + std::to_string(i) + "]";
-      IndexEntry entry =
-          detail::entry_from_json(tensors[i], detail::get_string(tensors[i], "name", path), path);
+      IndexEntry entry = detail::entry_from_json(tensors[i], detail::get_string(tensors[i], "name", path), path);
       if (entry.shard != info.file) {
         throw detail::FieldError(path + ".shard: \"" + entry.shard + "\" is not this shard's file");
       }

@@ -18,8 +18,7 @@ std::vector<int> plan_writes(const std::vector<std::size_t>& nbytes, int world_s
   std::vector<std::size_t> order(nbytes.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   // stable_sort keeps equal sizes in index order: the tie rule every rank must agree on.
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return nbytes[a] > nbytes[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return nbytes[a] > nbytes[b]; });
 
   // Min-heap on (load, rank): the least-loaded rank, lower rank on ties.
   using Slot = std::pair<std::uint64_t, int>;

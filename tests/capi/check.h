@@ -19,21 +19,21 @@ static int failures = 0;
     }                                                                          \
   } while (0)
 
-#define CHECK_OK(call)                                                                                 \
-  do {                                                                                                 \
-    tenax_status status_ = (call);                                                                     \
-    if (status_ != TENAX_OK) {                                                                         \
+#define CHECK_OK(call)                                                                                \
+  do {                                                                                                \
+    tenax_status status_ = (call);                                                                    \
+    if (status_ != TENAX_OK) {                                                                        \
       fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, tenax_status_name(status_), \
-              tenax_last_error());                                                                     \
-      ++failures;                                                                                      \
-    }                                                                                                  \
+              tenax_last_error());                                                                    \
+      ++failures;                                                                                     \
+    }                                                                                                 \
   } while (0)
 
 /* The call must fail with `want` and a message that contains `needle` (the argument's name). */
 #define CHECK_FAILS(call, want, needle) check_fails((call), (want), (needle), #call, __FILE__, __LINE__)
 
-static inline void check_fails(tenax_status got, tenax_status want, const char* needle, const char* text, const char* file,
-                               int line) {
+static inline void check_fails(tenax_status got, tenax_status want, const char* needle, const char* text,
+                               const char* file, int line) {
   const char* message = tenax_last_error();
   if (got != want || strstr(message, needle) == NULL) {
     fprintf(stderr, "%s:%d: %s -> %s \"%s\"; wanted %s with \"%s\" in the message\n", file, line, text,

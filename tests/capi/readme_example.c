@@ -10,7 +10,10 @@ enum { N = 32, B = 64, STEPS = 300 };
 static double u[N][N];
 
 static void check(tenax_status s) {
-  if (s != TENAX_OK) { fprintf(stderr, "tenax: %s: %s\n", tenax_status_name(s), tenax_last_error()); exit(1); }
+  if (s != TENAX_OK) {
+    fprintf(stderr, "tenax: %s: %s\n", tenax_status_name(s), tenax_last_error());
+    exit(1);
+  }
 }
 #define CHECK(call) check(call)
 
@@ -33,29 +36,38 @@ static void sample(float x[B][5], float y[B][1], int64_t step) { /* stencil -> r
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2) { fprintf(stderr, "usage: %s OUTPUT_DIR\n", argv[0]); return 2; }
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s OUTPUT_DIR\n", argv[0]);
+    return 2;
+  }
   char output_dir[4096];
   snprintf(output_dir, sizeof output_dir, "output_dir=%s", argv[1]);
   /* ---- docs/embedding.md's example starts here ---- */
-  tenax_context* ctx; tenax_model* model; tenax_trainer* tr;
-  float x[B][5], y[B][1]; double loss = 0; int64_t saved, step; int32_t signal = 0;
+  tenax_context* ctx;
+  tenax_model* model;
+  tenax_trainer* tr;
+  float x[B][5], y[B][1];
+  double loss = 0;
+  int64_t saved, step;
+  int32_t signal = 0;
   const int64_t widths[] = {5, 64, 1};
   const char* options[] = {output_dir, "learning_rate=1e-3", "max_steps=300", "logging_steps=100"};
-  CHECK(tenax_init(&ctx));                                   /* tenax run, srun, mpirun or alone */
+  CHECK(tenax_init(&ctx)); /* tenax run, srun, mpirun or alone */
   CHECK(tenax_model_create_mlp(&model, widths, 3, "tanh", TENAX_LOSS_MSE));
   CHECK(tenax_trainer_create(&tr, ctx, model, NULL, options, 4));
   tenax_array field = {u, TENAX_FLOAT64, TENAX_ORDER_C, 2, 0, {N, N}};
-  CHECK(tenax_register_state(tr, "u", &field, TENAX_PER_RANK));   /* saved and restored with the model */
-  CHECK(tenax_checkpoint_restore(tr, &saved));               /* -1: nothing saved yet */
-  tenax_array in = {x, TENAX_FLOAT32, TENAX_ORDER_C, 2, 0, {B, 5}}, out = {y, TENAX_FLOAT32, TENAX_ORDER_C, 2, 0, {B, 1}};
+  CHECK(tenax_register_state(tr, "u", &field, TENAX_PER_RANK)); /* saved and restored with the model */
+  CHECK(tenax_checkpoint_restore(tr, &saved));                  /* -1: nothing saved yet */
+  tenax_array in = {x, TENAX_FLOAT32, TENAX_ORDER_C, 2, 0, {B, 5}},
+              out = {y, TENAX_FLOAT32, TENAX_ORDER_C, 2, 0, {B, 1}};
   for (step = saved + 1; step <= STEPS && !signal; ++step) {
     solve();
     sample(x, y, step);
-    CHECK(tenax_train_step(tr, &in, &out, &loss));           /* forward, backward, allreduce, AdamW */
-    CHECK(tenax_preemption_requested(tr, &signal));          /* SIGUSR1/SIGTERM on any rank */
-    if (step % 100 == 0 || signal) CHECK(tenax_checkpoint_save(tr, step));  /* async */
+    CHECK(tenax_train_step(tr, &in, &out, &loss));                         /* forward, backward, allreduce, AdamW */
+    CHECK(tenax_preemption_requested(tr, &signal));                        /* SIGUSR1/SIGTERM on any rank */
+    if (step % 100 == 0 || signal) CHECK(tenax_checkpoint_save(tr, step)); /* async */
   }
-  CHECK(tenax_trainer_free(&tr));                            /* waits for the save in flight */
+  CHECK(tenax_trainer_free(&tr)); /* waits for the save in flight */
   CHECK(tenax_model_free(&model));
   CHECK(tenax_finalize(&ctx));
   /* ---- docs/embedding.md's example ends here ---- */

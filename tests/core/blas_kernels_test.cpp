@@ -27,9 +27,9 @@ TEST(BlasKernels, OnlyAPreAvx2FallbackOnAVectorCpuIsCorrected) {
       {"Prescott", kAvx2, "Haswell"},
       {"Prescott", kNoAvx2, std::nullopt},  // nothing better to run
       {"Nehalem", kAvx512, "SkylakeX"},
-      {"Sandybridge", kAvx2, "Haswell"},    // AVX without FMA: half Haswell's GEMM rate
+      {"Sandybridge", kAvx2, "Haswell"},  // AVX without FMA: half Haswell's GEMM rate
       {"Core2", kAvx2, "Haswell"},
-      {"Barcelona", kAvx2, "Haswell"},      // an unknown AMD falls back to this
+      {"Barcelona", kAvx2, "Haswell"},  // an unknown AMD falls back to this
       // OpenBLAS's own choice with vector kernels stands, whatever the CPU adds on top.
       {"Haswell", kAvx512, std::nullopt},
       {"Zen", kAvx512, std::nullopt},
@@ -43,8 +43,7 @@ TEST(BlasKernels, OnlyAPreAvx2FallbackOnAVectorCpuIsCorrected) {
       {"", kAvx512, std::nullopt},  // no name: nothing to decide on
   };
   for (const Row& row : rows) {
-    EXPECT_EQ(better_openblas_core(row.core, row.cpu), row.better)
-        << row.core << " on " << describe(row.cpu);
+    EXPECT_EQ(better_openblas_core(row.core, row.cpu), row.better) << row.core << " on " << describe(row.cpu);
   }
 }
 

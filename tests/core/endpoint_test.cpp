@@ -30,7 +30,8 @@ TEST(CoreEndpoint, PortZeroOnlyWhereABindMayTakeAnyPort) {
 }
 
 TEST(CoreEndpoint, NamesTheTextThatIsNotAnEndpoint) {
-  for (const char* bad : {"tcp://127.0.0.1", "tcp://127.0.0.1:", "127.0.0.1:99999", ":80", "host:8x", "tcp://h:123456"}) {
+  for (const char* bad :
+       {"tcp://127.0.0.1", "tcp://127.0.0.1:", "127.0.0.1:99999", ":80", "host:8x", "tcp://h:123456"}) {
     try {
       Endpoint::parse(bad);
       ADD_FAILURE() << bad << " was accepted";

@@ -40,8 +40,8 @@ class Worker {
     for (const auto& [k, v] : env) entries.push_back(k + "=" + v);
     // The sanitizer options travel too: a Tsan build's suppressions (tests/tsan.supp: libzmq's
     // uninstrumented I/O thread) must reach the workers, as they reach every other test's.
-    for (const char* keep : {"PATH", "HOME", "LD_LIBRARY_PATH", "TMPDIR", "TSAN_OPTIONS", "ASAN_OPTIONS",
-                             "UBSAN_OPTIONS"}) {
+    for (const char* keep :
+         {"PATH", "HOME", "LD_LIBRARY_PATH", "TMPDIR", "TSAN_OPTIONS", "ASAN_OPTIONS", "UBSAN_OPTIONS"}) {
       if (const char* v = std::getenv(keep); v && env.count(keep) == 0) entries.push_back(std::string(keep) + "=" + v);
     }
     std::vector<char*> envp;
@@ -100,11 +100,16 @@ class ElasticDirectLaunch : public ::testing::Test {
 
   // srun's variables for task `rank` of `world` on one node, job 4242.
   Env srun_env(int rank, int world, int restart = 0) const {
-    return {{"SLURM_PROCID", std::to_string(rank)},   {"SLURM_NTASKS", std::to_string(world)},
-            {"SLURM_LOCALID", std::to_string(rank)},  {"SLURM_NODEID", "0"},
-            {"SLURM_NNODES", "1"},                    {"SLURM_STEP_TASKS_PER_NODE", std::to_string(world)},
-            {"SLURM_JOB_ID", "4242"},                 {"SLURM_STEP_ID", "0"},
-            {"SLURM_RESTART_COUNT", std::to_string(restart)}, {"TENAX_RDZV_DIR", (dir_ / "rdzv").string()},
+    return {{"SLURM_PROCID", std::to_string(rank)},
+            {"SLURM_NTASKS", std::to_string(world)},
+            {"SLURM_LOCALID", std::to_string(rank)},
+            {"SLURM_NODEID", "0"},
+            {"SLURM_NNODES", "1"},
+            {"SLURM_STEP_TASKS_PER_NODE", std::to_string(world)},
+            {"SLURM_JOB_ID", "4242"},
+            {"SLURM_STEP_ID", "0"},
+            {"SLURM_RESTART_COUNT", std::to_string(restart)},
+            {"TENAX_RDZV_DIR", (dir_ / "rdzv").string()},
             {"TENAX_RDZV_TIMEOUT", "60"}};
   }
   fs::path log(const std::string& name) const { return dir_ / (name + ".log"); }
@@ -185,7 +190,8 @@ TEST_F(ElasticDirectLaunch, ARequeuedJobNeverReadsTheFilesOfItsEarlierRun) {
   EXPECT_EQ(r1.wait(), 0) << r1.output();
   EXPECT_NE(r1.output().find("rank 1 of 2 local 1 of 2 generation 1 restart 1 sum 4.500"), std::string::npos)
       << r1.output();
-  EXPECT_TRUE(fs::exists(rdzv / "slurm-4242-step-0-restart-0.endpoint")) << "another run's files are not ours to delete";
+  EXPECT_TRUE(fs::exists(rdzv / "slurm-4242-step-0-restart-0.endpoint"))
+      << "another run's files are not ours to delete";
 }
 
 TEST_F(ElasticDirectLaunch, AStoreGivenByTenaxRdzvEndpointIsUsedAndKeptApartPerLaunch) {

@@ -27,11 +27,17 @@ TEST(ElasticLaunchEnvironment, NothingSetIsASingleProcess) {
 }
 
 TEST(ElasticLaunchEnvironment, TenaxRunWinsOverEverythingElse) {
-  const auto id = parse_launch_environment({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
-                                            {"LOCAL_WORLD_SIZE", "2"}, {"TENAX_GENERATION", "5"},
-                                            {"TENAX_RESTART_COUNT", "2"}, {"SLURM_PROCID", "0"},
-                                            {"SLURM_NTASKS", "1"}, {"OMPI_COMM_WORLD_RANK", "0"},
-                                            {"OMPI_COMM_WORLD_SIZE", "1"}, {"SLURM_RESTART_COUNT", "7"}});
+  const auto id = parse_launch_environment({{"RANK", "3"},
+                                            {"WORLD_SIZE", "4"},
+                                            {"LOCAL_RANK", "1"},
+                                            {"LOCAL_WORLD_SIZE", "2"},
+                                            {"TENAX_GENERATION", "5"},
+                                            {"TENAX_RESTART_COUNT", "2"},
+                                            {"SLURM_PROCID", "0"},
+                                            {"SLURM_NTASKS", "1"},
+                                            {"OMPI_COMM_WORLD_RANK", "0"},
+                                            {"OMPI_COMM_WORLD_SIZE", "1"},
+                                            {"SLURM_RESTART_COUNT", "7"}});
   EXPECT_EQ(id.mode, LaunchMode::kTenaxRun);
   EXPECT_EQ(id.worker.rank, 3);
   EXPECT_EQ(id.worker.world_size, 4);
@@ -43,10 +49,15 @@ TEST(ElasticLaunchEnvironment, TenaxRunWinsOverEverythingElse) {
 
 TEST(ElasticLaunchEnvironment, SrunWithTasksPerNodeList) {
   // Node 2 of "2(x2),3": the fifth to seventh tasks; this is task 5, the second on its node.
-  const auto id = parse_launch_environment({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", "1"},
-                                            {"SLURM_NODEID", "2"}, {"SLURM_NNODES", "3"},
-                                            {"SLURM_STEP_TASKS_PER_NODE", "2(x2),3"}, {"SLURM_JOB_ID", "4242"},
-                                            {"SLURM_STEP_ID", "0"}, {"SLURM_RESTART_COUNT", "2"},
+  const auto id = parse_launch_environment({{"SLURM_PROCID", "5"},
+                                            {"SLURM_NTASKS", "7"},
+                                            {"SLURM_LOCALID", "1"},
+                                            {"SLURM_NODEID", "2"},
+                                            {"SLURM_NNODES", "3"},
+                                            {"SLURM_STEP_TASKS_PER_NODE", "2(x2),3"},
+                                            {"SLURM_JOB_ID", "4242"},
+                                            {"SLURM_STEP_ID", "0"},
+                                            {"SLURM_RESTART_COUNT", "2"},
                                             {"SLURMD_NODENAME", "node-c"}});
   EXPECT_EQ(id.mode, LaunchMode::kSlurm);
   EXPECT_EQ(id.worker.rank, 5);
@@ -60,18 +71,25 @@ TEST(ElasticLaunchEnvironment, SrunWithTasksPerNodeList) {
 }
 
 TEST(ElasticLaunchEnvironment, SrunStepCountsWinOverTheAllocations) {
-  const auto id = parse_launch_environment({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "8"},
-                                            {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_LOCALID", "1"},
-                                            {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", "8"},
-                                            {"SLURM_STEP_TASKS_PER_NODE", "2"}, {"SLURM_JOB_ID", "9"}});
+  const auto id = parse_launch_environment({{"SLURM_PROCID", "1"},
+                                            {"SLURM_NTASKS", "8"},
+                                            {"SLURM_STEP_NUM_TASKS", "2"},
+                                            {"SLURM_LOCALID", "1"},
+                                            {"SLURM_NODEID", "0"},
+                                            {"SLURM_TASKS_PER_NODE", "8"},
+                                            {"SLURM_STEP_TASKS_PER_NODE", "2"},
+                                            {"SLURM_JOB_ID", "9"}});
   EXPECT_EQ(id.worker.world_size, 2);
   EXPECT_EQ(id.worker.local_world_size, 2);
   EXPECT_EQ(id.launch_id, "slurm-9-step-none-restart-0");
 }
 
 TEST(ElasticLaunchEnvironment, SrunWithNtasksPerNodeOnly) {
-  const auto id = parse_launch_environment({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
-                                            {"SLURM_NNODES", "2"}, {"SLURM_NTASKS_PER_NODE", "2"}});
+  const auto id = parse_launch_environment({{"SLURM_PROCID", "3"},
+                                            {"SLURM_NTASKS", "4"},
+                                            {"SLURM_LOCALID", "1"},
+                                            {"SLURM_NNODES", "2"},
+                                            {"SLURM_NTASKS_PER_NODE", "2"}});
   EXPECT_EQ(id.worker.local_rank, 1);
   EXPECT_EQ(id.worker.local_world_size, 2);
 }
@@ -84,11 +102,15 @@ TEST(ElasticLaunchEnvironment, SrunOnOneNodeWithoutPerNodeCountsIsTheWholeWorld)
 
 TEST(ElasticLaunchEnvironment, OpenMpiWinsOverTheBatchStepsSlurmVariables) {
   // mpirun inside an sbatch script: the batch step's SLURM_PROCID=0 is inherited by every rank.
-  const auto id = parse_launch_environment({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+  const auto id = parse_launch_environment({{"OMPI_COMM_WORLD_RANK", "1"},
+                                            {"OMPI_COMM_WORLD_SIZE", "2"},
                                             {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
                                             {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
-                                            {"OMPI_MCA_ess_base_jobid", "895418369"}, {"SLURM_PROCID", "0"},
-                                            {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", "77"}, {"SLURM_STEP_ID", "batch"},
+                                            {"OMPI_MCA_ess_base_jobid", "895418369"},
+                                            {"SLURM_PROCID", "0"},
+                                            {"SLURM_NTASKS", "1"},
+                                            {"SLURM_JOB_ID", "77"},
+                                            {"SLURM_STEP_ID", "batch"},
                                             {"SLURM_RESTART_COUNT", "1"}});
   EXPECT_EQ(id.mode, LaunchMode::kOpenMpi);
   EXPECT_EQ(id.worker.rank, 1);
@@ -100,8 +122,11 @@ TEST(ElasticLaunchEnvironment, OpenMpiWinsOverTheBatchStepsSlurmVariables) {
 }
 
 TEST(ElasticLaunchEnvironment, MpichHydra) {
-  const auto id = parse_launch_environment({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"},
-                                            {"MPI_LOCALNRANKS", "2"}, {"TENAX_JOB_ID", "run/7"}});
+  const auto id = parse_launch_environment({{"PMI_RANK", "2"},
+                                            {"PMI_SIZE", "4"},
+                                            {"MPI_LOCALRANKID", "0"},
+                                            {"MPI_LOCALNRANKS", "2"},
+                                            {"TENAX_JOB_ID", "run/7"}});
   EXPECT_EQ(id.mode, LaunchMode::kMpich);
   EXPECT_EQ(id.worker.rank, 2);
   EXPECT_EQ(id.worker.world_size, 4);
@@ -116,11 +141,10 @@ TEST(ElasticLaunchEnvironment, BadValuesNameTheVariable) {
   expect_config_error({{"SLURM_PROCID", "0"}}, "SLURM_NTASKS is not set");
   expect_config_error({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "0"}}, "OMPI_COMM_WORLD_SIZE=0");
   expect_config_error({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"MPI_LOCALNRANKS", "3"}}, "MPI_LOCALNRANKS=3");
-  expect_config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_NNODES", "2"}},
-                      "--ntasks-per-node");
-  expect_config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_NODEID", "0"},
-                       {"SLURM_TASKS_PER_NODE", "2(y2)"}},
-                      "SLURM_TASKS_PER_NODE='2(y2)'");
+  expect_config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_NNODES", "2"}}, "--ntasks-per-node");
+  expect_config_error(
+      {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", "2(y2)"}},
+      "SLURM_TASKS_PER_NODE='2(y2)'");
   expect_config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_RESTART_COUNT", "-1"}}, "must be >= 0");
 }
 

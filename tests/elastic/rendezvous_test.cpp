@@ -93,10 +93,11 @@ class ElasticRendezvous : public ::testing::Test {
   }
 
   std::unique_ptr<RendezvousClient> agent(const std::string& node_id, int local_workers = 1) {
-    return std::make_unique<RendezvousClient>(endpoint_, RendezvousClientOptions(node_id, "host-" + node_id, local_workers)
-                                                             .heartbeat(kFastHeartbeat)
-                                                             .reconnect_backoff_max(milliseconds(400))
-                                                             .service_timeout(kServiceTimeout));
+    return std::make_unique<RendezvousClient>(endpoint_,
+                                              RendezvousClientOptions(node_id, "host-" + node_id, local_workers)
+                                                  .heartbeat(kFastHeartbeat)
+                                                  .reconnect_backoff_max(milliseconds(400))
+                                                  .service_timeout(kServiceTimeout));
   }
 
   // join() on every client at once, each on its own thread (as agents on separate nodes).
@@ -489,18 +490,18 @@ TEST_F(ElasticRendezvous, MalformedMessagesAreLoggedAndIgnored) {
   };
   const std::string join{char(1), char(1)};
   std::vector<std::vector<std::string>> messages = {
-      {""},                                                     // empty header
-      {"garbage"},                                              // not a header
+      {""},                                                        // empty header
+      {"garbage"},                                                 // not a header
       {std::string{char(2), char(1)}, "n", "h", i64(1), i64(-1)},  // unknown version
-      {std::string{char(1), char(99)}},                         // unknown type
-      {std::string{char(1), char(102)}, "x"},                   // a service message
-      {join, "n", "h", i64(1)},                                 // a field short
-      {join, "n", "h", "1234567", i64(-1)},                     // a 7-byte integer
-      {join, "n", "h", i64(0), i64(-1)},                        // zero workers
-      {join, "n", "h", i64(1 << 20), i64(-1)},                  // too many workers
-      {join, std::string(300, 'n'), "h", i64(1), i64(-1)},      // node id too long
-      {join, "", "h", i64(1), i64(-1)},                         // empty node id
-      {std::string{char(1), char(2)}, "n"},                     // HEARTBEAT without generation
+      {std::string{char(1), char(99)}},                            // unknown type
+      {std::string{char(1), char(102)}, "x"},                      // a service message
+      {join, "n", "h", i64(1)},                                    // a field short
+      {join, "n", "h", "1234567", i64(-1)},                        // a 7-byte integer
+      {join, "n", "h", i64(0), i64(-1)},                           // zero workers
+      {join, "n", "h", i64(1 << 20), i64(-1)},                     // too many workers
+      {join, std::string(300, 'n'), "h", i64(1), i64(-1)},         // node id too long
+      {join, "", "h", i64(1), i64(-1)},                            // empty node id
+      {std::string{char(1), char(2)}, "n"},                        // HEARTBEAT without generation
   };
   std::mt19937 rng(7);
   for (int i = 0; i < 50; ++i) {  // random junk whose header is never 2 bytes long

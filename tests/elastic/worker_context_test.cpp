@@ -19,9 +19,16 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const char* const kVariables[] = {"RANK",          "LOCAL_RANK",          "WORLD_SIZE",         "LOCAL_WORLD_SIZE",
-                                  "MASTER_ADDR",   "TENAX_GENERATION",    "TENAX_RESTART_COUNT", "TENAX_RDZV_ENDPOINT",
-                                  "TENAX_GLOO_HOSTNAME", "TENAX_FENCE_DIR"};
+const char* const kVariables[] = {"RANK",
+                                  "LOCAL_RANK",
+                                  "WORLD_SIZE",
+                                  "LOCAL_WORLD_SIZE",
+                                  "MASTER_ADDR",
+                                  "TENAX_GENERATION",
+                                  "TENAX_RESTART_COUNT",
+                                  "TENAX_RDZV_ENDPOINT",
+                                  "TENAX_GLOO_HOSTNAME",
+                                  "TENAX_FENCE_DIR"};
 
 // Each test starts from an environment without the launcher's variables and leaves none behind.
 class ElasticWorkerContext : public ::testing::Test {

@@ -57,8 +57,7 @@ void expect(bool holds, const std::string& what) {
   if (!holds) violated(what);
 }
 
-void expect_code(const Status& status, std::initializer_list<StatusCode> allowed,
-                 const std::string& call) {
+void expect_code(const Status& status, std::initializer_list<StatusCode> allowed, const std::string& call) {
   for (StatusCode code : allowed) {
     if (status.code() == code) return;
   }
@@ -71,9 +70,8 @@ class ScratchStep {
   ScratchStep() {
     std::error_code ec;
     const fs::path shm = "/dev/shm";
-    const fs::path base = fs::is_directory(shm, ec) && ::access(shm.c_str(), W_OK) == 0
-                              ? shm
-                              : fs::temp_directory_path();
+    const fs::path base =
+        fs::is_directory(shm, ec) && ::access(shm.c_str(), W_OK) == 0 ? shm : fs::temp_directory_path();
     root_ = base / ("tenax-fuzz-" + std::to_string(::getpid()));
     fs::remove_all(root_, ec);
     step_ = root_ / step_dir_name(1);
@@ -123,9 +121,8 @@ class SkippedInputs {
     (result == ProbeResult::kHung ? hung_ : crashed_) += 1;
     const char* dir = std::getenv("TENAX_FUZZ_HDF5_CRASH_DIR");
     if (dir == nullptr) return;
-    const std::string name =
-        std::string(result == ProbeResult::kHung ? "hdf5-hang-" : "hdf5-crash-") +
-        checksum_hex(xxh3_64(input.data(), input.size()));
+    const std::string name = std::string(result == ProbeResult::kHung ? "hdf5-hang-" : "hdf5-crash-") +
+                             checksum_hex(xxh3_64(input.data(), input.size()));
     std::ofstream(fs::path(dir) / name, std::ios::binary)
         .write(input.data(), static_cast<std::streamsize>(input.size()));
   }
@@ -152,11 +149,11 @@ void write_file(const fs::path& path, std::string_view bytes) {
 nlohmann::json parse_bounded(std::string_view text) {
   constexpr int kMaxDepth = 64;
   bool too_deep = false;
-  const nlohmann::json::parser_callback_t limit =
-      [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-        if (depth > kMaxDepth) too_deep = true;
-        return !too_deep;
-      };
+  const nlohmann::json::parser_callback_t limit = [&too_deep](int depth, nlohmann::json::parse_event_t,
+                                                              nlohmann::json&) {
+    if (depth > kMaxDepth) too_deep = true;
+    return !too_deep;
+  };
   nlohmann::json parsed = nlohmann::json::parse(text, limit, /*allow_exceptions=*/false);
   if (too_deep) return nlohmann::json(nlohmann::json::value_t::discarded);
   return parsed;
@@ -214,8 +211,7 @@ CheckpointInput split(std::string_view payload) {
   input.manifest = std::string(payload.substr(0, cut));
   while (cut != std::string_view::npos) {
     const std::size_t start = cut + kShardSeparator.size();
-    cut = input.shards.size() + 1 < kMaxShards ? payload.find(kShardSeparator, start)
-                                               : std::string_view::npos;
+    cut = input.shards.size() + 1 < kMaxShards ? payload.find(kShardSeparator, start) : std::string_view::npos;
     const std::size_t length = cut == std::string_view::npos ? cut : cut - start;
     input.shards.push_back(payload.substr(start, length));
   }
@@ -234,9 +230,8 @@ std::string shard_name(const nlohmann::json& manifest, std::size_t i, std::size_
         const auto file = entry.find("file");
         if (file != entry.end() && file->is_string()) {
           const std::string& name = file->get_ref<const std::string&>();
-          if (!name.empty() && name.size() < 200 && name != "." && name != ".." &&
-              name != kManifestFile && name.find('/') == std::string::npos &&
-              name.find('\0') == std::string::npos) {
+          if (!name.empty() && name.size() < 200 && name != "." && name != ".." && name != kManifestFile &&
+              name.find('/') == std::string::npos && name.find('\0') == std::string::npos) {
             return name;
           }
         }
@@ -264,19 +259,16 @@ std::string seal(nlohmann::json manifest, const std::vector<std::string_view>& s
   return dump(manifest);
 }
 
-void check_read(const CheckpointReader& reader, const std::string& name, const IndexEntry& entry,
-                bool all_verified) {
+void check_read(const CheckpointReader& reader, const std::string& name, const IndexEntry& entry, bool all_verified) {
   expect(reader.contains(name), "contains() denies an indexed tensor: " + name);
   const StatusOr<TensorData> data = reader.read(name);
   if (!data.is_ok()) {
     expect_code(data.status(), {StatusCode::kDataLoss}, "read('" + name + "')");
-    expect(!all_verified, "verify_all() passed but read('" + name +
-                              "') failed: " + data.status().to_string());
+    expect(!all_verified, "verify_all() passed but read('" + name + "') failed: " + data.status().to_string());
     return;
   }
   const TensorData& t = data.value();
-  expect(t.dtype == entry.dtype && t.shape == entry.shape,
-         "read('" + name + "'): wrong dtype or shape");
+  expect(t.dtype == entry.dtype && t.shape == entry.shape, "read('" + name + "'): wrong dtype or shape");
   expect(t.bytes.size() == entry.nbytes, "read('" + name + "'): wrong byte count");
   expect(xxh3_64(t.bytes.data(), t.bytes.size()) == entry.checksum,
          "read('" + name + "') returned bytes that do not match the manifest checksum");
@@ -284,8 +276,7 @@ void check_read(const CheckpointReader& reader, const std::string& name, const I
 
 // Whether libhdf5 survives, on its own, the calls the reader is about to make (only sealed
 // inputs can hand HDF5 damaged files: elsewhere the whole-file checksum stops them).
-bool hdf5_survives(const fs::path& step, const std::string& manifest_text,
-                   std::string_view whole) {
+bool hdf5_survives(const fs::path& step, const std::string& manifest_text, std::string_view whole) {
   const StatusOr<Manifest> manifest = parse_manifest(manifest_text, "probe");
   if (!manifest.is_ok()) return true;  // the reader stops before HDF5
   for (const ShardSummary& shard : manifest.value().shards) {
@@ -352,18 +343,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view whole(reinterpret_cast<const char*>(data), size);
   const std::string_view payload = whole.substr(1);
   switch (static_cast<FuzzMode>(data[0] % kModeCount)) {
-    case FuzzMode::kManifest:
-      fuzz_manifest(std::string(payload));
-      break;
-    case FuzzMode::kShardInfo:
-      fuzz_shard_info(std::string(payload));
-      break;
-    case FuzzMode::kRawCheckpoint:
-      fuzz_checkpoint(whole, payload, /*sealed=*/false);
-      break;
-    case FuzzMode::kSealedCheckpoint:
-      fuzz_checkpoint(whole, payload, /*sealed=*/true);
-      break;
+    case FuzzMode::kManifest: fuzz_manifest(std::string(payload)); break;
+    case FuzzMode::kShardInfo: fuzz_shard_info(std::string(payload)); break;
+    case FuzzMode::kRawCheckpoint: fuzz_checkpoint(whole, payload, /*sealed=*/false); break;
+    case FuzzMode::kSealedCheckpoint: fuzz_checkpoint(whole, payload, /*sealed=*/true); break;
   }
   return 0;
 }

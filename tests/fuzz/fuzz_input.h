@@ -39,8 +39,7 @@ inline constexpr std::string_view kShardSeparator = "\n--tenax-fuzz-shard--\n";
 inline constexpr std::size_t kMaxShards = 4;
 
 /// The input the harness decodes into (mode, manifest, shards).
-inline std::string encode_input(FuzzMode mode, const std::string& text,
-                                const std::vector<std::string>& shards = {}) {
+inline std::string encode_input(FuzzMode mode, const std::string& text, const std::vector<std::string>& shards = {}) {
   std::string out(1, static_cast<char>(mode));
   out += text;
   for (const std::string& shard : shards) {

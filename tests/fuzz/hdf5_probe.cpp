@@ -85,8 +85,7 @@ bool replay_read(hid_t file, std::uint64_t file_bytes, const IndexEntry& entry) 
   // can hold stops the probe here and is left to the reader (and the sanitizers) to face.
   if (entry.nbytes > file_bytes) return false;
   std::vector<std::uint8_t> bytes(entry.nbytes);
-  if (entry.nbytes > 0 && H5Dread(dset.get(), expected_type.get(), H5S_ALL, H5S_ALL,
-                                  H5P_DEFAULT, bytes.data()) < 0) {
+  if (entry.nbytes > 0 && H5Dread(dset.get(), expected_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()) < 0) {
     return failed();
   }
   return XXH3_64bits(bytes.data(), bytes.size()) == entry.checksum;

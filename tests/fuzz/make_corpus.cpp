@@ -65,8 +65,8 @@ void write(const fs::path& path, const std::string& bytes) {
 
 struct Written {
   std::string manifest;
-  std::vector<std::string> shards;   // file bytes, in rank order
-  std::vector<std::string> infos;    // to_json(ShardInfo), in rank order
+  std::vector<std::string> shards;  // file bytes, in rank order
+  std::vector<std::string> infos;   // to_json(ShardInfo), in rank order
 };
 
 // One checkpoint of `world` shards, written by the real writer into `scratch`.
@@ -80,8 +80,7 @@ Written write_checkpoint(const fs::path& scratch, const std::vector<Tensor>& ten
     std::vector<TensorRef> mine;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& t = tensors[i];
-      if (owner[i] == r) mine.push_back(TensorRef{t.name, t.dtype, t.shape, t.bytes.data(),
-                                                  t.bytes.size()});
+      if (owner[i] == r) mine.push_back(TensorRef{t.name, t.dtype, t.shape, t.bytes.data(), t.bytes.size()});
     }
     const fs::path file = scratch / shard_file_name(r, world);
     StatusOr<ShardInfo> info = write_shard(file, mine);
@@ -98,8 +97,7 @@ Written write_checkpoint(const fs::path& scratch, const std::vector<Tensor>& ten
 }
 
 int run(const fs::path& out_dir) {
-  const fs::path scratch =
-      fs::temp_directory_path() / ("tenax-make-corpus-" + std::to_string(::getpid()));
+  const fs::path scratch = fs::temp_directory_path() / ("tenax-make-corpus-" + std::to_string(::getpid()));
   fs::remove_all(scratch);
   fs::create_directories(scratch);
   fs::create_directories(out_dir);
@@ -113,8 +111,7 @@ int run(const fs::path& out_dir) {
       {"model",
        {tensor("model/encoder.weight", DType::kFloat32, {4, 3}, 1),
         tensor("model/encoder.bias", DType::kFloat32, {3}, 2),
-        tensor("optim/encoder.weight/step", DType::kInt64, {}, 3),
-        tensor("rng/rank0/cpu", DType::kUInt8, {16}, 4)},
+        tensor("optim/encoder.weight/step", DType::kInt64, {}, 3), tensor("rng/rank0/cpu", DType::kUInt8, {16}, 4)},
        1},
       {"dtypes",
        {tensor("f32", DType::kFloat32, {2, 2}, 5), tensor("f16", DType::kFloat16, {3}, 6),
@@ -126,13 +123,11 @@ int run(const fs::path& out_dir) {
         tensor("model/c", DType::kUInt8, {3}, 12), tensor("sampler", DType::kInt64, {2}, 13)},
        2},
       {"empty",
-       {tensor("model/none", DType::kFloat32, {0}, 14),
-        tensor("model/zero_rows", DType::kInt64, {0, 4}, 15),
+       {tensor("model/none", DType::kFloat32, {0}, 14), tensor("model/zero_rows", DType::kInt64, {0, 4}, 15),
         tensor("trainer_state", DType::kUInt8, {1}, 16)},
        1},
       {"deep",
-       {tensor("user/a/b/c/d/e/f", DType::kFloat16, {2, 2}, 17),
-        tensor("user/a/b/x", DType::kUInt8, {}, 18)},
+       {tensor("user/a/b/c/d/e/f", DType::kFloat16, {2, 2}, 17), tensor("user/a/b/x", DType::kUInt8, {}, 18)},
        1},
       {"noshard_tensors", {tensor("model/only", DType::kFloat32, {1}, 19)}, 2},
   };
@@ -162,21 +157,15 @@ int run(const fs::path& out_dir) {
   damaged("negative-step", [](nlohmann::json& j) { j["step"] = -1; });
   damaged("world-mismatch", [](nlohmann::json& j) { j["world_size"] = 3; });
   damaged("shard-path", [](nlohmann::json& j) { j["shards"][0]["file"] = "../escape.h5"; });
-  damaged("checksum-case", [](nlohmann::json& j) {
-    j["shards"][0]["checksum"] = "ABCDEF0123456789";
-  });
-  damaged("nbytes", [](nlohmann::json& j) {
-    j["tensors"]["model/encoder.bias"]["nbytes"] = 13;
-  });
+  damaged("checksum-case", [](nlohmann::json& j) { j["shards"][0]["checksum"] = "ABCDEF0123456789"; });
+  damaged("nbytes", [](nlohmann::json& j) { j["tensors"]["model/encoder.bias"]["nbytes"] = 13; });
   damaged("shape-overflow", [](nlohmann::json& j) {
     j["tensors"]["model/encoder.bias"]["shape"] = {4294967296, 4294967296};
   });
-  damaged("unknown-shard", [](nlohmann::json& j) {
-    j["tensors"]["model/encoder.bias"]["shard"] = "shard-00009-of-00010.h5";
-  });
+  damaged("unknown-shard",
+          [](nlohmann::json& j) { j["tensors"]["model/encoder.bias"]["shard"] = "shard-00009-of-00010.h5"; });
   // A checkpoint whose shard bytes are not HDF5 at all, sealed so that HDF5 sees them.
-  emit("sealed-not-hdf5",
-       encode_input(FuzzMode::kSealedCheckpoint, base.manifest, {std::string(512, 'x')}));
+  emit("sealed-not-hdf5", encode_input(FuzzMode::kSealedCheckpoint, base.manifest, {std::string(512, 'x')}));
 
   fs::remove_all(scratch);
   std::printf("wrote %d corpus files to %s\n", files, out_dir.c_str());

@@ -111,12 +111,11 @@ std::string hand_safetensors(std::string header, std::size_t data) {
 
 void safetensors_seeds(const fs::path& scratch, Emitter& emit) {
   using storage::DType;
-  const std::string model =
-      written_safetensors(scratch,
-                          {{"bert.embeddings.word_embeddings.weight", DType::kFloat32, {4, 3}},
-                           {"bert.embeddings.LayerNorm.bias", DType::kFloat32, {3}},
-                           {"classifier.weight", DType::kFloat32, {2, 3}}},
-                          {{"format", "pt"}});
+  const std::string model = written_safetensors(scratch,
+                                                {{"bert.embeddings.word_embeddings.weight", DType::kFloat32, {4, 3}},
+                                                 {"bert.embeddings.LayerNorm.bias", DType::kFloat32, {3}},
+                                                 {"classifier.weight", DType::kFloat32, {2, 3}}},
+                                                {{"format", "pt"}});
   emit("model", model);
   emit("dtypes", written_safetensors(scratch,
                                      {{"f32", DType::kFloat32, {2, 2}},
@@ -126,11 +125,10 @@ void safetensors_seeds(const fs::path& scratch, Emitter& emit) {
                                       {"u8", DType::kUInt8, {5}},
                                       {"f64", DType::kFloat64, {1}}},
                                      {}));
-  emit("scalar-empty", written_safetensors(scratch,
-                                           {{"scalar", DType::kFloat32, {}},
-                                            {"none", DType::kInt64, {0, 4}},
-                                            {"zero", DType::kUInt8, {0}}},
-                                           {{"format", "pt"}}));
+  emit("scalar-empty",
+       written_safetensors(
+           scratch, {{"scalar", DType::kFloat32, {}}, {"none", DType::kInt64, {0, 4}}, {"zero", DType::kUInt8, {0}}},
+           {{"format", "pt"}}));
   emit("metadata-only", written_safetensors(scratch, {}, {{"format", "pt"}}));
   emit("nothing", written_safetensors(scratch, {}, {}));
   emit("unicode-name", written_safetensors(scratch, {{"caf\xc3\xa9.weight", DType::kFloat16, {2}}}, {}));
@@ -310,7 +308,8 @@ std::string jpeg(int width, int height, const JpegOptions& options, std::uint32_
   const std::size_t row_bytes = static_cast<std::size_t>(width) * static_cast<std::size_t>(options.components);
   std::vector<std::uint8_t> pixels = pattern(row_bytes * static_cast<std::size_t>(height), seed);
   // Smooth the noise a little so the coefficients are not all at their maximum.
-  for (std::size_t i = row_bytes; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((pixels[i] + pixels[i - row_bytes]) / 2);
+  for (std::size_t i = row_bytes; i < pixels.size(); ++i)
+    pixels[i] = static_cast<std::uint8_t>((pixels[i] + pixels[i - row_bytes]) / 2);
   while (cinfo.next_scanline < cinfo.image_height) {
     JSAMPROW row = pixels.data() + row_bytes * cinfo.next_scanline;
     jpeg_write_scanlines(&cinfo, &row, 1);
@@ -363,7 +362,7 @@ void image_seeds(Emitter& emit) {
   emit("png-palette8-trns", png(3, 2, PNG_COLOR_TYPE_PALETTE, 8, false, 48));
   emit("png-rgb8-interlaced", png(9, 9, PNG_COLOR_TYPE_RGB, 8, true, 49));
   emit("png-bad-truncated", rgb.substr(0, rgb.size() / 2));
-  emit("png-bad-ihdr-crc", flip(rgb, 30));   // the IHDR chunk's CRC
+  emit("png-bad-ihdr-crc", flip(rgb, 30));           // the IHDR chunk's CRC
   emit("png-bad-idat", flip(rgb, rgb.size() - 20));  // inside the compressed pixels
   emit("png-bad-signature-only", rgb.substr(0, 8));
   emit("not-an-image", std::string("GIF89a\x01\x00\x01\x00\x00\x00\x00;", 14));

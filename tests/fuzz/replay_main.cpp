@@ -95,8 +95,7 @@ int main(int argc, char** argv) {
     std::printf("replay: %s\n", path.c_str());
     std::fflush(stdout);
     std::ifstream in(path, std::ios::binary);
-    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                                  std::istreambuf_iterator<char>());
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!in.eof() && in.fail()) {
       std::fprintf(stderr, "replay: cannot read %s\n", path.c_str());
       return 1;

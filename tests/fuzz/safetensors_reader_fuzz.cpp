@@ -86,9 +86,9 @@ void check_file(const SafetensorsFile& file, std::string_view input, const std::
   for (const SafetensorsEntry& e : tensors) {
     expect(file.find(e.name) == &e, "find('" + e.name + "') does not return its entry");
     const std::uint8_t* at = file.data(e);
-    expect(e.nbytes == 0 ||
-               std::memcmp(at, input.data() + data_start + e.begin, static_cast<std::size_t>(e.nbytes)) == 0,
-           "data('" + e.name + "') is not the file's bytes at its offsets");
+    expect(
+        e.nbytes == 0 || std::memcmp(at, input.data() + data_start + e.begin, static_cast<std::size_t>(e.nbytes)) == 0,
+        "data('" + e.name + "') is not the file's bytes at its offsets");
     const StatusOr<TensorData> read = file.read(e.name);
     expect(read.is_ok(), "read('" + e.name + "') of a listed tensor failed: " + read.status().to_string());
     const TensorData& t = read.value();

@@ -38,9 +38,8 @@ class ScratchFile {
     namespace fs = std::filesystem;
     std::error_code ec;
     const fs::path shm = "/dev/shm";
-    const fs::path base = fs::is_directory(shm, ec) && ::access(shm.c_str(), W_OK) == 0
-                              ? shm
-                              : fs::temp_directory_path();
+    const fs::path base =
+        fs::is_directory(shm, ec) && ::access(shm.c_str(), W_OK) == 0 ? shm : fs::temp_directory_path();
     dir_ = base / ("tenax-fuzz-" + std::string(target) + "-" + std::to_string(::getpid()));
     fs::remove_all(dir_, ec);
     fs::create_directories(dir_, ec);

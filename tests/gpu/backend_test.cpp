@@ -25,9 +25,9 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const char* const kVariables[] = {"RANK",          "LOCAL_RANK",       "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-                                  "MASTER_ADDR",   "TENAX_GENERATION", "TENAX_RESTART_COUNT",
-                                  "TENAX_RDZV_ENDPOINT", "TENAX_BACKEND"};
+const char* const kVariables[] = {"RANK",         "LOCAL_RANK",       "WORLD_SIZE",          "LOCAL_WORLD_SIZE",
+                                  "MASTER_ADDR",  "TENAX_GENERATION", "TENAX_RESTART_COUNT", "TENAX_RDZV_ENDPOINT",
+                                  "TENAX_BACKEND"};
 
 class CudaBackend : public ::testing::Test {
  protected:
@@ -41,9 +41,7 @@ class CudaBackend : public ::testing::Test {
 
 // ctest runs this binary with CUDA_VISIBLE_DEVICES="" (tests/gpu/CMakeLists.txt): these tests
 // are about a process that sees no device, even on a GPU node.
-void require_no_device() {
-  ASSERT_EQ(visible_cuda_devices(), 0) << "run with CUDA_VISIBLE_DEVICES= (ctest sets it)";
-}
+void require_no_device() { ASSERT_EQ(visible_cuda_devices(), 0) << "run with CUDA_VISIBLE_DEVICES= (ctest sets it)"; }
 
 std::string config_error_of(const std::function<void()>& fn) {
   try {

@@ -225,16 +225,11 @@ Phase phase_hit(const TraceFollower& trace, Victim victim, std::int64_t t_ns) {
 // The event that opens `phase` on `rank` (commit and `latest`: rank 0's), and the one that ends it.
 std::pair<std::string, std::string> phase_bounds(Phase phase, int rank) {
   switch (phase) {
-    case kSnapshot:
-      return {"save.begin", "save.copied"};
-    case kWrite:
-      return {"save.copied", rank == 0 ? "save.reports.in" : "save.reported"};
-    case kCommit:
-      return {"save.reports.in", "save.renamed"};
-    case kLatest:
-      return {"save.renamed", "save.latest.written"};
-    default:
-      return {"save.latest.written", "save.result"};
+    case kSnapshot: return {"save.begin", "save.copied"};
+    case kWrite: return {"save.copied", rank == 0 ? "save.reports.in" : "save.reported"};
+    case kCommit: return {"save.reports.in", "save.renamed"};
+    case kLatest: return {"save.renamed", "save.latest.written"};
+    default: return {"save.latest.written", "save.result"};
   }
 }
 

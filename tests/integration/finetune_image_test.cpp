@@ -1,8 +1,8 @@
 // examples/finetune_image end to end, small: `tenax run` starts 2 workers that train a tiny ViT
 // on the first 768 Fashion-MNIST training images (12 steps of 2 x 32, a checkpoint every 5);
 // once uninterrupted, once with rank 1 SIGKILLing itself after step 8 (a real SIGKILL: the
-// process dies without unwinding), once with rank 1 SIGKILLed by pid from the test. The agent restarts the generation, which resumes from the
-// sharded step-5 checkpoint, and the final checkpoint's parameters equal, bit for bit, those of
+// process dies without unwinding), once with rank 1 SIGKILLed by pid from the test. The agent restarts the generation,
+// which resumes from the sharded step-5 checkpoint, and the final checkpoint's parameters equal, bit for bit, those of
 // the uninterrupted run; both print TENAX_RESULT with the held-out accuracy, and the model that
 // rank 0 saves loads back (with its image processor) and holds the final checkpoint's weights.
 // Needs Debian's dataset-fashion-mnist (tools/bootstrap.sh installs it; fails, never skips,
@@ -54,15 +54,27 @@ using tenax::testing::result_line;
 // The job's command line: `tenax run` with 2 workers of the example on a small slice.
 std::vector<std::string> job_argv(const std::string& name, const std::string& extra_flags) {
   const fs::path dir = work_dir() / name;
-  std::vector<std::string> argv = {TENAX_BINARY, "run", "--nproc-per-node", "2", "--max-restarts", "2", "--run-dir",
-                                   (dir / "run").string(), "--", FINETUNE_IMAGE_BINARY, "--output-dir",
-                                   (dir / "train").string(), "--data-dir", kData.string(), "--max-steps",
+  std::vector<std::string> argv = {TENAX_BINARY,
+                                   "run",
+                                   "--nproc-per-node",
+                                   "2",
+                                   "--max-restarts",
+                                   "2",
+                                   "--run-dir",
+                                   (dir / "run").string(),
+                                   "--",
+                                   FINETUNE_IMAGE_BINARY,
+                                   "--output-dir",
+                                   (dir / "train").string(),
+                                   "--data-dir",
+                                   kData.string(),
+                                   "--max-steps",
                                    std::to_string(kMaxSteps)};
   std::istringstream flags(
       "--train-limit 768 --eval-limit 200 --per-device-train-batch-size 32 --per-device-eval-batch-size 100"
       " --learning-rate 1e-3 --warmup-ratio 0.1 --save-steps 5 --logging-steps 4 --threads 1 --disable-tqdm true"
-      " --patch-size 7 --hidden-size 32 --num-hidden-layers " + std::to_string(kLayers) +
-      " --num-attention-heads 2 --intermediate-size 64 " + extra_flags);
+      " --patch-size 7 --hidden-size 32 --num-hidden-layers " +
+      std::to_string(kLayers) + " --num-attention-heads 2 --intermediate-size 64 " + extra_flags);
   for (std::string word; flags >> word;) argv.push_back(word);
   return argv;
 }
@@ -192,7 +204,8 @@ TEST_F(IntegrationFinetuneImage, RankKilledByPidFromOutsideResumesBitIdentically
         return victim > 0;
       },
       std::chrono::seconds(120)))
-      << "rank 1 never stopped itself\n" << agent.log();
+      << "rank 1 never stopped itself\n"
+      << agent.log();
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const auto exit_code = agent.wait(std::chrono::seconds(300));
   ASSERT_TRUE(exit_code.has_value()) << "the job did not finish\n" << agent.log();
@@ -208,9 +221,9 @@ TEST_F(IntegrationFinetuneImage, RankKilledByPidFromOutsideResumesBitIdentically
 
 TEST(IntegrationFinetuneImageConfig, MissingDataIsAUsageErrorNamingTheFileAndThePackage) {
   const fs::path dir = work_dir() / "no-data";
-  const JobRun r = tenax::testing::run_job(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " + (dir / "train").string() +
-                                   " --data-dir " + (dir / "nowhere").string(),
-                               dir);
+  const JobRun r = tenax::testing::run_job(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " +
+                                               (dir / "train").string() + " --data-dir " + (dir / "nowhere").string(),
+                                           dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_NE(r.log.find((dir / "nowhere" / "train-images-idx3-ubyte.gz").string() + " is missing"), std::string::npos)
       << r.log;
@@ -219,9 +232,10 @@ TEST(IntegrationFinetuneImageConfig, MissingDataIsAUsageErrorNamingTheFileAndThe
 
 TEST(IntegrationFinetuneImageConfig, APatchSizeThatDoesNotDivideTheImageIsAUsageError) {
   const fs::path dir = work_dir() / "bad-patch";
-  const JobRun r = tenax::testing::run_job(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " + (dir / "train").string() +
-                                   " --patch-size 5 --train-limit 64 --eval-limit 64",
-                               dir);
+  const JobRun r =
+      tenax::testing::run_job(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " + (dir / "train").string() +
+                                  " --patch-size 5 --train-limit 64 --eval-limit 64",
+                              dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_NE(r.log.find("image.patch_size: 5 does not divide the images' size 28"), std::string::npos) << r.log;
 }

@@ -53,12 +53,13 @@ void run_killed_and_resumed_job(const fs::path& dir, const fs::path& model_dir, 
       << "run `bash tools/fetch_assets.sh` first (assets under " << assets_dir() << ")";
   const std::string cmd =
       std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts 2 --run-dir " + (dir / "run").string() +
-      " -- " + FINETUNE_BINARY + " --output-dir " + (dir / "train").string() + " --model-dir " +
-      model_dir.string() + " --data-dir " + (assets_dir() / "data" / "rotten_tomatoes").string() +
-      " --max-steps " + std::to_string(kMaxSteps) +
+      " -- " + FINETUNE_BINARY + " --output-dir " + (dir / "train").string() + " --model-dir " + model_dir.string() +
+      " --data-dir " + (assets_dir() / "data" / "rotten_tomatoes").string() + " --max-steps " +
+      std::to_string(kMaxSteps) +
       " --max-length 32 --per-device-train-batch-size 8 --per-device-eval-batch-size 32 --learning-rate 1e-4"
       " --save-steps 5 --logging-steps 4 --train-limit 256 --eval-limit 96 --threads 1"
-      " --fail-at-step 8 --fail-rank 1" + extra_flags;
+      " --fail-at-step 8 --fail-rank 1" +
+      extra_flags;
   const JobRun r = tenax::testing::run_job(cmd, dir);
   ASSERT_EQ(r.exit_code, 0) << r.log;
   EXPECT_NE(r.log.find("SIGKILL"), std::string::npos) << r.log;
@@ -91,8 +92,8 @@ void expect_saved_model_is_final_checkpoint(const tenax::sdk::PretrainedModel& m
   EXPECT_EQ(id2label.at(0), "fresh");
   EXPECT_EQ(id2label.at(1), "rotten");
   EXPECT_TRUE(fs::exists(dir / "train" / "model" / "vocab.txt"));
-  auto reader = tenax::storage::CheckpointReader::open(dir / "train" / "checkpoints" /
-                                                       tenax::storage::step_dir_name(kMaxSteps));
+  auto reader =
+      tenax::storage::CheckpointReader::open(dir / "train" / "checkpoints" / tenax::storage::step_dir_name(kMaxSteps));
   ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
   int compared = 0;
   for (const auto& item : model.named_parameters()) {
@@ -137,23 +138,24 @@ TEST(IntegrationFinetuneText, ModelTypeThatConfigJsonDoesNotNameIsAUsageError) {
     std::ofstream(dir / "data" / split) << "text,label\na fine film,fresh\n";
   }
   JobRun r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
-                             " --model-dir " + tiny.string() + " --data-dir " + (dir / "data").string() +
-                             " --model-type bert",
-                         dir);
+                                         " --model-dir " + tiny.string() + " --data-dir " + (dir / "data").string() +
+                                         " --model-type bert",
+                                     dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_NE(r.log.find("is a \"distilbert\" model"), std::string::npos) << r.log;
-  r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() + " --model-type gpt2",
-                  dir);
+  r = tenax::testing::run_job(
+      std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() + " --model-type gpt2", dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
-  EXPECT_NE(r.log.find("finetune.model_type: must be one of auto, bert, distilbert (the text families), got 'gpt2'"), std::string::npos)
+  EXPECT_NE(r.log.find("finetune.model_type: must be one of auto, bert, distilbert (the text families), got 'gpt2'"),
+            std::string::npos)
       << r.log;
 }
 
 TEST(IntegrationFinetuneText, MissingAssetsAreAUsageErrorThatSaysHowToFetchThem) {
   const fs::path dir = work_dir() / "no-assets";
   const JobRun r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
-                                " --model-dir " + (dir / "nowhere").string(),
-                            dir);
+                                               " --model-dir " + (dir / "nowhere").string(),
+                                           dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_NE(r.log.find("tools/fetch_assets.sh"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("--model-dir"), std::string::npos) << r.log;
@@ -161,9 +163,8 @@ TEST(IntegrationFinetuneText, MissingAssetsAreAUsageErrorThatSaysHowToFetchThem)
 
 TEST(IntegrationFinetuneText, BadFlagValueIsAUsageErrorNamingTheFlag) {
   const fs::path dir = work_dir() / "bad-flag";
-  const JobRun r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() +
-                                " --max-length abc",
-                            dir);
+  const JobRun r = tenax::testing::run_job(
+      std::string(FINETUNE_BINARY) + " --output-dir " + (dir / "train").string() + " --max-length abc", dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_NE(r.log.find("--max-length 'abc' is not an integer"), std::string::npos) << r.log;
 }
@@ -177,16 +178,16 @@ TEST(IntegrationFinetuneText, BadConfigKeyIsAUsageErrorNamingTheKey) {
                                   << "learnin_rate = 1e-4\n";
   // --model-dir nowhere: should the key pass, the run stops at the assets check, not in training.
   JobRun r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --config " + (dir / "bad.toml").string() +
-                             " --model-dir " + (dir / "nowhere").string(),
-                         dir);
+                                         " --model-dir " + (dir / "nowhere").string(),
+                                     dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_NE(r.log.find("bad.toml:2: unknown key 'learnin_rate' (did you mean 'learning_rate'?)"), std::string::npos)
       << r.log;
 
   std::ofstream(dir / "bad-section.toml") << "output_dir = \"x\"\n[finetune]\nmax_length = 1000\n";
   r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --config " + (dir / "bad-section.toml").string() +
-                      " --model-dir " + (dir / "nowhere").string(),
-                  dir);
+                                  " --model-dir " + (dir / "nowhere").string(),
+                              dir);
   EXPECT_EQ(r.exit_code, 2) << r.log;
   EXPECT_NE(r.log.find("finetune.max_length: must be in [3, 512]"), std::string::npos) << r.log;
   EXPECT_FALSE(fs::exists(dir / "train")) << "nothing was started";
@@ -199,15 +200,15 @@ TEST(IntegrationFinetuneText, CommittedConfigIsTheDemoJobAndFlagsOverrideIt) {
   const std::string config = std::string(TENAX_SOURCE_DIR) + "/examples/finetune_text/finetune.toml";
   JobRun r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --config " + config + " --print-config", dir);
   ASSERT_EQ(r.exit_code, 0) << r.log;
-  for (const char* line : {"num_train_epochs = 1.0\n", "per_device_train_batch_size = 32\n",
-                           "per_device_eval_batch_size = 64\n", "learning_rate = 0.0001\n", "save_steps = 40\n",
-                           "save_total_limit = 2\n", "logging_steps = 10\n", "seed = 42\n", "[finetune]\n",
-                           "max_length = 64\n", "threads = 1\n"}) {
+  for (const char* line :
+       {"num_train_epochs = 1.0\n", "per_device_train_batch_size = 32\n", "per_device_eval_batch_size = 64\n",
+        "learning_rate = 0.0001\n", "save_steps = 40\n", "save_total_limit = 2\n", "logging_steps = 10\n",
+        "seed = 42\n", "[finetune]\n", "max_length = 64\n", "threads = 1\n"}) {
     EXPECT_NE(r.stdout_text.find(line), std::string::npos) << line << "\n" << r.stdout_text;
   }
   r = tenax::testing::run_job(std::string(FINETUNE_BINARY) + " --config " + config +
-                      " --print-config --epochs 2 --learning-rate=3e-5 --max-length 32",
-                  dir);
+                                  " --print-config --epochs 2 --learning-rate=3e-5 --max-length 32",
+                              dir);
   ASSERT_EQ(r.exit_code, 0) << r.log;
   for (const char* line : {"num_train_epochs = 2.0\n", "learning_rate = 3e-05\n", "max_length = 32\n"}) {
     EXPECT_NE(r.stdout_text.find(line), std::string::npos) << line << "\n" << r.stdout_text;

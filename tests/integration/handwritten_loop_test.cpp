@@ -50,8 +50,7 @@ RunResult run_job(const std::string& name, const std::string& extra_args, int ma
   const std::string cmd = std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts " +
                           std::to_string(max_restarts) + " --run-dir " + (out / "run").string() + " -- " +
                           HANDWRITTEN_BINARY + " --output-dir " + (out / "train").string() + " --max-steps " +
-                          std::to_string(kMaxSteps) + " --save-steps 10 " + extra_args + " > " + log.string() +
-                          " 2>&1";
+                          std::to_string(kMaxSteps) + " --save-steps 10 " + extra_args + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

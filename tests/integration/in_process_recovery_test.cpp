@@ -54,7 +54,8 @@ fs::path base_dir() {
 std::uint32_t test_seed() {
   static const std::uint32_t seed = [] {
     const char* given = std::getenv("TENAX_TEST_SEED");
-    const std::uint32_t s = given ? static_cast<std::uint32_t>(std::strtoul(given, nullptr, 10)) : std::random_device{}();
+    const std::uint32_t s =
+        given ? static_cast<std::uint32_t>(std::strtoul(given, nullptr, 10)) : std::random_device{}();
     std::cout << "in-process recovery test seed: " << s << " (TENAX_TEST_SEED=" << s << " repeats it)\n";
     return s;
   }();
@@ -97,12 +98,12 @@ std::unique_ptr<ChildProcess> start(const Job& job) {
   const fs::path out = base_dir() / job.name;
   fs::remove_all(out);
   fs::create_directories(out);
-  std::vector<std::string> argv = {TENAX_BINARY, "run", "--nproc-per-node", std::to_string(job.ranks),
-                                   "--recovery", "in-process", "--spares", std::to_string(job.spares),
-                                   "--max-restarts", "3", "--run-dir", (out / "run").string()};
+  std::vector<std::string> argv = {TENAX_BINARY,     "run",        "--nproc-per-node", std::to_string(job.ranks),
+                                   "--recovery",     "in-process", "--spares",         std::to_string(job.spares),
+                                   "--max-restarts", "3",          "--run-dir",        (out / "run").string()};
   for (auto& w : words(job.agent_args)) argv.push_back(w);
   for (auto& w : std::vector<std::string>{"--", EXAMPLE_BINARY, "--output-dir", (out / "train").string(), "--max-steps",
-                                           std::to_string(job.steps), "--save-steps", "20", "--logging-steps", "10"}) {
+                                          std::to_string(job.steps), "--save-steps", "20", "--logging-steps", "10"}) {
     argv.push_back(w);
   }
   for (auto& w : words(job.worker_args)) argv.push_back(w);
@@ -149,7 +150,8 @@ void expect_recovered(const Result& r, const Job& job, int lost_rank, int recove
   for (const auto& survivor : recs[0]["survivors"]) {
     const int rank = survivor["rank"];
     EXPECT_EQ(final_workers[static_cast<std::size_t>(rank)]["pid"], survivor["pid"])
-        << "rank " << rank << " kept its process\n" << r.agent.dump(2);
+        << "rank " << rank << " kept its process\n"
+        << r.agent.dump(2);
   }
   EXPECT_EQ(recs[0]["replaced"][0]["rank"], lost_rank) << r.agent.dump(2);
   EXPECT_NE(r.log.find("healed from rank"), std::string::npos) << r.log;
@@ -157,10 +159,9 @@ void expect_recovered(const Result& r, const Job& job, int lost_rank, int recove
   EXPECT_EQ(r.log.find("resumed from"), std::string::npos) << "no restore from disk\n" << r.log;
   const Result& ref = reference(job.ranks, job.steps);
   ASSERT_EQ(ref.exit_code, 0) << ref.log;
-  tenax::testing::expect_bit_identical_models(final_checkpoint("reference-" + std::to_string(job.ranks) + "-" +
-                                                                   std::to_string(job.steps),
-                                                               job.steps),
-                                              final_checkpoint(job.name, job.steps));
+  tenax::testing::expect_bit_identical_models(
+      final_checkpoint("reference-" + std::to_string(job.ranks) + "-" + std::to_string(job.steps), job.steps),
+      final_checkpoint(job.name, job.steps));
 }
 
 // A rank SIGKILLs itself after a random step, with and without a spare.
@@ -169,8 +170,12 @@ void kill_at_random_steps(int ranks, int trials) {
   for (int t = 0; t < trials; ++t) {
     const int step = std::uniform_int_distribution<int>(1, kMaxSteps - 1)(gen);
     const int rank = std::uniform_int_distribution<int>(0, ranks - 1)(gen);
-    Job job{"kill-" + std::to_string(ranks) + "-" + std::to_string(t), ranks, kMaxSteps, t % 2,
-            "", "--fail-at-step " + std::to_string(step) + " --fail-rank " + std::to_string(rank)};
+    Job job{"kill-" + std::to_string(ranks) + "-" + std::to_string(t),
+            ranks,
+            kMaxSteps,
+            t % 2,
+            "",
+            "--fail-at-step " + std::to_string(step) + " --fail-rank " + std::to_string(rank)};
     SCOPED_TRACE("trial " + std::to_string(t) + ": rank " + std::to_string(rank) + " killed after step " +
                  std::to_string(step) + (job.spares ? " (warm spare)" : " (new process)"));
     expect_recovered(run(job), job, rank);
@@ -211,7 +216,8 @@ TEST(InProcessRecovery, ExternalKillByPidAtRandomMomentsHealsBitIdentically) {
                  " killed " + std::to_string(delay_ms) + " ms after its first checkpoint");
     auto agent = start(job);
     // Time zero: the first checkpoint (step 20) is committed; the run has 380 steps to go.
-    ASSERT_TRUE(tenax::testing::wait_for_path(final_checkpoint(job.name, 20) / "manifest.json", std::chrono::seconds(120)))
+    ASSERT_TRUE(
+        tenax::testing::wait_for_path(final_checkpoint(job.name, 20) / "manifest.json", std::chrono::seconds(120)))
         << agent->log();
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     const pid_t victim = worker_pid(*agent, rank);
@@ -228,7 +234,8 @@ TEST(InProcessRecovery, ExternalKillByPidAtRandomMomentsHealsBitIdentically) {
 TEST(InProcessRecovery, AHealedReplacementHealsTheNextReplacementWhenTheSurvivorIsLost) {
   Job job{"replacement-then-survivor", 2, kLongSteps, 1, "", ""};
   auto agent = start(job);
-  ASSERT_TRUE(tenax::testing::wait_for_path(final_checkpoint(job.name, 20) / "manifest.json", std::chrono::seconds(120)))
+  ASSERT_TRUE(
+      tenax::testing::wait_for_path(final_checkpoint(job.name, 20) / "manifest.json", std::chrono::seconds(120)))
       << agent->log();
   const pid_t first = worker_pid(*agent, 1);
   const pid_t survivor = worker_pid(*agent, 0);
@@ -297,7 +304,11 @@ TEST(InProcessRecovery, HungWorkerIsKilledAndReplacedWhileThePeersWaitingOnItLiv
 // A second loss while the new generation forms: the replacement dies before it has its state.
 TEST(InProcessRecovery, ALossWhileHealingHealsInTheNextGeneration) {
   for (int spares : {0, 1}) {
-    Job job{"heal-loss-" + std::to_string(spares), 3, kMaxSteps, spares, "",
+    Job job{"heal-loss-" + std::to_string(spares),
+            3,
+            kMaxSteps,
+            spares,
+            "",
             "--fail-at-step 13 --fail-rank 1 --fail-on-heal yes"};
     const Result r = run(job);
     expect_recovered(r, job, 1, /*recoveries=*/2);
@@ -330,7 +341,8 @@ TEST(InProcessRecovery, AKilledSpareIsReplacedAndTheJobStillHeals) {
 TEST(InProcessRecovery, WithNoSurvivorTheJobFallsBackToTheDiskPath) {
   Job job{"no-survivor", 2, kLongSteps, 1, "", ""};
   auto agent = start(job);
-  ASSERT_TRUE(tenax::testing::wait_for_path(final_checkpoint(job.name, 20) / "manifest.json", std::chrono::seconds(120)))
+  ASSERT_TRUE(
+      tenax::testing::wait_for_path(final_checkpoint(job.name, 20) / "manifest.json", std::chrono::seconds(120)))
       << agent->log();
   const pid_t a = worker_pid(*agent, 0);
   const pid_t b = worker_pid(*agent, 1);

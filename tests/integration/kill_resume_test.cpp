@@ -52,8 +52,8 @@ RunResult run_job(const std::string& name, const std::string& extra_args, bool f
   if (fresh) fs::remove_all(out);
   fs::create_directories(out);
   const fs::path log = out / "job.log";
-  const std::string cmd = std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts 3 " + agent_args + " --run-dir " +
-                          (out / "run").string() + " -- " + EXAMPLE_BINARY + " --output-dir " +
+  const std::string cmd = std::string(TENAX_BINARY) + " run --nproc-per-node 2 --max-restarts 3 " + agent_args +
+                          " --run-dir " + (out / "run").string() + " -- " + EXAMPLE_BINARY + " --output-dir " +
                           (out / "train").string() + " --max-steps " + std::to_string(kMaxSteps) +
                           " --save-steps 20 --logging-steps 10 " + extra_args + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
@@ -88,9 +88,7 @@ void expect_only_valid_checkpoints(const std::string& name) {
 
 class IntegrationKillResume : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    reference_ = new RunResult(run_job("reference", ""));
-  }
+  static void SetUpTestSuite() { reference_ = new RunResult(run_job("reference", "")); }
   static void TearDownTestSuite() {
     delete reference_;
     reference_ = nullptr;
@@ -115,10 +113,12 @@ TEST_F(IntegrationKillResume, UninterruptedRunFinishesWithoutRestart) {
 TEST_F(IntegrationKillResume, WorkersTrainWithTheCpusVectorKernels) {
   ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
   std::smatch agent, worker;
-  ASSERT_TRUE(std::regex_search(reference_->log, agent, std::regex(R"(\[agent g0\] \[tenax\.launcher\] \w+: BLAS: .*)")))
+  ASSERT_TRUE(
+      std::regex_search(reference_->log, agent, std::regex(R"(\[agent g0\] \[tenax\.launcher\] \w+: BLAS: .*)")))
       << reference_->log;
-  ASSERT_TRUE(std::regex_search(reference_->log, worker,
-                                std::regex(R"(\[worker r0 g0\] \[tenax\.trainer\] \w+: BLAS: OpenBLAS [^,]+, core (\w+))")))
+  ASSERT_TRUE(
+      std::regex_search(reference_->log, worker,
+                        std::regex(R"(\[worker r0 g0\] \[tenax\.trainer\] \w+: BLAS: OpenBLAS [^,]+, core (\w+))")))
       << reference_->log;
   // No better kernels for this CPU than the worker's (on a CPU without AVX2 there are none).
   const tenax::CpuVectorFeatures cpu = tenax::detect_cpu_vector_features();
@@ -132,12 +132,12 @@ TEST_F(IntegrationKillResume, WorkersTrainWithTheCpusVectorKernels) {
 TEST_F(IntegrationKillResume, KillBetweenCheckpointsResumesBitIdentically) {
   ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
   RunResult r = run_job("kill-mid", "--fail-at-step 30 --fail-rank 1");
-  ASSERT_EQ(r.exit_code, 0) << r.log;                                      // (a) finishes
-  EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();                     // (c) exactly once
+  ASSERT_EQ(r.exit_code, 0) << r.log;                   // (a) finishes
+  EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();  // (c) exactly once
   EXPECT_NE(r.log.find("SIGKILL"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("at step 20"), std::string::npos) << "resumed from the step-20 checkpoint\n" << r.log;
   tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint("kill-mid"));  // (b)
-  expect_only_valid_checkpoints("kill-mid");                                                 // (d)
+  expect_only_valid_checkpoints("kill-mid");                                                                 // (d)
 }
 
 TEST_F(IntegrationKillResume, KillBeforeFirstCheckpointRestartsFromScratch) {

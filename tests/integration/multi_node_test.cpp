@@ -47,15 +47,21 @@ fs::path base_dir() {
 
 // Saves every 20 steps for the short runs, every 100 for the long ones (steps take ~5 ms).
 std::vector<std::string> example_args(const fs::path& out, int max_steps, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {EXAMPLE_BINARY,  "--output-dir",    (out / "train").string(),
-                                   "--max-steps",   std::to_string(max_steps), "--save-steps",
-                                   max_steps > kMaxSteps ? "100" : "20", "--logging-steps", "10"};
+  std::vector<std::string> args = {EXAMPLE_BINARY,
+                                   "--output-dir",
+                                   (out / "train").string(),
+                                   "--max-steps",
+                                   std::to_string(max_steps),
+                                   "--save-steps",
+                                   max_steps > kMaxSteps ? "100" : "20",
+                                   "--logging-steps",
+                                   "10"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
 
-std::vector<std::string> agent_args(const fs::path& out, int node, const std::string& nnodes, int port,
-                                    int max_steps, const std::vector<std::string>& extra,
+std::vector<std::string> agent_args(const fs::path& out, int node, const std::string& nnodes, int port, int max_steps,
+                                    const std::vector<std::string>& extra,
                                     const std::vector<std::string>& agent_extra = {}) {
   std::vector<std::string> args = {TENAX_BINARY,
                                    "run",
@@ -100,8 +106,8 @@ fs::path reference(int steps = kMaxSteps) {
   if (const auto it = made.find(steps); it != made.end()) return it->second;
   const fs::path o = base_dir() / ("reference-" + std::to_string(steps));
   fs::create_directories(o);
-  std::vector<std::string> args = {TENAX_BINARY, "run", "--nproc-per-node", "2", "--run-dir", (o / "run").string(),
-                                   "--"};
+  std::vector<std::string> args = {TENAX_BINARY,         "run", "--nproc-per-node", "2", "--run-dir",
+                                   (o / "run").string(), "--"};
   const auto example = example_args(o, steps, {});
   args.insert(args.end(), example.begin(), example.end());
   ChildProcess agent(args, o / "job.log");
@@ -270,18 +276,19 @@ TEST(IntegrationMultiNode, StandaloneRendezvousServesTheJobAndRefusesAClientWith
   const std::vector<std::string> hosted_elsewhere = {"--rdzv-host", "no", "--keys-file", keys.string()};
   ChildProcess node0(agent_args(out, 0, "2", port, kSteps, {}, hosted_elsewhere), out / "node0.log", kEnv);
   ChildProcess node1(agent_args(out, 1, "2", port, kSteps, {}, hosted_elsewhere), out / "node1.log", kEnv);
-  auto logs = [&] { return "--- rdzv ---\n" + rdzv.log() + "--- node 0 ---\n" + node0.log() + "--- node 1 ---\n" + node1.log(); };
+  auto logs = [&] {
+    return "--- rdzv ---\n" + rdzv.log() + "--- node 0 ---\n" + node0.log() + "--- node 1 ---\n" + node1.log();
+  };
   const fs::path first_save = out / "train" / "checkpoints" / tenax::storage::step_dir_name(100) / "manifest.json";
   ASSERT_TRUE(tenax::testing::wait_for_path(first_save, 60s)) << logs();
 
   // An agent of no job (no key file) tries to join while the job trains: it gets no rank.
   using tenax::elastic::HeartbeatOptions;
-  tenax::elastic::RendezvousClient intruder(
-      "tcp://127.0.0.1:" + std::to_string(port),
-      tenax::elastic::RendezvousClientOptions("intruder", "127.0.0.1", 1)
-          .heartbeat(HeartbeatOptions().interval(100ms).liveness(5))
-          .reconnect_backoff_max(400ms)
-          .service_timeout(1200ms));
+  tenax::elastic::RendezvousClient intruder("tcp://127.0.0.1:" + std::to_string(port),
+                                            tenax::elastic::RendezvousClientOptions("intruder", "127.0.0.1", 1)
+                                                .heartbeat(HeartbeatOptions().interval(100ms).liveness(5))
+                                                .reconnect_backoff_max(400ms)
+                                                .service_timeout(1200ms));
   const auto joined = intruder.join(1500ms);
   EXPECT_FALSE(joined.is_ok()) << "a client without the job's keys was given rank " << joined.value().rank_offset;
 
@@ -309,9 +316,22 @@ TEST(IntegrationMultiNode, AStandbyRendezvousTakesOverWhenTheServingOneIsKilled)
   const int port = tenax::testing::free_port();
   const fs::path keys = out / "job.keys";
   auto rdzv_args = [&](int position, int bind_port) {
-    return std::vector<std::string>{TENAX_BINARY, "rdzv", "--nnodes", "2", "--host", "127.0.0.1", "--port",
-                                    std::to_string(bind_port), "--keys-file", keys.string(), "--heartbeat-interval",
-                                    "100", "--last-call", "1", "--position", std::to_string(position)};
+    return std::vector<std::string>{TENAX_BINARY,
+                                    "rdzv",
+                                    "--nnodes",
+                                    "2",
+                                    "--host",
+                                    "127.0.0.1",
+                                    "--port",
+                                    std::to_string(bind_port),
+                                    "--keys-file",
+                                    keys.string(),
+                                    "--heartbeat-interval",
+                                    "100",
+                                    "--last-call",
+                                    "1",
+                                    "--position",
+                                    std::to_string(position)};
   };
   ChildProcess serving(rdzv_args(0, port), out / "rdzv0.log");
   ASSERT_TRUE(tenax::testing::wait_for_path(out / tenax::elastic::kLeaseFileName, 30s)) << serving.log();
@@ -320,8 +340,8 @@ TEST(IntegrationMultiNode, AStandbyRendezvousTakesOverWhenTheServingOneIsKilled)
   ChildProcess node0(agent_args(out, 0, "2", port, kSteps, {}, hosted_elsewhere), out / "node0.log", kEnv);
   ChildProcess node1(agent_args(out, 1, "2", port, kSteps, {}, hosted_elsewhere), out / "node1.log", kEnv);
   auto logs = [&] {
-    return "--- rdzv 0 ---\n" + serving.log() + "--- rdzv 1 ---\n" + standby.log() + "--- node 0 ---\n" +
-           node0.log() + "--- node 1 ---\n" + node1.log();
+    return "--- rdzv 0 ---\n" + serving.log() + "--- rdzv 1 ---\n" + standby.log() + "--- node 0 ---\n" + node0.log() +
+           "--- node 1 ---\n" + node1.log();
   };
   const fs::path first_save = out / "train" / "checkpoints" / tenax::storage::step_dir_name(100) / "manifest.json";
   ASSERT_TRUE(tenax::testing::wait_for_path(first_save, 60s)) << logs();
@@ -410,8 +430,9 @@ TEST(IntegrationMultiNode, ALostNodeShrinksTheJobInProcessAndEverySampleIsSeenOn
   EXPECT_EQ(s["in_process_recoveries"].back()["world_size"], 1) << s.dump(2);
   const std::string log0 = t.node0->log();
   EXPECT_NE(log0.find("healed from rank 0"), std::string::npos) << log0;
-  EXPECT_NE(log0.find("the world is 1 ranks now (was 2): 8 per device x 2 accumulation (was 1) keeps the global batch 16"),
-            std::string::npos)
+  EXPECT_NE(
+      log0.find("the world is 1 ranks now (was 2): 8 per device x 2 accumulation (was 1) keeps the global batch 16"),
+      std::string::npos)
       << log0;
   EXPECT_EQ(log0.find("resumed from"), std::string::npos) << "healed from memory, not from disk\n" << log0;
   EXPECT_TRUE(fs::exists(final_checkpoint(t.out, kSteps) / "manifest.json")) << log0;

@@ -173,8 +173,8 @@ TEST(IntegrationSaveFaults, PermissionDeniedFailsClearlyAndKeepsThePrevious) {
     }
     ASSERT_EQ(first.wait_status(), 0);
   }
-  fs::permissions(out, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                           fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(out, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
   const fs::path log = out.string() + ".log";
   const std::string cmd = "runuser -u nobody -- " + std::string(CRASH_SAVER_BINARY) + " '" + out.string() +
                           "' 1 1 > '" + log.string() + "' 2>&1";

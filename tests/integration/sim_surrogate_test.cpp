@@ -61,11 +61,24 @@ fs::path base_dir() {
 
 std::vector<std::string> example_args(const fs::path& out, const std::vector<std::string>& extra) {
   std::vector<std::string> args = {SIM_BINARY,
-                                   "--config", std::string(TENAX_SOURCE_DIR) + "/examples/sim_surrogate/surrogate.toml",
-                                   "--output-dir", (out / "train").string(),
-                                   "--nx", "32", "--ny", "32", "--steps", std::to_string(kSteps),
-                                   "--train-every", "5", "--save-every", std::to_string(kSaveEvery),
-                                   "--batch", "16", "--log-every", "50"};
+                                   "--config",
+                                   std::string(TENAX_SOURCE_DIR) + "/examples/sim_surrogate/surrogate.toml",
+                                   "--output-dir",
+                                   (out / "train").string(),
+                                   "--nx",
+                                   "32",
+                                   "--ny",
+                                   "32",
+                                   "--steps",
+                                   std::to_string(kSteps),
+                                   "--train-every",
+                                   "5",
+                                   "--save-every",
+                                   std::to_string(kSaveEvery),
+                                   "--batch",
+                                   "16",
+                                   "--log-every",
+                                   "50"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -78,8 +91,8 @@ std::unique_ptr<ChildProcess> start_tenax_run(const std::string& name, const std
   const fs::path out = base_dir() / name;
   if (fresh) fs::remove_all(out);
   fs::create_directories(out);
-  std::vector<std::string> argv = {TENAX_BINARY, "run", "--nproc-per-node", "2", "--max-restarts", "3",
-                                   "--run-dir", (out / "run").string()};
+  std::vector<std::string> argv = {TENAX_BINARY,     "run", "--nproc-per-node", "2",
+                                   "--max-restarts", "3",   "--run-dir",        (out / "run").string()};
   argv.insert(argv.end(), agent_extra.begin(), agent_extra.end());
   argv.push_back("--");
   for (auto& a : example_args(out, extra)) argv.push_back(a);
@@ -89,8 +102,7 @@ std::unique_ptr<ChildProcess> start_tenax_run(const std::string& name, const std
   return std::make_unique<ChildProcess>(argv, out / ("job" + std::to_string(n) + ".log"), kEnv);
 }
 
-std::unique_ptr<ChildProcess> start_mpirun(const std::string& name, const std::vector<std::string>& extra,
-                                           bool fresh) {
+std::unique_ptr<ChildProcess> start_mpirun(const std::string& name, const std::vector<std::string>& extra, bool fresh) {
   const fs::path out = base_dir() / name;
   if (fresh) fs::remove_all(out);
   fs::create_directories(out);
@@ -226,7 +238,8 @@ void expect_one_in_process_recovery_of(const Outcome& r, int victim) {
   for (const auto& survivor : recoveries[0]["survivors"]) {
     const int rank = survivor["rank"];
     EXPECT_EQ(final_workers[static_cast<std::size_t>(rank)]["pid"], survivor["pid"])
-        << "rank " << rank << " kept its process\n" << r.agent.dump(2);
+        << "rank " << rank << " kept its process\n"
+        << r.agent.dump(2);
   }
 }
 
@@ -275,7 +288,9 @@ struct KillCase {
 };
 
 // gtest prints a parameter by its bytes unless told otherwise.
-void PrintTo(const KillCase& c, std::ostream* os) { *os << c.name << " (rank " << c.rank << " at step " << c.stop_at_step << ")"; }
+void PrintTo(const KillCase& c, std::ostream* os) {
+  *os << c.name << " (rank " << c.rank << " at step " << c.stop_at_step << ")";
+}
 
 class SimSurrogateKill : public SimSurrogate, public ::testing::WithParamInterface<KillCase> {};
 
@@ -283,8 +298,9 @@ TEST_P(SimSurrogateKill, RankKilledByPidResumesAtTheSavedSolverStepBitIdenticall
   expect_reference_ok();
   const KillCase& c = GetParam();
   const std::string name = std::string("kill-") + c.name;
-  auto job = start_tenax_run(name, {"--stop-at-step", std::to_string(c.stop_at_step), "--stop-rank", std::to_string(c.rank)},
-                             /*fresh=*/true);
+  auto job =
+      start_tenax_run(name, {"--stop-at-step", std::to_string(c.stop_at_step), "--stop-rank", std::to_string(c.rank)},
+                      /*fresh=*/true);
   const auto frozen = wait_for_stopped_descendant(job->pid(), std::chrono::seconds(120));
   ASSERT_TRUE(frozen.has_value()) << "no rank stopped itself at step " << c.stop_at_step << "\n" << job->log();
   ASSERT_EQ(::kill(*frozen, SIGKILL), 0);
@@ -300,7 +316,8 @@ TEST_P(SimSurrogateKill, RankKilledByPidResumesAtTheSavedSolverStepBitIdenticall
     }
   }
   EXPECT_TRUE(resumed_as_expected) << r.log;
-  EXPECT_EQ(result_of(name), result_of("reference")) << "the final field or surrogate differs from the uninterrupted run";
+  EXPECT_EQ(result_of(name), result_of("reference"))
+      << "the final field or surrogate differs from the uninterrupted run";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -340,10 +357,12 @@ TEST_F(SimSurrogate, UnderInProcessRecoveryAKilledRankIsHealedWhileTheSurvivorKe
   if (HasFatalFailure()) return;
   EXPECT_NE(r.log.find("healed from rank " + std::to_string(1 - victim)), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("0 steps lost"), std::string::npos) << r.log;
-  EXPECT_NE(r.log.find("healed from live peers (not from disk)"), std::string::npos) << "the replacement says so\n" << r.log;
+  EXPECT_NE(r.log.find("healed from live peers (not from disk)"), std::string::npos) << "the replacement says so\n"
+                                                                                     << r.log;
   EXPECT_EQ(r.log.find("resumed at solver step"), std::string::npos) << "nothing was restored from disk\n" << r.log;
   EXPECT_EQ(r.log.find("in-process recovery is not possible"), std::string::npos) << r.log;
-  EXPECT_EQ(result_of(name), result_of("reference")) << "the final field or surrogate differs from the uninterrupted run";
+  EXPECT_EQ(result_of(name), result_of("reference"))
+      << "the final field or surrogate differs from the uninterrupted run";
 }
 
 // A program that does not say it handles TENAX_RECOVERED (here the example with --ignore-recovery,
@@ -382,12 +401,13 @@ std::unique_ptr<ChildProcess> start_fortran(const std::string& name, const std::
   const fs::path out = base_dir() / name;
   fs::remove_all(out);
   fs::create_directories(out);
-  std::vector<std::string> argv = {TENAX_BINARY, "run", "--nproc-per-node", "2", "--max-restarts", "3",
-                                   "--run-dir", (out / "run").string()};
+  std::vector<std::string> argv = {TENAX_BINARY,     "run", "--nproc-per-node", "2",
+                                   "--max-restarts", "3",   "--run-dir",        (out / "run").string()};
   argv.insert(argv.end(), agent_extra.begin(), agent_extra.end());
-  for (const std::string& a : std::vector<std::string>{"--", SIM_SURROGATE_F_BINARY, "--output-dir", (out / "train").string(),
-                                                       "--steps", std::to_string(kFortranSteps), "--save-every", "100",
-                                                       "--train-every", "10", "--nx", "64", "--ny", "64", "--batch", "32"}) {
+  for (const std::string& a :
+       std::vector<std::string>{"--", SIM_SURROGATE_F_BINARY, "--output-dir", (out / "train").string(), "--steps",
+                                std::to_string(kFortranSteps), "--save-every", "100", "--train-every", "10", "--nx",
+                                "64", "--ny", "64", "--batch", "32"}) {
     argv.push_back(a);
   }
   return std::make_unique<ChildProcess>(argv, out / "job0.log", kEnv);
@@ -441,8 +461,8 @@ TEST(SimSurrogateFortran, UnderInProcessRecoveryARankKilledByPidIsHealedWhileThe
 TEST_F(SimSurrogate, AFrozenRankIsDeclaredHungKilledAndTheJobResumesBitIdentically) {
   expect_reference_ok();
   const std::string name = "hung";
-  auto job = start_tenax_run(name, {"--stop-at-step", "110", "--stop-rank", "1"}, /*fresh=*/true,
-                             {"--hang-timeout", "3"});
+  auto job =
+      start_tenax_run(name, {"--stop-at-step", "110", "--stop-rank", "1"}, /*fresh=*/true, {"--hang-timeout", "3"});
   const auto frozen = wait_for_stopped_descendant(job->pid(), std::chrono::seconds(120));
   ASSERT_TRUE(frozen.has_value()) << "no rank stopped itself at step 110\n" << job->log();
   const Outcome r = finish(*job, name);
@@ -451,7 +471,8 @@ TEST_F(SimSurrogate, AFrozenRankIsDeclaredHungKilledAndTheJobResumesBitIdentical
   EXPECT_NE(r.log.find("hung"), std::string::npos) << "the agent says why it restarted\n" << r.log;
   EXPECT_NE(r.log.find("resumed at solver step 100 "), std::string::npos) << r.log;
   EXPECT_NE(::kill(*frozen, 0), 0) << "the frozen rank " << *frozen << " is killed, not left behind";
-  EXPECT_EQ(result_of(name), result_of("reference")) << "the final field or surrogate differs from the uninterrupted run";
+  EXPECT_EQ(result_of(name), result_of("reference"))
+      << "the final field or surrogate differs from the uninterrupted run";
 }
 
 // ---- Preemption: SIGUSR1 ---------------------------------------------------------------------

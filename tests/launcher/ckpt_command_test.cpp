@@ -28,9 +28,7 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
@@ -69,8 +67,7 @@ struct CkptRun {
 };
 
 std::string explain(const CkptRun& r) {
-  return "exit " + std::to_string(r.exit_code) + "\n--- stdout ---\n" + r.out + "--- stderr ---\n" +
-         r.err;
+  return "exit " + std::to_string(r.exit_code) + "\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
 }
 
 class LauncherCkpt : public testing::TempDirTest {
@@ -145,18 +142,17 @@ TEST_F(LauncherCkpt, InspectPrintsTheManifestForHumans) {
   ASSERT_EQ(r.exit_code, 0) << explain(r);
   const auto manifest = CheckpointReader::open(step).value().manifest();
 
-  for (const char* line : {"step            700", "epoch           4", "world size      2",
-                           "generation      3", "format version  1"}) {
+  for (const char* line :
+       {"step            700", "epoch           4", "world size      2", "generation      3", "format version  1"}) {
     EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
   }
   EXPECT_EQ(columns(r.out, "FILE"), (std::vector<std::string>{"FILE", "BYTES", "XXH3"}));
   for (const auto& s : manifest.shards) {
-    EXPECT_EQ(columns(r.out, s.file), (std::vector<std::string>{s.file, std::to_string(s.bytes),
-                                                                checksum_hex(s.checksum)}));
+    EXPECT_EQ(columns(r.out, s.file),
+              (std::vector<std::string>{s.file, std::to_string(s.bytes), checksum_hex(s.checksum)}));
   }
   // One row per tensor, sorted by name, with dtype, shape, bytes and shard.
-  EXPECT_EQ(columns(r.out, "NAME"),
-            (std::vector<std::string>{"NAME", "DTYPE", "SHAPE", "BYTES", "SHARD"}));
+  EXPECT_EQ(columns(r.out, "NAME"), (std::vector<std::string>{"NAME", "DTYPE", "SHAPE", "BYTES", "SHARD"}));
   std::size_t last = 0;
   std::uint64_t total = 0;
   for (const auto& [name, e] : manifest.tensors) {
@@ -164,13 +160,12 @@ TEST_F(LauncherCkpt, InspectPrintsTheManifestForHumans) {
     ASSERT_NE(at, std::string::npos) << name << "\n" << r.out;
     EXPECT_GT(at, last) << name << " out of order";
     last = at;
-    EXPECT_EQ(columns(r.out, name),
-              (std::vector<std::string>{name, dtype_name(e.dtype), shape_text(e.shape),
-                                        std::to_string(e.nbytes), e.shard}));
+    EXPECT_EQ(columns(r.out, name), (std::vector<std::string>{name, dtype_name(e.dtype), shape_text(e.shape),
+                                                              std::to_string(e.nbytes), e.shard}));
     total += e.nbytes;
   }
-  EXPECT_TRUE(contains(r.out, "total: " + std::to_string(tensors.size()) + " tensors, " +
-                                  std::to_string(total) + " tensor bytes in 2 shards"))
+  EXPECT_TRUE(contains(r.out, "total: " + std::to_string(tensors.size()) + " tensors, " + std::to_string(total) +
+                                  " tensor bytes in 2 shards"))
       << r.out;
   EXPECT_TRUE(contains(r.out, "trainer_state:\n  {\n    \"best_metric\": 0.25,")) << r.out;
   EXPECT_TRUE(contains(r.out, "\"output_dir\": \"runs/x\"")) << r.out;
@@ -189,8 +184,7 @@ TEST_F(LauncherCkpt, InspectExplainsPathsThatAreNotCheckpoints) {
   const fs::path step = checkpoint(model_tensors());
   const CkptRun missing = ckpt({"inspect", (dir_ / "nope").string()});
   EXPECT_EQ(missing.exit_code, 2) << explain(missing);
-  EXPECT_TRUE(contains(missing.err, (dir_ / "nope").string() + ": no such directory"))
-      << missing.err;
+  EXPECT_TRUE(contains(missing.err, (dir_ / "nope").string() + ": no such directory")) << missing.err;
 
   const CkptRun root = ckpt({"inspect", (dir_ / "checkpoints").string()});
   EXPECT_EQ(root.exit_code, 2) << explain(root);
@@ -230,8 +224,7 @@ TEST_F(LauncherCkpt, ExportWritesAHuggingFaceModelDirectory) {
   const CkptRun r = ckpt({"export", step.string(), out.string()});
   ASSERT_EQ(r.exit_code, 0) << explain(r);
   EXPECT_TRUE(contains(r.out, "exported 5 tensors")) << r.out;
-  EXPECT_EQ(listing(out),
-            (std::vector<std::string>{"config.json", "model.safetensors", "vocab.txt"}));
+  EXPECT_EQ(listing(out), (std::vector<std::string>{"config.json", "model.safetensors", "vocab.txt"}));
 
   auto file = read_safetensors(out / "model.safetensors");
   ASSERT_TRUE(file.is_ok()) << file.status().to_string();
@@ -247,16 +240,14 @@ TEST_F(LauncherCkpt, ExportWritesAHuggingFaceModelDirectory) {
       EXPECT_EQ(back.value().shape, t.shape) << hf_name;
       EXPECT_EQ(back.value().bytes, t.bytes) << hf_name;
     } else if (t.name.rfind("files/", 0) == 0) {
-      EXPECT_EQ(testing::read_file(out / t.name.substr(6)),
-                std::string(t.bytes.begin(), t.bytes.end()));
+      EXPECT_EQ(testing::read_file(out / t.name.substr(6)), std::string(t.bytes.begin(), t.bytes.end()));
     }
   }
   EXPECT_EQ(file.value().tensors().size(), weights);  // no optim/, rng/ or files/ tensors
 
   // Another prefix picks other tensors; an existing empty directory is fine.
   fs::create_directories(dir_ / "optim-out");
-  const CkptRun optim =
-      ckpt({"export", "--prefix", "optim/", step.string(), (dir_ / "optim-out").string()});
+  const CkptRun optim = ckpt({"export", "--prefix", "optim/", step.string(), (dir_ / "optim-out").string()});
   ASSERT_EQ(optim.exit_code, 0) << explain(optim);
   auto optim_file = read_safetensors(dir_ / "optim-out" / "model.safetensors");
   ASSERT_TRUE(optim_file.is_ok()) << optim_file.status().to_string();
@@ -277,8 +268,7 @@ TEST_F(LauncherCkpt, ExportRefusesANonEmptyOutputDirectoryWithoutForce) {
 
   const CkptRun forced = ckpt({"export", step.string(), out.string(), "--force"});
   ASSERT_EQ(forced.exit_code, 0) << explain(forced);
-  EXPECT_EQ(listing(out), (std::vector<std::string>{"README.md", "config.json", "model.safetensors",
-                                                    "vocab.txt"}));
+  EXPECT_EQ(listing(out), (std::vector<std::string>{"README.md", "config.json", "model.safetensors", "vocab.txt"}));
   EXPECT_EQ(testing::read_file(out / "README.md"), "mine");  // other files left alone
 
   testing::write_file(dir_ / "a-file", "x");
@@ -286,8 +276,7 @@ TEST_F(LauncherCkpt, ExportRefusesANonEmptyOutputDirectoryWithoutForce) {
 }
 
 TEST_F(LauncherCkpt, ExportRefusesUnsafeFileNames) {
-  for (const std::string name :
-       {"files/sub/evil.txt", "files/..evil", "files/.bashrc", "files/model.safetensors"}) {
+  for (const std::string name : {"files/sub/evil.txt", "files/..evil", "files/.bashrc", "files/model.safetensors"}) {
     SCOPED_TRACE(name);
     fs::remove_all(dir_ / "checkpoints");
     auto tensors = model_tensors();
@@ -340,8 +329,7 @@ TEST_F(LauncherCkpt, ExportUsageErrorsExitTwo) {
   EXPECT_EQ(ckpt({"export", step.string()}).exit_code, 2);
   EXPECT_EQ(ckpt({"export", step.string(), (dir_ / "o").string(), "--prefix"}).exit_code, 2);
   EXPECT_EQ(ckpt({"export", step.string(), (dir_ / "o").string(), "--bogus"}).exit_code, 2);
-  const CkptRun no_match =
-      ckpt({"export", step.string(), (dir_ / "o").string(), "--prefix", "encoder/"});
+  const CkptRun no_match = ckpt({"export", step.string(), (dir_ / "o").string(), "--prefix", "encoder/"});
   EXPECT_EQ(no_match.exit_code, 2) << explain(no_match);
   EXPECT_TRUE(contains(no_match.err, "no tensor named encoder/*")) << no_match.err;
   const CkptRun not_ckpt = ckpt({"export", (dir_ / "checkpoints").string(), (dir_ / "o").string()});

@@ -32,8 +32,7 @@ TEST(LauncherExitStatus, DescribesExitCodes) {
 TEST(LauncherExitStatus, DescribesSignals) {
   EXPECT_EQ(ExitStatus::signaled(SIGKILL).describe(), "killed by signal 9 (SIGKILL)");
   EXPECT_EQ(ExitStatus::signaled(SIGTERM).describe(), "killed by signal 15 (SIGTERM)");
-  EXPECT_EQ(ExitStatus::signaled(SIGSEGV, true).describe(),
-            "killed by signal 11 (SIGSEGV, core dumped)");
+  EXPECT_EQ(ExitStatus::signaled(SIGSEGV, true).describe(), "killed by signal 11 (SIGSEGV, core dumped)");
   ExitStatus s = ExitStatus::from_wait_status(wait_status_of([] { ::raise(SIGKILL); }));
   EXPECT_EQ(s.kind(), ExitStatus::Kind::kSignaled);
   EXPECT_EQ(s.signal(), SIGKILL);

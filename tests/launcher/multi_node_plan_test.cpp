@@ -32,9 +32,9 @@ TEST(LauncherMultiNodePlan, SingleNodeWithoutFlagsOrSlurm) {
 }
 
 TEST(LauncherMultiNodePlan, ParsesTheMultiNodeFlags) {
-  RunOptions o = parse({"--nproc-per-node", "1", "--nnodes", "1:3", "--node-id", "2", "--rdzv-endpoint",
-                        "host-a:29500", "--rdzv-host", "no", "--heartbeat-interval", "100",
-                        "--heartbeat-liveness", "4", "--join-timeout", "20", "--hang-timeout", "60"});
+  RunOptions o = parse({"--nproc-per-node", "1", "--nnodes", "1:3", "--node-id", "2", "--rdzv-endpoint", "host-a:29500",
+                        "--rdzv-host", "no", "--heartbeat-interval", "100", "--heartbeat-liveness", "4",
+                        "--join-timeout", "20", "--hang-timeout", "60"});
   EXPECT_EQ(o.nnodes, (NodeRange{1, 3}));
   EXPECT_EQ(o.node_id, "2");
   EXPECT_EQ(o.rdzv_endpoint, "host-a:29500");
@@ -117,15 +117,14 @@ TEST(LauncherMultiNodePlan, EveryNodeKnowsItsPlaceInTheFailoverOrder) {
   auto rank1 = plan_multi_node(parse({"--nproc-per-node", "1"}), job(1), "node2", 8);
   EXPECT_EQ(rank1->position, 1);
   EXPECT_TRUE(rank1->may_host);
-  auto numbered = plan_multi_node(
-      parse({"--nproc-per-node", "1", "--nnodes", "2", "--node-id", "5", "--rdzv-endpoint", "10.0.0.1:1",
-             "--node-host", "10.77.0.12"}),
-      std::nullopt, "box", 4);
+  auto numbered = plan_multi_node(parse({"--nproc-per-node", "1", "--nnodes", "2", "--node-id", "5", "--rdzv-endpoint",
+                                         "10.0.0.1:1", "--node-host", "10.77.0.12"}),
+                                  std::nullopt, "box", 4);
   EXPECT_EQ(numbered->position, 5);
   EXPECT_EQ(numbered->host, "10.77.0.12");
-  auto standalone = plan_multi_node(
-      parse({"--nproc-per-node", "1", "--nnodes", "2", "--node-id", "0", "--rdzv-endpoint", "h:1", "--rdzv-host", "no"}),
-      std::nullopt, "box", 4);
+  auto standalone = plan_multi_node(parse({"--nproc-per-node", "1", "--nnodes", "2", "--node-id", "0",
+                                           "--rdzv-endpoint", "h:1", "--rdzv-host", "no"}),
+                                    std::nullopt, "box", 4);
   EXPECT_FALSE(standalone->may_host);
 }
 
@@ -136,8 +135,7 @@ TEST(LauncherMultiNodePlan, ASlurmStepBelowTheMinimumIsRefusedAtOnce) {
     (void)plan_multi_node(parse({"--nproc-per-node", "1", "--nnodes", "3:4"}), job(0), "node1", 7);
     FAIL() << "a 2-node step was accepted for --nnodes 3:4";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("the Slurm step has 2 nodes but --nnodes needs at least 3"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("the Slurm step has 2 nodes but --nnodes needs at least 3"), std::string::npos)
         << e.what();
   }
 }

@@ -27,8 +27,8 @@ std::string usage_error_of(const Args& args) {
 
 TEST(LauncherRunOptions, ParsesAllFlags) {
   RunOptions o =
-      parse_run_options(Args{"--nproc-per-node", "4", "--max-restarts", "2", "--run-dir", "/tmp/r",
-                             "--grace-period", "1", "--preempt-grace", "30", "--", "./app", "--config", "run.toml"});
+      parse_run_options(Args{"--nproc-per-node", "4", "--max-restarts", "2", "--run-dir", "/tmp/r", "--grace-period",
+                             "1", "--preempt-grace", "30", "--", "./app", "--config", "run.toml"});
   EXPECT_EQ(o.preempt_grace, std::chrono::seconds(30));
   EXPECT_EQ(o.nproc_per_node, 4);
   EXPECT_EQ(o.max_restarts, 2);
@@ -64,8 +64,7 @@ TEST(LauncherRunOptions, AcceptsEqualsFormAndDefaults) {
 }
 
 TEST(LauncherRunOptions, FlagsAfterDoubleDashBelongToTheProgram) {
-  RunOptions o = parse_run_options(
-      Args{"--nproc-per-node", "1", "--", "app", "--max-restarts", "x", "--", "--help"});
+  RunOptions o = parse_run_options(Args{"--nproc-per-node", "1", "--", "app", "--max-restarts", "x", "--", "--help"});
   EXPECT_EQ(o.command, (Args{"app", "--max-restarts", "x", "--", "--help"}));
   EXPECT_EQ(o.max_restarts, kDefaultMaxRestarts);
 }
@@ -109,9 +108,8 @@ TEST(LauncherRunOptions, NonIntegerValuesAreNamed) {
     const char* flag;
     const char* value;
   };
-  for (Case c :
-       {Case{"--nproc-per-node", "two"}, Case{"--nproc-per-node", "2.5"},
-        Case{"--max-restarts", "3x"}, Case{"--grace-period", "0.5"}, Case{"--grace-period", ""}}) {
+  for (Case c : {Case{"--nproc-per-node", "two"}, Case{"--nproc-per-node", "2.5"}, Case{"--max-restarts", "3x"},
+                 Case{"--grace-period", "0.5"}, Case{"--grace-period", ""}}) {
     const std::string m = usage_error_of({c.flag, c.value, "--nproc-per-node", "1", "--", "a"});
     EXPECT_NE(m.find(std::string(c.flag) + " expects"), std::string::npos) << m;
     EXPECT_NE(m.find("'" + std::string(c.value) + "'"), std::string::npos) << m;
@@ -135,9 +133,9 @@ TEST(LauncherRunOptions, UnknownFlagIsNamed) {
 }
 
 TEST(LauncherRunOptions, AcceptsTorchrunSpellings) {
-  const RunOptions o = parse_run_options(
-      Args{"--nproc_per_node=4", "--nnodes", "1:2", "--max_restarts", "5", "--rdzv_endpoint=node01:29400",
-           "--rdzv_id", "job-9", "--monitor_interval", "0.02", "--", "./app"});
+  const RunOptions o = parse_run_options(Args{"--nproc_per_node=4", "--nnodes", "1:2", "--max_restarts", "5",
+                                              "--rdzv_endpoint=node01:29400", "--rdzv_id", "job-9",
+                                              "--monitor_interval", "0.02", "--", "./app"});
   EXPECT_EQ(o.nproc_per_node, 4);
   EXPECT_EQ(o.nnodes, (NodeRange{1, 2}));
   EXPECT_EQ(o.max_restarts, 5);
@@ -184,12 +182,11 @@ TEST(LauncherRunOptions, StandaloneIsOneNodeWithItsOwnRendezvous) {
 }
 
 TEST(LauncherRunOptions, TorchrunFlagsWithoutAnEquivalentAreNamed) {
-  for (const char* flag : {"--rdzv_backend", "--rdzv-backend", "--rdzv_conf", "--master_addr", "--master_port",
-                           "--node_rank", "--role", "--log_dir", "--redirects", "--tee", "--start_method",
-                           "--local_addr", "-r", "-t"}) {
+  for (const char* flag :
+       {"--rdzv_backend", "--rdzv-backend", "--rdzv_conf", "--master_addr", "--master_port", "--node_rank", "--role",
+        "--log_dir", "--redirects", "--tee", "--start_method", "--local_addr", "-r", "-t"}) {
     const std::string m = usage_error_of({"--nproc_per_node", "2", flag, "x", "train.py"});
-    EXPECT_NE(m.find("torchrun's flag " + std::string(flag) + " is not one of tenax run's: "), std::string::npos)
-        << m;
+    EXPECT_NE(m.find("torchrun's flag " + std::string(flag) + " is not one of tenax run's: "), std::string::npos) << m;
   }
   std::string m = usage_error_of({"--nproc_per_node", "2", "--max_restart", "3", "train.py"});
   EXPECT_NE(m.find("unknown flag --max_restart;"), std::string::npos) << m;
@@ -236,8 +233,7 @@ TEST(LauncherRunOptions, FindProgramSearchesPathAndChecksFiles) {
   }
   const std::string data = ::testing::TempDir() + "/launcher_not_executable.txt";
   std::ofstream(data) << "data\n";
-  std::filesystem::permissions(
-      data, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::filesystem::permissions(data, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   try {
     find_program(data);  // exists, not executable
     ADD_FAILURE() << "no ConfigError";

@@ -43,8 +43,7 @@ TEST(LauncherSlurmNodelist, CommasInsideAndOutsideBrackets) {
   EXPECT_EQ(expand_nodelist("node[01-03,7],gpu-a[1-2]x"),
             (Hosts{"node01", "node02", "node03", "node7", "gpu-a1x", "gpu-a2x"}));
   EXPECT_EQ(expand_nodelist("a[1,3,5-6],b"), (Hosts{"a1", "a3", "a5", "a6", "b"}));
-  EXPECT_EQ(expand_nodelist("login,node[1-2],gpu[10-11]"),
-            (Hosts{"login", "node1", "node2", "gpu10", "gpu11"}));
+  EXPECT_EQ(expand_nodelist("login,node[1-2],gpu[10-11]"), (Hosts{"login", "node1", "node2", "gpu10", "gpu11"}));
 }
 
 TEST(LauncherSlurmNodelist, SeveralBracketGroupsMultiplyInOrder) {
@@ -121,14 +120,20 @@ TEST(LauncherSlurmJob, ReadsTheStepEnvironment) {
 
 TEST(LauncherSlurmJob, MalformedValuesNameTheVariable) {
   try {
-    slurm_job_from_env(env_of({{"SLURM_JOB_ID", "42"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NODEID", "x"}, {"SLURM_NNODES", "2"},
+    slurm_job_from_env(env_of({{"SLURM_JOB_ID", "42"},
+                               {"SLURM_STEP_ID", "0"},
+                               {"SLURM_NODEID", "x"},
+                               {"SLURM_NNODES", "2"},
                                {"SLURM_JOB_NODELIST", "n[1-2]"}}));
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("SLURM_NODEID='x'"), std::string::npos) << e.what();
   }
   try {
-    slurm_job_from_env(env_of({{"SLURM_JOB_ID", "42"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NODEID", "2"}, {"SLURM_NNODES", "2"},
+    slurm_job_from_env(env_of({{"SLURM_JOB_ID", "42"},
+                               {"SLURM_STEP_ID", "0"},
+                               {"SLURM_NODEID", "2"},
+                               {"SLURM_NNODES", "2"},
                                {"SLURM_JOB_NODELIST", "n[1-2]"}}));
     FAIL();
   } catch (const ConfigError& e) {

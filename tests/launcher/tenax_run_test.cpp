@@ -73,8 +73,7 @@ class LauncherRun : public ::testing::Test {
   // The `tenax run` arguments for n workers running `script` under /bin/sh.
   std::vector<std::string> run_args(int n, const std::string& script,
                                     const std::vector<std::string>& flags = {}) const {
-    std::vector<std::string> args = {"run", "--nproc-per-node", std::to_string(n), "--run-dir",
-                                     run_dir().string()};
+    std::vector<std::string> args = {"run", "--nproc-per-node", std::to_string(n), "--run-dir", run_dir().string()};
     args.insert(args.end(), flags.begin(), flags.end());
     args.insert(args.end(), {"--", "/bin/sh", "-c", script});
     return args;
@@ -102,8 +101,7 @@ class LauncherRun : public ::testing::Test {
     return collect(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   }
 
-  TenaxResult tenax_workers(int n, const std::string& script,
-                            const std::vector<std::string>& flags = {}) const {
+  TenaxResult tenax_workers(int n, const std::string& script, const std::vector<std::string>& flags = {}) const {
     return tenax(run_args(n, script, flags));
   }
 
@@ -112,13 +110,11 @@ class LauncherRun : public ::testing::Test {
 
 // What the log and summary say, printed when an assertion fails.
 std::string explain(const TenaxResult& r) {
-  return "exit code " + std::to_string(r.exit_code) + "\n--- log ---\n" + r.log +
-         "--- agent.json ---\n" + r.summary.dump(2);
+  return "exit code " + std::to_string(r.exit_code) + "\n--- log ---\n" + r.log + "--- agent.json ---\n" +
+         r.summary.dump(2);
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // True when one line of `text` contains all `parts`, in this order.
 bool has_line(const std::string& text, const std::vector<std::string>& parts) {
@@ -153,13 +149,12 @@ TEST_F(LauncherRun, AllWorkersExitZero) {
 TEST_F(LauncherRun, WorkersGetTorchrunAndTenaxEnvironment) {
   ASSERT_EQ(::setenv("TENAX_TEST_INHERITED", "from-the-parent", 1), 0);
   ASSERT_EQ(::setenv("RANK", "77", 1), 0);  // the agent's values win over inherited ones
-  TenaxResult r = tenax_workers(
-      3,
-      "printf '%s\\n' \"$RANK\" \"$LOCAL_RANK\" \"$WORLD_SIZE\" \"$LOCAL_WORLD_SIZE\" "
-      "\"$GROUP_RANK\" \"$MASTER_ADDR\" \"$MASTER_PORT\" \"$TENAX_GENERATION\" "
-      "\"$TENAX_RESTART_COUNT\" \"$TENAX_RDZV_ENDPOINT\" \"$TENAX_RUN_DIR\" "
-      "\"$TENAX_TEST_INHERITED\" \"$TENAX_KEYS_FILE\" > " +
-          at("env-") + "$RANK");
+  TenaxResult r = tenax_workers(3,
+                                "printf '%s\\n' \"$RANK\" \"$LOCAL_RANK\" \"$WORLD_SIZE\" \"$LOCAL_WORLD_SIZE\" "
+                                "\"$GROUP_RANK\" \"$MASTER_ADDR\" \"$MASTER_PORT\" \"$TENAX_GENERATION\" "
+                                "\"$TENAX_RESTART_COUNT\" \"$TENAX_RDZV_ENDPOINT\" \"$TENAX_RUN_DIR\" "
+                                "\"$TENAX_TEST_INHERITED\" \"$TENAX_KEYS_FILE\" > " +
+                                    at("env-") + "$RANK");
   ::unsetenv("TENAX_TEST_INHERITED");
   ::unsetenv("RANK");
   ASSERT_EQ(r.exit_code, 0) << explain(r);
@@ -179,9 +174,8 @@ TEST_F(LauncherRun, WorkersGetTorchrunAndTenaxEnvironment) {
     std::vector<std::string> v;
     for (std::string line; std::getline(in, line);) v.push_back(line);
     const std::string r_s = std::to_string(rank);
-    ASSERT_EQ(v, (std::vector<std::string>{r_s, r_s, "3", "3", "0", "127.0.0.1", master_port, "0", "0",
-                                           endpoint, run_dir_abs, "from-the-parent",
-                                           run_dir_abs + "/tenax-job.keys"}))
+    ASSERT_EQ(v, (std::vector<std::string>{r_s, r_s, "3", "3", "0", "127.0.0.1", master_port, "0", "0", endpoint,
+                                           run_dir_abs, "from-the-parent", run_dir_abs + "/tenax-job.keys"}))
         << "rank " << rank;
   }
   // The job's CURVE keys: private to the user who runs it.
@@ -191,12 +185,12 @@ TEST_F(LauncherRun, WorkersGetTorchrunAndTenaxEnvironment) {
 
 TEST_F(LauncherRun, TorchrunSpellingsRunTheWorkersAndRestartThem) {
   // What a job script written for torchrun passes, with --no-python for a shell worker.
-  const std::string script = "echo \"$MASTER_PORT $TORCHELASTIC_RUN_ID $TORCHELASTIC_RESTART_COUNT\" > " +
-                             at("port-") + "$RANK-$TORCHELASTIC_RESTART_COUNT; " +
+  const std::string script = "echo \"$MASTER_PORT $TORCHELASTIC_RUN_ID $TORCHELASTIC_RESTART_COUNT\" > " + at("port-") +
+                             "$RANK-$TORCHELASTIC_RESTART_COUNT; " +
                              "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && [ \"$RANK\" = 1 ]; then kill -9 $$; fi";
-  TenaxResult r = tenax({"run", "--nproc_per_node=2", "--max_restarts", "1", "--monitor_interval=0.02",
-                         "--rdzv_id=job-7", "--standalone", "--run_dir", run_dir().string(), "--no-python", "/bin/sh",
-                         "-c", script});
+  TenaxResult r =
+      tenax({"run", "--nproc_per_node=2", "--max_restarts", "1", "--monitor_interval=0.02", "--rdzv_id=job-7",
+             "--standalone", "--run_dir", run_dir().string(), "--no-python", "/bin/sh", "-c", script});
   ASSERT_EQ(r.exit_code, 0) << explain(r);
   EXPECT_EQ(r.summary["generations"], 2) << explain(r);
   EXPECT_EQ(r.summary["max_restarts"], 1) << explain(r);
@@ -205,35 +199,31 @@ TEST_F(LauncherRun, TorchrunSpellingsRunTheWorkersAndRestartThem) {
         std::to_string(r.summary["history"][g]["master_port"].get<int>()) + " job-7 " + std::to_string(g) + "\n";
     for (int rank = 0; rank < 2; ++rank) {
       EXPECT_EQ(read_file(at("port-" + std::to_string(rank) + "-" + std::to_string(g))), expected)
-          << "rank " << rank << ", restart " << g << "\n" << explain(r);
+          << "rank " << rank << ", restart " << g << "\n"
+          << explain(r);
     }
   }
 }
 
 TEST_F(LauncherRun, WorkerKilledBySignalIsRestartedOnce) {
-  TenaxResult r = tenax_workers(
-      2, "if [ \"$TENAX_GENERATION\" = 0 ] && [ \"$RANK\" = 1 ]; then kill -9 $$; fi; exit 0");
+  TenaxResult r =
+      tenax_workers(2, "if [ \"$TENAX_GENERATION\" = 0 ] && [ \"$RANK\" = 1 ]; then kill -9 $$; fi; exit 0");
   ASSERT_EQ(r.exit_code, 0) << explain(r);
   EXPECT_EQ(r.summary["generations"], 2) << explain(r);
   EXPECT_EQ(r.summary["restarts"], 1) << explain(r);
   EXPECT_EQ(r.summary["history"][0]["outcome"], "failed") << explain(r);
   EXPECT_EQ(r.summary["history"][0]["workers"][1]["signal"], "SIGKILL") << explain(r);
   EXPECT_EQ(r.summary["history"][1]["outcome"], "finished") << explain(r);
-  EXPECT_TRUE(
-      has_line(r.log, {"worker rank 1 (pid ", ", host ", ") was killed by signal 9 (SIGKILL)"}))
-      << explain(r);
-  EXPECT_TRUE(contains(r.log, "restarting all 2 workers as generation 1 (restart 1 of 3)"))
-      << explain(r);
+  EXPECT_TRUE(has_line(r.log, {"worker rank 1 (pid ", ", host ", ") was killed by signal 9 (SIGKILL)"})) << explain(r);
+  EXPECT_TRUE(contains(r.log, "restarting all 2 workers as generation 1 (restart 1 of 3)")) << explain(r);
 }
 
 TEST_F(LauncherRun, NonZeroExitIsAFailureAndRestarts) {
-  TenaxResult r = tenax_workers(
-      2, "if [ \"$TENAX_GENERATION\" = 0 ] && [ \"$RANK\" = 0 ]; then exit 7; fi; exit 0");
+  TenaxResult r = tenax_workers(2, "if [ \"$TENAX_GENERATION\" = 0 ] && [ \"$RANK\" = 0 ]; then exit 7; fi; exit 0");
   ASSERT_EQ(r.exit_code, 0) << explain(r);
   EXPECT_EQ(r.summary["generations"], 2) << explain(r);
   EXPECT_EQ(r.summary["history"][0]["workers"][0]["exit_code"], 7) << explain(r);
-  EXPECT_TRUE(has_line(r.log, {"worker rank 0 (pid ", ", host ", ") exited with status 7"}))
-      << explain(r);
+  EXPECT_TRUE(has_line(r.log, {"worker rank 0 (pid ", ", host ", ") exited with status 7"})) << explain(r);
 }
 
 TEST_F(LauncherRun, SuccessfulWorkerDoesNotHideAnotherWorkersFailure) {
@@ -290,8 +280,7 @@ TEST_F(LauncherRun, ARestartStopsTheSurvivorsWithoutAPreemptionSignal) {
       at("trapping") +
       " ]; do sleep 0.05; done; exit 1; "
       "fi; trap 'touch " +
-      at("preempted") + "; exit 3' TERM USR1; touch " + at("trapping") +
-      "; while :; do sleep 0.1; done";
+      at("preempted") + "; exit 3' TERM USR1; touch " + at("trapping") + "; while :; do sleep 0.1; done";
   TenaxResult r = tenax_workers(2, script, {"--grace-period", "5", "--max-restarts", "1"});
   ASSERT_EQ(r.exit_code, 0) << explain(r);
   EXPECT_FALSE(fs::exists(at("preempted"))) << "the survivor got a preemption signal\n" << explain(r);
@@ -307,8 +296,7 @@ TEST_F(LauncherRun, RestartBudgetSpentExitsOne) {
   EXPECT_EQ(r.summary["outcome"], "failed") << explain(r);
   EXPECT_EQ(r.summary["generations"], 3) << explain(r);
   EXPECT_EQ(r.summary["restarts"], 2) << explain(r);
-  EXPECT_TRUE(contains(r.log, "restarting all 2 workers as generation 2 (restart 2 of 2)"))
-      << explain(r);
+  EXPECT_TRUE(contains(r.log, "restarting all 2 workers as generation 2 (restart 2 of 2)")) << explain(r);
   EXPECT_TRUE(contains(r.log, "restart budget spent (2 restarts); giving up")) << explain(r);
 }
 
@@ -348,8 +336,7 @@ TEST_F(LauncherRun, UsageErrorsExitTwoNamingTheProblem) {
       {{"run", "--nproc-per-node", "2", "/bin/true"}, "put the program and its arguments after"},
       {{"run", "--nproc-per-node", "0", "--", "/bin/true"}, "--nproc-per-node must be at least 1"},
       {{"run", "--nproc-per-node", "two", "--", "/bin/true"}, "--nproc-per-node expects"},
-      {{"run", "--nproc-per-node", "1", "--max-restarts", "x", "--", "/bin/true"},
-       "--max-restarts expects"},
+      {{"run", "--nproc-per-node", "1", "--max-restarts", "x", "--", "/bin/true"}, "--max-restarts expects"},
       {{"run", "--nproc-per-node", "1", "--bogus", "--", "/bin/true"}, "unknown flag --bogus"},
       {{"run", "--nproc-per-node", "1", "--"}, "no program after `--`"},
       {{"run", "--nproc-per-node", "1", "--", "tenax-no-such-program-xyz"}, "not found in PATH"},
@@ -404,9 +391,8 @@ TEST_F(LauncherRun, AgentSigtermStopsWorkersAndExits143) {
 
 TEST_F(LauncherRun, HangTimeoutStopsAWorkerWhoseProgressFileStopsChanging) {
   // Rank 1 reports progress once, then hangs; rank 0 never reports (never judged) and waits.
-  TenaxResult r = tenax_workers(
-      2, "if [ \"$RANK\" = 1 ]; then touch \"$TENAX_PROGRESS_FILE\"; fi; sleep 60",
-      {"--hang-timeout", "1", "--max-restarts", "0", "--grace-period", "1"});
+  TenaxResult r = tenax_workers(2, "if [ \"$RANK\" = 1 ]; then touch \"$TENAX_PROGRESS_FILE\"; fi; sleep 60",
+                                {"--hang-timeout", "1", "--max-restarts", "0", "--grace-period", "1"});
   ASSERT_EQ(r.exit_code, 1) << explain(r);
   EXPECT_TRUE(has_line(r.log, {"worker rank 1 (pid ", "made no progress for ", "--hang-timeout 1 s"})) << explain(r);
   EXPECT_EQ(r.summary["history"][0]["workers"][1]["stopped_by_agent"], true) << explain(r);

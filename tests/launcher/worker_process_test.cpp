@@ -57,8 +57,8 @@ bool process_running(pid_t pid) {
 
 TEST(LauncherWorkerProcess, ReportsExitCodeAndPassesExactEnvironment) {
   const std::string out = temp_file("env");
-  auto worker = WorkerProcess::spawn(
-      {"/bin/sh", "-c", "echo \"$ONLY_THIS:$HOME\" > " + out + "; exit 7"}, {"ONLY_THIS=yes"});
+  auto worker =
+      WorkerProcess::spawn({"/bin/sh", "-c", "echo \"$ONLY_THIS:$HOME\" > " + out + "; exit 7"}, {"ONLY_THIS=yes"});
   EXPECT_EQ(wait_for(worker), ExitStatus::exited(7));
   EXPECT_TRUE(worker.reap());
   std::ifstream in(out);
@@ -79,8 +79,7 @@ TEST(LauncherWorkerProcess, GroupSignalReachesGrandchildren) {
   const std::string pid_file = temp_file("grandchild");
   // The shell starts a background sleep (a grandchild of ours), records its pid, then waits.
   auto worker = WorkerProcess::spawn(
-      {"/bin/sh", "-c",
-       "sleep 60 & echo $! > " + pid_file + ".tmp; mv " + pid_file + ".tmp " + pid_file + "; wait"},
+      {"/bin/sh", "-c", "sleep 60 & echo $! > " + pid_file + ".tmp; mv " + pid_file + ".tmp " + pid_file + "; wait"},
       {"PATH=/usr/bin:/bin"});
   ASSERT_TRUE(wait_for_file(pid_file));
   pid_t grandchild = 0;

@@ -260,8 +260,8 @@ TEST(SdkFusedAdamW, MatchesLibtorchAdamWOnLargeTensorsAcrossThreads) {
   }
   EXPECT_TRUE(torch::equal(b_params[3], frozen_before)) << "a parameter without a gradient must not move";
   EXPECT_EQ(fused->state().size(), 3u) << "state for the three parameters that had gradients";
-  const auto& s = static_cast<torch::optim::AdamWParamState&>(
-      *fused->state().at(compat::optimizer_state_key(b_params[0])));
+  const auto& s =
+      static_cast<torch::optim::AdamWParamState&>(*fused->state().at(compat::optimizer_state_key(b_params[0])));
   EXPECT_EQ(s.step(), 6);
 }
 

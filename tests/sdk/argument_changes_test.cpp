@@ -25,9 +25,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-TEST(SdkArgumentChanges, SameArgumentsGiveNoChanges) {
-  EXPECT_TRUE(diff_arguments(base().to_json(), base()).empty());
-}
+TEST(SdkArgumentChanges, SameArgumentsGiveNoChanges) { EXPECT_TRUE(diff_arguments(base().to_json(), base()).empty()); }
 
 TEST(SdkArgumentChanges, BreakingChangesAreRefusedAllListed) {
   const TrainingArguments saved = base();
@@ -45,9 +43,11 @@ TEST(SdkArgumentChanges, BreakingChangesAreRefusedAllListed) {
   const std::string message = breaking_changes_message(changes, "runs/a/checkpoints/step-000000050");
   for (const char* name : {"learning_rate", "seed", "lr_scheduler_kwargs.power", "bf16", "max_steps"}) {
     EXPECT_EQ(find(changes, name)->kind, ArgumentChangeKind::kBreaking) << name;
-    EXPECT_TRUE(contains(message, std::string("TrainingArguments.") + name + ": the checkpoint in "
+    EXPECT_TRUE(contains(message, std::string("TrainingArguments.") + name +
+                                      ": the checkpoint in "
                                       "runs/a/checkpoints/step-000000050 was trained with "))
-        << name << "\n" << message;
+        << name << "\n"
+        << message;
   }
   EXPECT_TRUE(contains(message, "was trained with 5e-05, this run has 3e-05")) << message;
   EXPECT_TRUE(contains(message, "was trained with 42, this run has 7")) << message;
@@ -75,7 +75,8 @@ TEST(SdkArgumentChanges, HarmlessChangesAreNotRefused) {
   EXPECT_EQ(breaking_changes_message(changes, "dir"), "");
   const ArgumentChange* moved = find(changes, "output_dir");
   ASSERT_NE(moved, nullptr);
-  EXPECT_EQ(describe(*moved), "TrainingArguments.output_dir: \"runs/a\" in the checkpoint, \"runs/moved\" now (where files go)");
+  EXPECT_EQ(describe(*moved),
+            "TrainingArguments.output_dir: \"runs/a\" in the checkpoint, \"runs/moved\" now (where files go)");
 }
 
 TEST(SdkArgumentChanges, UnusedOverriddenFieldsAreHarmless) {
@@ -96,7 +97,7 @@ TEST(SdkArgumentChanges, UnusedOverriddenFieldsAreHarmless) {
 
 TEST(SdkArgumentChanges, KeysOnlyOneSideKnowsAreToleratedNotes) {
   nlohmann::json saved = base().to_json();
-  saved["gradient_checkpointing"] = true;  // from a newer build
+  saved["gradient_checkpointing"] = true;   // from a newer build
   saved.erase("save_async");                // from an older build
   saved["learning_rate"] = "not a number";  // odd, but no crash: a breaking change
   std::vector<ArgumentChange> changes;

@@ -65,9 +65,7 @@ class SmallTmpfs {
     mounted_ = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, options.c_str()) == 0;
   }
   bool mounted() const { return mounted_; }
-  bool remount_read_only() {
-    return ::mount("tmpfs", dir_.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, nullptr) == 0;
-  }
+  bool remount_read_only() { return ::mount("tmpfs", dir_.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, nullptr) == 0; }
   ~SmallTmpfs() {
     if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
   }
@@ -131,8 +129,8 @@ std::int64_t loaded_step(Checkpointer& ckpt) {
 
 // Saves checkpoints of `floats` float32 until one fails (at most 40).
 struct Filled {
-  std::string error;        ///< the failed save's message ("" if none failed)
-  std::int64_t last_ok = 0; ///< the last step that committed
+  std::string error;         ///< the failed save's message ("" if none failed)
+  std::int64_t last_ok = 0;  ///< the last step that committed
   std::uint64_t free_before_failure = 0;
 };
 Filled fill_until_failure(Checkpointer& ckpt, const fs::path& out, std::int64_t floats) {
@@ -235,7 +233,9 @@ class Points final : public Dataset {
 
 class Wide final : public Model {
  public:
-  Wide() : fc_(register_module("fc", torch::nn::Linear(8, 4096))), out_(register_module("out", torch::nn::Linear(4096, 1))) {}
+  Wide()
+      : fc_(register_module("fc", torch::nn::Linear(8, 4096))),
+        out_(register_module("out", torch::nn::Linear(4096, 1))) {}
   ModelOutput forward(const Batch& batch) override {
     ModelOutput o;
     o.logits = out_(torch::relu(fc_(batch.inputs)));
@@ -282,8 +282,9 @@ PolicyRun run_with_policy(const fs::path& out, const std::string& policy, bool a
   args.save_async = async;
   auto watch = run.watch;
   UserState user;
-  user.add_blob("grows", [watch] { return std::string(watch->last_step >= 12 ? 2u << 20 : 16u, 'x'); },
-                [](const std::string&) {});
+  user.add_blob(
+      "grows", [watch] { return std::string(watch->last_step >= 12 ? 2u << 20 : 16u, 'x'); },
+      [](const std::string&) {});
   Trainer trainer(std::make_shared<Wide>(), args, std::make_shared<Points>(), ctx);
   trainer.add_callback(run.watch);
   trainer.set_user_state(user);

@@ -47,9 +47,9 @@ TEST(SdkCheckpointer, TwoRanksSaveOneCheckpointThatEachRankLoads) {
   const auto out = fresh_dir("ckpt2");
   testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
     Checkpointer ckpt(out, ctx);
-    SaveRequest r = request(10, replicated_state(1.0f),
-                            {{"rng/rank" + std::to_string(ctx.rank()) + "/cpu",
-                              torch::full({16}, ctx.rank() + 1, torch::kUInt8)}});
+    SaveRequest r =
+        request(10, replicated_state(1.0f),
+                {{"rng/rank" + std::to_string(ctx.rank()) + "/cpu", torch::full({16}, ctx.rank() + 1, torch::kUInt8)}});
     r.trainer_state = {{"global_step", 10}};
     r.arguments = {{"seed", 1}};
     ckpt.save(std::move(r));
@@ -224,14 +224,16 @@ TEST(SdkCheckpointer, AReservedSnapshotHoldsTheValueAtTheSaveNotAtTheReservation
   // A reservation while a save is in flight leaves that save's buffers alone.
   ckpt->reserve_snapshot({{"state/field", field}});
   ASSERT_TRUE(ckpt->wait()->committed);
-  EXPECT_TRUE(torch::equal(ckpt->load_latest(wants_all)->get("state/field"), torch::full({64, 64}, 2.0, torch::kFloat64)));
+  EXPECT_TRUE(
+      torch::equal(ckpt->load_latest(wants_all)->get("state/field"), torch::full({64, 64}, 2.0, torch::kFloat64)));
 
   torch::Tensor regridded = torch::full({32, 8}, 4.0, torch::kFloat64);
   ckpt->reserve_snapshot({{"state/field", torch::zeros({64, 64}, torch::kFloat64)}});
   EXPECT_FALSE(ckpt->save_async(request(2, {{"state/field", regridded}})).has_value());
   regridded.fill_(5.0);
   ASSERT_TRUE(ckpt->wait()->committed);
-  EXPECT_TRUE(torch::equal(ckpt->load_latest(wants_all)->get("state/field"), torch::full({32, 8}, 4.0, torch::kFloat64)));
+  EXPECT_TRUE(
+      torch::equal(ckpt->load_latest(wants_all)->get("state/field"), torch::full({32, 8}, 4.0, torch::kFloat64)));
 }
 
 TEST(SdkCheckpointer, AFailedBackgroundWriteIsReportedAndNeverHarmsTheEarlierCheckpoint) {
@@ -345,9 +347,8 @@ TEST_P(SdkCheckpointerReshard, WrittenByNLoadsIntoAnyM) {
   for (int readers = 1; readers <= 8; ++readers) {
     for (int rank = 0; rank < readers; ++rank) {
       const std::string mine = "rng/rank" + std::to_string(rank) + "/";
-      auto loaded = ckpt->load_latest([&](const std::string& n) {
-        return n.rfind("model/", 0) == 0 || n == "sampler" || n.rfind(mine, 0) == 0;
-      });
+      auto loaded = ckpt->load_latest(
+          [&](const std::string& n) { return n.rfind("model/", 0) == 0 || n == "sampler" || n.rfind(mine, 0) == 0; });
       ASSERT_TRUE(loaded.has_value());
       EXPECT_EQ(loaded->world_size, writers);
       for (const auto& [name, t] : replicated) {
@@ -376,7 +377,8 @@ TEST(SdkUserState, TensorsAndBlobsRoundTripThroughACheckpoint) {
   UserState user;
   user.add_tensor("field", field);
   user.add_tensor("halo", mine, UserState::Scope::kPerRank);
-  user.add_blob("time", [&] { return std::to_string(time); }, [&](const std::string& b) { time = std::stod(b); });
+  user.add_blob(
+      "time", [&] { return std::to_string(time); }, [&](const std::string& b) { time = std::stod(b); });
   EXPECT_THROW(user.add_tensor("field", field), ConfigError);
   EXPECT_THROW(user.add_tensor("../x", field), ConfigError);
 

@@ -122,8 +122,8 @@ TEST_P(SdkGradSyncTest, TheLargestFlagOfAnyRankComesBackToEveryRankWithTheGradie
     EXPECT_TRUE(torch::allclose(grads[static_cast<size_t>(r)], expected)) << "rank " << r;
     ASSERT_EQ(mirrors[static_cast<size_t>(r)].sizes(), (std::vector<std::int64_t>{world, 7}));
     for (int q = 0; q < world; ++q) {
-      EXPECT_TRUE(torch::equal(mirrors[static_cast<size_t>(r)][q], torch::full({7}, static_cast<std::uint8_t>(40 + q),
-                                                                                 torch::kUInt8)))
+      EXPECT_TRUE(torch::equal(mirrors[static_cast<size_t>(r)][q],
+                               torch::full({7}, static_cast<std::uint8_t>(40 + q), torch::kUInt8)))
           << "rank " << r << " row " << q;
     }
   }

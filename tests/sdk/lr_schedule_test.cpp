@@ -23,8 +23,8 @@ nlohmann::json goldens() {
 }
 
 LrScheduleOptions options_of(const nlohmann::json& c) {
-  LrScheduleOptions o(parse_lr_scheduler_type(c.at("type").get<std::string>()), c.at("warmup_steps").get<std::int64_t>(),
-                      c.at("total_steps").get<std::int64_t>());
+  LrScheduleOptions o(parse_lr_scheduler_type(c.at("type").get<std::string>()),
+                      c.at("warmup_steps").get<std::int64_t>(), c.at("total_steps").get<std::int64_t>());
   o.base_lr(c.at("base_lr").get<double>());
   const nlohmann::json& kwargs = c.at("kwargs");
   if (kwargs.contains("num_cycles")) o.num_cycles(kwargs["num_cycles"].get<double>());
@@ -102,8 +102,7 @@ TEST(SdkLrSchedule, NegativeNumCyclesMeansTransformersDefaultPerType) {
 }
 
 TEST(SdkLrSchedule, PolynomialEndsAtTheAbsoluteEndRate) {
-  const LrSchedule s(
-      LrScheduleOptions(LrSchedulerType::kPolynomial, 0, 10).base_lr(1e-3).lr_end(1e-5).power(2.0));
+  const LrSchedule s(LrScheduleOptions(LrSchedulerType::kPolynomial, 0, 10).base_lr(1e-3).lr_end(1e-5).power(2.0));
   EXPECT_DOUBLE_EQ(s.lr(0), 1e-3);
   EXPECT_NEAR(s.lr(10), 1e-5, 1e-18);
   EXPECT_NEAR(s.lr(50), 1e-5, 1e-18);
@@ -130,7 +129,8 @@ TEST(SdkLrSchedule, InvalidOptionsAreConfigErrorsNamingTheOption) {
   EXPECT_NE(config_error_of(LrScheduleOptions(T::kPolynomial, 0, 10).base_lr(1e-3).lr_end(1e-5).power(0))
                 .find("lr_scheduler_kwargs.power"),
             std::string::npos);
-  EXPECT_NE(config_error_of(LrScheduleOptions(T::kCosine, 0, 10).num_cycles(NAN)).find("num_cycles"), std::string::npos);
+  EXPECT_NE(config_error_of(LrScheduleOptions(T::kCosine, 0, 10).num_cycles(NAN)).find("num_cycles"),
+            std::string::npos);
   // Options other types do not use are not checked (transformers ignores them too).
   EXPECT_EQ(config_error_of(LrScheduleOptions(T::kLinear, 0, 10).base_lr(1e-3).lr_end(1.0)), "");
 }

@@ -50,8 +50,8 @@ class Net : public torch::nn::Module {
 TEST(SdkOptimizerGroups, DecayNamesExcludeBiasesAndLayerNormsByTypeNotByName) {
   Net net;
   // named_parameters() order: the model's own first, then its modules depth first.
-  const std::vector<std::string> expected = {"scale", "embed.weight", "layer_norm.weight", "blocks.0.mix.weight",
-                                             "blocks.1.mix.weight", "head.weight"};
+  const std::vector<std::string> expected = {
+      "scale", "embed.weight", "layer_norm.weight", "blocks.0.mix.weight", "blocks.1.mix.weight", "head.weight"};
   EXPECT_EQ(decay_parameter_names(net), expected);
 }
 
@@ -79,11 +79,11 @@ TEST(SdkOptimizerGroups, TwoGroupsInFixedOrderWithTrainableParametersOnly) {
   };
   EXPECT_TRUE(same(groups[0].params(), {params["scale"], params["layer_norm.weight"], params["blocks.0.mix.weight"],
                                         params["blocks.1.mix.weight"], params["head.weight"]}));
-  EXPECT_TRUE(same(groups[1].params(),
-                   {params["unbiased_gain"], params["layer_norm.bias"], params["blocks.0.mix.bias"],
-                    params["blocks.0.norm.weight"], params["blocks.0.norm.bias"], params["blocks.1.mix.bias"],
-                    params["blocks.1.norm.weight"], params["blocks.1.norm.bias"], params["final.weight"],
-                    params["final.bias"], params["head.bias"]}));
+  EXPECT_TRUE(same(
+      groups[1].params(),
+      {params["unbiased_gain"], params["layer_norm.bias"], params["blocks.0.mix.bias"], params["blocks.0.norm.weight"],
+       params["blocks.0.norm.bias"], params["blocks.1.mix.bias"], params["blocks.1.norm.weight"],
+       params["blocks.1.norm.bias"], params["final.weight"], params["final.bias"], params["head.bias"]}));
 
   torch::optim::AdamW optimizer(groups, options);  // libtorch accepts them as they are
   EXPECT_EQ(optimizer.param_groups().size(), 2u);

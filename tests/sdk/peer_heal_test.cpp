@@ -75,9 +75,8 @@ TEST(SdkPeerHeal, ADestinationOfAnotherShapeIsRefusedNamingTheTensor) {
     NamedTensors outgoing;
     if (comm.rank() == 0) outgoing = {{"model/w", torch::zeros({4})}};
     try {
-      broadcast_named_tensors(comm, 0, outgoing, [](const std::string&, torch::ScalarType, c10::IntArrayRef) {
-        return torch::zeros({5});
-      });
+      broadcast_named_tensors(
+          comm, 0, outgoing, [](const std::string&, torch::ScalarType, c10::IntArrayRef) { return torch::zeros({5}); });
     } catch (const StorageError& e) {
       refused = e.what();  // the receiver
     } catch (const PeerLostError&) {
@@ -130,7 +129,8 @@ TEST(SdkPeerHeal, GatheredMirrorsAreTheStartingTable) {
     tables[static_cast<std::size_t>(comm.rank())] = sync.mirrors();
   });
   for (const auto& t : tables) {
-    EXPECT_TRUE(torch::equal(t, torch::stack({torch::full({6}, 1, torch::kUInt8), torch::full({6}, 2, torch::kUInt8)})));
+    EXPECT_TRUE(
+        torch::equal(t, torch::stack({torch::full({6}, 1, torch::kUInt8), torch::full({6}, 2, torch::kUInt8)})));
   }
 }
 

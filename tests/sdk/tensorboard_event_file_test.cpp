@@ -36,8 +36,7 @@ TEST(SdkTensorBoardCrc32c, StandardCheckValues) {
 }
 
 nlohmann::json golden_scalars() {
-  return nlohmann::json::parse(testing::read_file(std::string(TENAX_SDK_GOLDENS_DIR) +
-                                                                   "/tensorboard_scalars.json"));
+  return nlohmann::json::parse(testing::read_file(std::string(TENAX_SDK_GOLDENS_DIR) + "/tensorboard_scalars.json"));
 }
 
 class SdkTensorBoardEventFile : public testing::CallbackDirTest {};

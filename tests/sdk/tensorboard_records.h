@@ -28,11 +28,13 @@ inline std::vector<std::string> records_of(const std::string& file) {
     EXPECT_LE(at + 12, file.size());
     if (at + 12 > file.size()) break;
     const std::uint64_t length = le(at, 8);
-    EXPECT_EQ(le(at + 8, 4), tensorboard::mask_crc(tensorboard::crc32c(file.data() + at, 8))) << "length CRC at byte " << at;
+    EXPECT_EQ(le(at + 8, 4), tensorboard::mask_crc(tensorboard::crc32c(file.data() + at, 8)))
+        << "length CRC at byte " << at;
     EXPECT_LE(at + 12 + length + 4, file.size());
     if (at + 12 + length + 4 > file.size()) break;
     std::string payload = file.substr(at + 12, length);
-    EXPECT_EQ(le(at + 12 + length, 4), tensorboard::mask_crc(tensorboard::crc32c(payload))) << "payload CRC at byte " << at;
+    EXPECT_EQ(le(at + 12 + length, 4), tensorboard::mask_crc(tensorboard::crc32c(payload)))
+        << "payload CRC at byte " << at;
     out.push_back(std::move(payload));
     at += 12 + length + 4;
   }

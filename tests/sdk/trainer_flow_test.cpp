@@ -391,7 +391,9 @@ TEST_P(TrainerBestModel, LoadBestModelAtEndLoadsTheBestCheckpointsParameters) {
       state = trainer.state();
     }
   });
-  const auto step_dir = [&](std::int64_t step) { return storage::CheckpointDirectory(dir / "checkpoints").step_dir(step); };
+  const auto step_dir = [&](std::int64_t step) {
+    return storage::CheckpointDirectory(dir / "checkpoints").step_dir(step);
+  };
   Mlp like;
   ASSERT_TRUE(state.best_metric.has_value());
   EXPECT_DOUBLE_EQ(*state.best_metric, c.expected_best);
@@ -477,7 +479,10 @@ TEST(TrainerFlow, AResumeWithABreakingArgumentChangeIsRefusedAndAHarmlessOneIsNo
   run([](TrainingArguments&) {});
   ASSERT_EQ(committed_steps(dir), (std::set<std::int64_t>{3, 5}));
   try {
-    run([](TrainingArguments& a) { a.learning_rate = 0.01; a.seed = 7; });
+    run([](TrainingArguments& a) {
+      a.learning_rate = 0.01;
+      a.seed = 7;
+    });
     ADD_FAILURE() << "a changed learning rate was accepted on resume";
   } catch (const ConfigError& e) {
     const std::string what = e.what();

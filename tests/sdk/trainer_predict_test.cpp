@@ -40,7 +40,9 @@ class Points final : public Dataset {
 // that agree across world sizes prove that predict ran in eval mode.
 class Classifier final : public Model {
  public:
-  Classifier() : fc_(register_module("fc", torch::nn::Linear(3, 2))), dropout_(register_module("dropout", torch::nn::Dropout(0.5))) {
+  Classifier()
+      : fc_(register_module("fc", torch::nn::Linear(3, 2))),
+        dropout_(register_module("dropout", torch::nn::Dropout(0.5))) {
     // Same weights on every rank thread without touching the (shared) global generator.
     auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
     torch::NoGradGuard no_grad;

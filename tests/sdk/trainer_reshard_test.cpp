@@ -123,7 +123,7 @@ TEST(SdkTrainerReshard, TwoRanksThenOneRankConsumeTheUninterruptedSampleSequence
 
   const auto dir = fresh_dir("2to1");
   auto first = train(dir, 2, 24, 4, 16);  // 2 ranks x 4 = the same global batch of 8; stops at 16
-  auto second = train(dir, 1, 24, 8);  // resumes from step 16 on 1 rank
+  auto second = train(dir, 1, 24, 8);     // resumes from step 16 on 1 rank
   ASSERT_EQ(first.size(), 16u);
   ASSERT_EQ(second.size(), 8u) << "the 1-rank run must start at step 16, not repeat or skip steps";
   for (std::int64_t step = 1; step <= 24; ++step) {

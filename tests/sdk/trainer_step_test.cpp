@@ -130,7 +130,7 @@ std::vector<torch::Tensor> run_embedded(const std::filesystem::path& dir, std::i
   torch::manual_seed(555);  // parameters come from rank 0's init or the checkpoint, never from here
   auto model = std::make_shared<Net>();
   TrainingArguments args = args_for(dir);
-  args.max_steps = 0;  // the simulation decides when to stop
+  args.max_steps = 0;         // the simulation decides when to stop
   args.save_strategy = "no";  // the simulation saves, labelled with its step
   Trainer trainer(model, args, nullptr, ctx);
   Simulation sim;

@@ -225,16 +225,16 @@ TEST(SdkArgumentParser, CommandLineBeatsTheFileWhichBeatsTheDefaults) {
                                    "output_dir = \"from-file\"\nmax_steps = 100\nlearning_rate = 1e-4\n"
                                    "[program]\nmax_length = 32\n");
   // --config comes last on purpose: the file is read first whatever the order.
-  parser_for(args, program)
-      .parse({"--max_steps", "7", "--max-length", "16", "--config", file.string()});
+  parser_for(args, program).parse({"--max_steps", "7", "--max-length", "16", "--config", file.string()});
   EXPECT_EQ(args.max_steps, 7);
   EXPECT_EQ(program.max_length, 16);
   EXPECT_EQ(args.learning_rate, 1e-4);
   EXPECT_EQ(args.output_dir, "from-file");
   EXPECT_EQ(args.logging_steps, 3);
 
-  const std::string twice =
-      config_error([&] { parser_for(args, program).parse({"--config", file.string(), "--config=" + file.string()}); });
+  const std::string twice = config_error([&] {
+    parser_for(args, program).parse({"--config", file.string(), "--config=" + file.string()});
+  });
   EXPECT_TRUE(contains(twice, "--config is given twice")) << twice;
 }
 
@@ -242,10 +242,26 @@ TEST(SdkArgumentParser, FlagFormsDashesBooleansAndLists) {
   TrainingArguments args;
   ProgramOptions program;
   ArgumentParser parser = parser_for(args, program);
-  parser.apply_overrides({"--learning-rate", "3e-5", "--warmup_steps=4", "--bf16", "--full-determinism", "false",
-                          "--save_async=false", "--disable_tqdm", "--report_to", "jsonl, tensorboard",
-                          "--lr_scheduler_kwargs.power", "2", "--max_steps", "-1", "--seed", "18446744073709551615",
-                          "--verbose", "--tags=a,b", "--data-dir", "--not-a-flag-but-a-value"});
+  parser.apply_overrides({"--learning-rate",
+                          "3e-5",
+                          "--warmup_steps=4",
+                          "--bf16",
+                          "--full-determinism",
+                          "false",
+                          "--save_async=false",
+                          "--disable_tqdm",
+                          "--report_to",
+                          "jsonl, tensorboard",
+                          "--lr_scheduler_kwargs.power",
+                          "2",
+                          "--max_steps",
+                          "-1",
+                          "--seed",
+                          "18446744073709551615",
+                          "--verbose",
+                          "--tags=a,b",
+                          "--data-dir",
+                          "--not-a-flag-but-a-value"});
   EXPECT_EQ(args.learning_rate, 3e-5);
   EXPECT_EQ(args.warmup_steps, 4);
   EXPECT_TRUE(args.bf16);
@@ -294,7 +310,9 @@ TEST(SdkArgumentParser, BadFlagsNameTheFlag) {
 TEST(SdkArgumentParser, ParseValidatesAndTheErrorNamesTheField) {
   TrainingArguments args;
   ProgramOptions program;
-  std::string e = config_error([&] { parser_for(args, program).parse({"--warmup_ratio", "1.5", "--output_dir", "x"}); });
+  std::string e = config_error([&] {
+    parser_for(args, program).parse({"--warmup_ratio", "1.5", "--output_dir", "x"});
+  });
   EXPECT_TRUE(contains(e, "TrainingArguments.warmup_ratio")) << e;
   TrainingArguments fresh;
   e = config_error([&] { parser_for(fresh, program).parse({}); });

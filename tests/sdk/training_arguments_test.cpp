@@ -58,10 +58,17 @@ TEST(SdkTrainingArguments, GreaterIsBetterIsInferredFromTheMetricAsTransformersD
     bool resolved;
   };
   const Row rows[] = {
-      {std::nullopt, "accuracy", true},   {std::nullopt, "eval_accuracy", true}, {std::nullopt, "matthews_correlation", true},
-      {std::nullopt, "f1", true},         {std::nullopt, "loss", false},         {std::nullopt, "eval_loss", false},
-      {std::nullopt, "nll_loss", false},  {std::nullopt, "lossy", true},         {false, "accuracy", false},
-      {true, "eval_loss", true},          {false, "eval_loss", false},
+      {std::nullopt, "accuracy", true},
+      {std::nullopt, "eval_accuracy", true},
+      {std::nullopt, "matthews_correlation", true},
+      {std::nullopt, "f1", true},
+      {std::nullopt, "loss", false},
+      {std::nullopt, "eval_loss", false},
+      {std::nullopt, "nll_loss", false},
+      {std::nullopt, "lossy", true},
+      {false, "accuracy", false},
+      {true, "eval_loss", true},
+      {false, "eval_loss", false},
   };
   for (const Row& row : rows) {
     TrainingArguments a;

@@ -61,9 +61,10 @@ class SrunLaunch : public tenax::testing::slurm::SlurmClusterTest {
     fs::permissions(o / "rank.sh", fs::perms::owner_all);
     // -t 10: the template's warning (B:USR1@120) is never due while a test's job runs.
     // One intra-op thread per rank: the two "nodes" share this machine's 2 cores.
-    job_ = run(env + " OMP_NUM_THREADS=1 TENAX_OUTPUT_DIR=" + o.string() + " TENAX_REQUEUE=" TENAX_SOURCE_DIR
-               "/slurm/tenax-requeue sbatch --parsable -t 10 -o " + o.string() + "/slurm.out " TENAX_SOURCE_DIR
-               "/slurm/sim_surrogate.sbatch " + o.string() + "/rank.sh " + program + " 2>&1");
+    job_ = run(env + " OMP_NUM_THREADS=1 TENAX_OUTPUT_DIR=" + o.string() +
+               " TENAX_REQUEUE=" TENAX_SOURCE_DIR "/slurm/tenax-requeue sbatch --parsable -t 10 -o " + o.string() +
+               "/slurm.out " TENAX_SOURCE_DIR "/slurm/sim_surrogate.sbatch " + o.string() + "/rank.sh " + program +
+               " 2>&1");
     ASSERT_FALSE(job_.empty()) << "sbatch said nothing";
     ASSERT_EQ(job_.find_first_not_of("0123456789"), std::string::npos) << "sbatch: " << job_;
   }
@@ -90,7 +91,8 @@ class SrunLaunch : public tenax::testing::slurm::SlurmClusterTest {
   }
   std::string result() const { return read_text(out_ / "sim" / "result.txt"); }
   pid_t rank_pid(int rank, int run) const {
-    const std::string text = read_text(out_ / ("rank-" + std::to_string(rank) + "-run-" + std::to_string(run) + ".pid"));
+    const std::string text =
+        read_text(out_ / ("rank-" + std::to_string(rank) + "-run-" + std::to_string(run) + ".pid"));
     return text.empty() ? 0 : static_cast<pid_t>(std::stol(text));
   }
 
@@ -224,8 +226,7 @@ TEST_F(RequeueDecision, AFailingJobIsRequeuedAtMostMaxFailuresTimes) {
   const std::string text = log();
   EXPECT_NE(text.find("failed run 1 of at most 2 (--max-failures 1 requeues)"), std::string::npos) << text;
   EXPECT_NE(text.find("SLURM_RESTART_COUNT=1"), std::string::npos) << text;
-  EXPECT_NE(text.find("2 failed runs of job " + job_ + ", more than --max-failures 1: not requeued"),
-            std::string::npos)
+  EXPECT_NE(text.find("2 failed runs of job " + job_ + ", more than --max-failures 1: not requeued"), std::string::npos)
       << text;
   EXPECT_NE(run("scontrol show job " + job_).find("Restarts=1"), std::string::npos) << explain();
 }

@@ -171,8 +171,9 @@ inline std::vector<std::string> heal_cluster() {
   }
   // The port as the ctest fixture gave it: another configuration would make `up` restart the
   // whole cluster, killing the jobs of a test running beside this one.
-  fixture_log("local-cluster.sh up: " + run("SLURM_LOCAL_PORT=" SLURM_PORT " SLURM_LOCAL_ETC_HOSTS=0 SLURM_LOCAL_TIMEOUT=30 "
-                                            SLURM_LOCAL_CLUSTER " up " SLURM_STATE_DIR " 2>&1"));
+  fixture_log("local-cluster.sh up: " + run("SLURM_LOCAL_PORT=" SLURM_PORT
+                                            " SLURM_LOCAL_ETC_HOSTS=0 SLURM_LOCAL_TIMEOUT=30 " SLURM_LOCAL_CLUSTER
+                                            " up " SLURM_STATE_DIR " 2>&1"));
   // Whole, and done with the jobs of the broken run: a job that ran on a node whose slurmd died
   // holds it COMPLETING until slurmctld sends the new slurmd its TERMINATE_JOB again (seen: 46 s
   // after the restart), and the next test's job would wait behind it, eating its own deadlines.
@@ -213,8 +214,9 @@ class SlurmClusterTest : public ::testing::Test {
     // waiting job ("planned", "mixed-"), which another test's held or queued job causes under
     // ctest -j2 (seen: two tests failed at once in SetUp while the cluster ran).
     const std::vector<std::string> problems = current_problems();
-    ASSERT_TRUE(problems.empty()) << "the local Slurm cluster at " << SLURM_STATE_DIR << " is not whole: "
-                                  << joined(problems, "; ") << " (the ctest fixture tenax_slurm_cluster starts it: "
+    ASSERT_TRUE(problems.empty()) << "the local Slurm cluster at " << SLURM_STATE_DIR
+                                  << " is not whole: " << joined(problems, "; ")
+                                  << " (the ctest fixture tenax_slurm_cluster starts it: "
                                   << "run through ctest -L slurm; `" << SLURM_LOCAL_CLUSTER << " status "
                                   << SLURM_STATE_DIR << "` says more)";
     slurmd_at_start_ = slurmd_pids();
@@ -264,7 +266,8 @@ class SlurmClusterTest : public ::testing::Test {
       const std::string text = run("scontrol show job -o " + job_ + " 2>/dev/null");
       std::smatch state_match, restarts_match;
       s = std::regex_search(text, state_match, job_state) ? state_match.str(1) : "";
-      if (s == "PENDING" && std::regex_search(text, restarts_match, restarts) && std::stoi(restarts_match.str(1)) >= 1) {
+      if (s == "PENDING" && std::regex_search(text, restarts_match, restarts) &&
+          std::stoi(restarts_match.str(1)) >= 1) {
         return s;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -336,7 +339,8 @@ class SlurmClusterTest : public ::testing::Test {
     for (const auto& [node, pid] : slurmd_at_start_) {
       for (const std::string& death : slurmd_deaths({{node, pid}}, now)) {
         fixture_log(death + " while this test ran");
-        damage.push_back(death + " while this test ran (or one beside it under ctest -j2)" + slurmd_evidence(node, pid));
+        damage.push_back(death + " while this test ran (or one beside it under ctest -j2)" +
+                         slurmd_evidence(node, pid));
       }
     }
     for (const NodeStatus& node : node_status()) {

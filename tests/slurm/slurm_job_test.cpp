@@ -50,7 +50,8 @@ class SlurmJob : public tenax::testing::slurm::SlurmClusterTest {
   // Submits a 2-node job whose one task per node runs `tenax run FLAGS -- synthetic ARGS`.
   // `worker_prelude`: shell lines a wrapper runs before it execs the worker (e.g. a slow start).
   std::string submit(const std::string& name, const std::string& tenax_flags, const std::string& example_args,
-                     const std::string& sbatch_flags = "", int save_steps = 20, const std::string& worker_prelude = "") {
+                     const std::string& sbatch_flags = "", int save_steps = 20,
+                     const std::string& worker_prelude = "") {
     out_ = base_dir() / name;
     fs::remove_all(out_);
     fs::create_directories(out_);
@@ -66,10 +67,17 @@ class SlurmJob : public tenax::testing::slurm::SlurmClusterTest {
     const std::string script =
         "#!/bin/bash\n"
         "echo \"batch: job $SLURM_JOB_ID SLURM_RESTART_COUNT=${SLURM_RESTART_COUNT:-unset}\"\n"
-        "srun --ntasks-per-node=1 bash -c 'echo $$ > " + o + "/agent-$SLURM_NODEID.pid; exec " TENAX_BINARY
-        " run --nproc-per-node 1 --run-dir " + o + "/run-%n " + kTestRendezvousFlags + " "
-        "--grace-period 2 " + tenax_flags + " -- " + wrapper + EXAMPLE_BINARY " --output-dir " + o + "/train --save-steps " + std::to_string(save_steps) + " "
-        "--logging-steps 10 " + example_args + "'\n"
+        "srun --ntasks-per-node=1 bash -c 'echo $$ > " +
+        o + "/agent-$SLURM_NODEID.pid; exec " TENAX_BINARY " run --nproc-per-node 1 --run-dir " + o + "/run-%n " +
+        kTestRendezvousFlags +
+        " "
+        "--grace-period 2 " +
+        tenax_flags + " -- " + wrapper + EXAMPLE_BINARY " --output-dir " + o + "/train --save-steps " +
+        std::to_string(save_steps) +
+        " "
+        "--logging-steps 10 " +
+        example_args +
+        "'\n"
         "status=$?\necho \"batch: srun exited $status\"\nexit $status\n";
     std::FILE* f = std::fopen((out_ / "job.sh").c_str(), "w");
     std::fputs(script.c_str(), f);
@@ -89,10 +97,10 @@ class SlurmJob : public tenax::testing::slurm::SlurmClusterTest {
     ::setenv("TENAX_BUILD", fs::path(TENAX_BINARY).parent_path().parent_path().c_str(), 1);
     ::setenv("TENAX_OUTPUT_DIR", o.c_str(), 1);
     ::setenv("TENAX_RUN_FLAGS", kTestRendezvousFlags, 1);
-    job_ = run("sbatch --parsable " + sbatch_flags + " -o " + o + "/slurm.out " TENAX_SOURCE_DIR
-               "/slurm/finetune.sbatch " EXAMPLE_BINARY " --output-dir " + o + "/train --max-steps " +
-               std::to_string(max_steps) + " --save-steps " + std::to_string(save_steps) + " --logging-steps " +
-               std::to_string(logging_steps) + " 2>&1");
+    job_ = run("sbatch --parsable " + sbatch_flags + " -o " + o +
+               "/slurm.out " TENAX_SOURCE_DIR "/slurm/finetune.sbatch " EXAMPLE_BINARY " --output-dir " + o +
+               "/train --max-steps " + std::to_string(max_steps) + " --save-steps " + std::to_string(save_steps) +
+               " --logging-steps " + std::to_string(logging_steps) + " 2>&1");
   }
 
   nlohmann::json summary(int node) const {
@@ -110,10 +118,7 @@ class SlurmJob : public tenax::testing::slurm::SlurmClusterTest {
     run("kill -9 " + children + " 2>/dev/null");
     return true;
   }
-  fs::path checkpoint(int step) const {
-    return out_ / "train" / "checkpoints" / tenax::storage::step_dir_name(step);
-  }
-
+  fs::path checkpoint(int step) const { return out_ / "train" / "checkpoints" / tenax::storage::step_dir_name(step); }
 };
 
 TEST_F(SlurmJob, TwoNodeBatchJobFinishes) {
@@ -180,8 +185,8 @@ TEST_F(SlurmJob, StoppedWorkerIsDetectedAsHungRestartedAndFinishesBitIdentical) 
   const fs::path reference = checkpoint(kSteps);
   // Rank 1 SIGSTOPs itself at step 30: alive to waitpid and to the heartbeats, but its progress
   // file stops changing; --hang-timeout 2 makes its agent restart the generation.
-  submit("hang", "--hang-timeout 2", "--max-steps " + std::to_string(kSteps) +
-                                         " --fail-at-step 30 --fail-rank 1 --fail-signal STOP");
+  submit("hang", "--hang-timeout 2",
+         "--max-steps " + std::to_string(kSteps) + " --fail-at-step 30 --fail-rank 1 --fail-signal STOP");
   ASSERT_EQ(wait_done(90s), "COMPLETED") << explain();
   EXPECT_EQ(summary(1)["restarts"], 1) << explain();
   EXPECT_EQ(summary(0)["restarts"], 1) << explain();
@@ -230,8 +235,7 @@ TEST_F(SlurmJob, AGenerationThatCannotFormAsksSlurmForARequeue) {
 // still be requeued and resume from its newest checkpoint, not end FAILED with 138 (seen by the
 // time-limit test's soak with the old agent).
 TEST_F(SlurmJob, APreemptionWarningBeforeTheWorkersCanSaveStillRequeuesTheJob) {
-  submit("early-usr1", "", "--max-steps 300", "--requeue", 100,
-         "[ \"${SLURM_RESTART_COUNT:-0}\" = 0 ] && sleep 4");
+  submit("early-usr1", "", "--max-steps 300", "--requeue", 100, "[ \"${SLURM_RESTART_COUNT:-0}\" = 0 ] && sleep 4");
   const auto deadline = std::chrono::steady_clock::now() + 40s;
   while (log().find("starting 1 worker") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);
@@ -269,7 +273,8 @@ TEST_F(SlurmJob, PreemptedJobCheckpointsRequeuesAndResumes) {
   ASSERT_NE(at, std::string::npos) << text;
   const std::string step = text.substr(at + 29, text.find(':', at + 29) - at - 29);
   EXPECT_NE(text.find("at step " + step, text.find("SLURM_RESTART_COUNT=1")), std::string::npos)
-      << "resumed at step " << step << "\n" << text;
+      << "resumed at step " << step << "\n"
+      << text;
   const auto s = summary(0);
   EXPECT_EQ(s["outcome"], "finished") << s.dump(2);
   EXPECT_EQ(s["slurm_restart_count"], 1) << s.dump(2);
@@ -300,8 +305,8 @@ TEST_F(SlurmJob, ARequeuedJobReleasedEarlyRunsAgain) {
   ASSERT_NE(f, nullptr) << out_;
   std::fputs(script.c_str(), f);
   std::fclose(f);
-  job_ = run("sbatch --parsable -N2 --ntasks-per-node=1 -t 2 --requeue --open-mode=append -o " + o + "/slurm.out " +
-             o + "/job.sh 2>&1");
+  job_ = run("sbatch --parsable -N2 --ntasks-per-node=1 -t 2 --requeue --open-mode=append -o " + o + "/slurm.out " + o +
+             "/job.sh 2>&1");
   // PENDING at submission is not the requeue: first the first run (at least 1 s long).
   ASSERT_EQ(wait_for({"RUNNING"}, 30s), "RUNNING") << explain();
   ASSERT_EQ(start_requeued_job_now(30s), "PENDING") << explain();
@@ -359,7 +364,8 @@ TEST_F(SlurmJob, TimeLimitWarningCheckpointsRequeuesAndResumes) {
   const std::string step = text.substr(at + 29, text.find(':', at + 29) - at - 29);
   EXPECT_NE(text.find("SLURM_RESTART_COUNT=1 (requeued 1 time)"), std::string::npos) << text;
   EXPECT_NE(text.find("at step " + step, text.find("SLURM_RESTART_COUNT=1")), std::string::npos)
-      << "resumed at step " << step << "\n" << text;
+      << "resumed at step " << step << "\n"
+      << text;
   EXPECT_EQ(summary(0)["outcome"], "finished") << explain();
   EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
 }
@@ -384,11 +390,12 @@ TEST_F(SlurmJob, PythonHfScriptUnderTheTemplateIsPreemptedRequeuedAndResumes) {
   ::setenv("TENAX_OUTPUT_DIR", o.c_str(), 1);
   ::setenv("TENAX_RUN_FLAGS", kTestRendezvousFlags, 1);
   ::setenv("PYTHONPATH", TENAX_SOURCE_DIR "/python", 1);  // tenax.hf, from this checkout
-  ::setenv("GLOO_SOCKET_IFNAME", "lo", 1);                 // both "nodes" are this host
+  ::setenv("GLOO_SOCKET_IFNAME", "lo", 1);                // both "nodes" are this host
   // 50 ms a step: the job still trains when the test preempts it after checkpoint-20.
-  job_ = run("sbatch --parsable -t 5 -o " + o + "/slurm.out " TENAX_SOURCE_DIR "/slurm/finetune.sbatch "
-             TENAX_PYTHON_HF " -u " HF_TRAINER_SCRIPT " --out " + o + "/train --steps " + std::to_string(kHfSteps) +
-             " --save-steps 20 --step-sleep 0.05 2>&1");
+  job_ =
+      run("sbatch --parsable -t 5 -o " + o +
+          "/slurm.out " TENAX_SOURCE_DIR "/slurm/finetune.sbatch " TENAX_PYTHON_HF " -u " HF_TRAINER_SCRIPT " --out " +
+          o + "/train --steps " + std::to_string(kHfSteps) + " --save-steps 20 --step-sleep 0.05 2>&1");
   ASSERT_TRUE(tenax::testing::wait_for_path(out_ / "train" / "hf" / "checkpoint-20" / "trainer_state.json", 90s))
       << explain();
   ASSERT_EQ(run("scancel --batch --signal=USR1 " + job_ + " 2>&1"), "") << explain();
@@ -409,9 +416,9 @@ TEST_F(SlurmJob, PythonHfScriptUnderTheTemplateIsPreemptedRequeuedAndResumes) {
             std::string::npos)
       << text;
   for (int rank = 0; rank < 2; ++rank) {
-    EXPECT_NE(text.find("tenax: rank " + std::to_string(rank) + ": checkpoint-" + std::to_string(step) +
-                        " saved; exiting 3"),
-              std::string::npos)
+    EXPECT_NE(
+        text.find("tenax: rank " + std::to_string(rank) + ": checkpoint-" + std::to_string(step) + " saved; exiting 3"),
+        std::string::npos)
         << text;
     // starts-r<rank>.jsonl: one line per start of the rank; the requeued run's have
     // SLURM_RESTART_COUNT=1 (its TORCHELASTIC_RESTART_COUNT need not be 0: the agents' run
@@ -429,7 +436,8 @@ TEST_F(SlurmJob, PythonHfScriptUnderTheTemplateIsPreemptedRequeuedAndResumes) {
       }
     }
     EXPECT_EQ(resumed, step) << "rank " << rank << " of the requeued job did not resume from checkpoint-" << step
-                             << "\n" << starts << explain();
+                             << "\n"
+                             << starts << explain();
   }
   const auto final_state = nlohmann::json::parse(read_text(out_ / "train" / "final.json"), nullptr, false);
   EXPECT_EQ(final_state.is_object() ? final_state.value("global_step", -1) : -1, kHfSteps) << explain();

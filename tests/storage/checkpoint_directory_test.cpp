@@ -16,8 +16,8 @@ using testing::pattern_tensor;
 class StorageDirectory : public testing::TempDirTest {
  protected:
   // Writes one shard into a fresh tmp dir and returns (tmp, manifest) ready to commit.
-  std::pair<fs::path, Manifest> stage(const CheckpointDirectory& dir, std::int64_t step,
-                                      std::int64_t generation, std::uint32_t seed = 1) {
+  std::pair<fs::path, Manifest> stage(const CheckpointDirectory& dir, std::int64_t step, std::int64_t generation,
+                                      std::uint32_t seed = 1) {
     const fs::path tmp = dir.prepare_tmp(step, generation);
     auto t = pattern_tensor("model/w", DType::kFloat32, {16}, seed);
     auto info = write_shard(tmp / shard_file_name(0, 1), {t.ref()});

@@ -28,9 +28,7 @@ class StorageReader : public testing::TempDirTest {
     step_ = testing::write_checkpoint(dir_ / "checkpoints", tensors_, /*world=*/2);
   }
 
-  nlohmann::json manifest_json() const {
-    return nlohmann::json::parse(testing::read_file(step_ / "manifest.json"));
-  }
+  nlohmann::json manifest_json() const { return nlohmann::json::parse(testing::read_file(step_ / "manifest.json")); }
   // Writes an edited manifest, sealed (its content_checksum matches the edit) unless asked
   // not to: a sealed edit stands for a writer bug, an unsealed one for damage after the commit.
   void write_manifest(nlohmann::json j, bool seal = true) const {
@@ -146,8 +144,7 @@ TEST_F(StorageReader, FlippedByteIsCaughtByTheTensorChecksum) {
   EXPECT_NE(data.status().message().find("checksum"), std::string::npos);
   EXPECT_EQ(reader.value().verify_all().code(), StatusCode::kDataLoss);
   // Other tensors in the same file are still fine.
-  EXPECT_TRUE(reader.value().read("model/small.bias").is_ok() ||
-              shard_of("model/small.bias") != file);
+  EXPECT_TRUE(reader.value().read("model/small.bias").is_ok() || shard_of("model/small.bias") != file);
 }
 
 TEST_F(StorageReader, EditedManifestFailsToOpen) {
@@ -243,18 +240,15 @@ TEST_F(StorageReader, ReadAllIntoReadsEveryTensorAndChecksTheWholeFile) {
 // tensor's data under a name that is not in the shard.
 TEST_F(StorageReader, ManifestNameAliasingADatasetFailsToOpen) {
   const nlohmann::json original = manifest_json();
-  for (const std::string& alias : {std::string("/model/small.bias"),
-                                   std::string("model/./small.bias"),
-                                   std::string("model//small.bias"),
-                                   std::string("model/small.bias\0junk", 21)}) {
+  for (const std::string& alias : {std::string("/model/small.bias"), std::string("model/./small.bias"),
+                                   std::string("model//small.bias"), std::string("model/small.bias\0junk", 21)}) {
     nlohmann::json j = original;
     j["tensors"][alias] = j["tensors"]["model/small.bias"];
     write_manifest(j);
     auto reader = CheckpointReader::open(step_);
     ASSERT_FALSE(reader.is_ok()) << alias;
     EXPECT_EQ(reader.status().code(), StatusCode::kDataLoss) << alias;
-    EXPECT_NE(reader.status().message().find("invalid tensor name"), std::string::npos)
-        << reader.status().message();
+    EXPECT_NE(reader.status().message().find("invalid tensor name"), std::string::npos) << reader.status().message();
   }
 }
 

@@ -43,8 +43,7 @@ struct Tensor {
 };
 
 template <typename T>
-Tensor make(std::string name, DType dtype, std::vector<std::int64_t> shape,
-            const std::vector<T>& values) {
+Tensor make(std::string name, DType dtype, std::vector<std::int64_t> shape, const std::vector<T>& values) {
   Tensor t{std::move(name), dtype, std::move(shape), {}, values};
   t.bytes.resize(values.size() * sizeof(T));
   if (!values.empty()) std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
@@ -70,8 +69,7 @@ std::uint16_t bf16_bits(float v) {  // exact for the values used: upper half of 
 
 std::vector<Tensor> make_tensors() {
   std::vector<float> weight(64 * 32), bias(32), halves(8 * 4), brains(16);
-  for (std::size_t i = 0; i < weight.size(); ++i)
-    weight[i] = static_cast<float>(i % 97) * 0.5f - 20.0f;
+  for (std::size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<float>(i % 97) * 0.5f - 20.0f;
   for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = 0.125f * static_cast<float>(i) - 1.0f;
   for (std::size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<float>(i) - 16.0f;
   for (std::size_t i = 0; i < brains.size(); ++i)
@@ -93,13 +91,10 @@ std::vector<Tensor> make_tensors() {
   Tensor bf16 = make("model/emb.bf16", DType::kBFloat16, {16}, bf16_raw);
   bf16.values = brains;
   tensors.push_back(std::move(bf16));
-  tensors.push_back(
-      make("optim/encoder.weight/step", DType::kInt64, {}, std::vector<std::int64_t>{1234}));
-  tensors.push_back(
-      make("sampler", DType::kInt64, {3}, std::vector<std::int64_t>{-7, 1LL << 40, -(1LL << 62)}));
+  tensors.push_back(make("optim/encoder.weight/step", DType::kInt64, {}, std::vector<std::int64_t>{1234}));
+  tensors.push_back(make("sampler", DType::kInt64, {3}, std::vector<std::int64_t>{-7, 1LL << 40, -(1LL << 62)}));
   tensors.push_back(make("rng/rank0/cpu", DType::kUInt8, {300}, rng));
-  tensors.push_back(make("files/config.json", DType::kUInt8,
-                         {static_cast<std::int64_t>(config.size())},
+  tensors.push_back(make("files/config.json", DType::kUInt8, {static_cast<std::int64_t>(config.size())},
                          std::vector<std::uint8_t>(config.begin(), config.end())));
   return tensors;
 }
@@ -120,8 +115,7 @@ fs::path write_checkpoint(const fs::path& work, const std::vector<Tensor>& tenso
       const Tensor& t = tensors[i];
       mine.push_back({t.name, t.dtype, t.shape, t.bytes.data(), t.bytes.size()});
     }
-    auto info =
-        tenax::storage::write_shard(tmp / tenax::storage::shard_file_name(rank, kWorld), mine);
+    auto info = tenax::storage::write_shard(tmp / tenax::storage::shard_file_name(rank, kWorld), mine);
     if (!info.is_ok()) throw tenax::Error(info.status().to_string());
     infos.push_back(info.value());
   }
@@ -134,8 +128,7 @@ fs::path write_checkpoint(const fs::path& work, const std::vector<Tensor>& tenso
 
 // Flips one byte in the middle of `t`'s data inside its shard.
 void corrupt(const fs::path& step_dir, const Tensor& t) {
-  const nlohmann::json manifest =
-      nlohmann::json::parse(tenax::files::read_all(step_dir / "manifest.json"));
+  const nlohmann::json manifest = nlohmann::json::parse(tenax::files::read_all(step_dir / "manifest.json"));
   const fs::path shard = step_dir / manifest["tensors"][t.name]["shard"].get<std::string>();
   std::string bytes = tenax::files::read_all(shard);
   const std::size_t at = bytes.find(std::string(t.bytes.begin(), t.bytes.end()));
@@ -185,18 +178,16 @@ int main(int argc, char** argv) {
     if (corrupt_first) corrupt(step_dir, tensors.front());
 
     std::string output;
-    const int code = run(quote(argv[2]) + " " + quote(argv[3]) + " " + quote(step_dir.string()) +
-                             " " + quote(expected_path.string()),
-                         output);
+    const int code = run(
+        quote(argv[2]) + " " + quote(argv[3]) + " " + quote(step_dir.string()) + " " + quote(expected_path.string()),
+        output);
     std::cout << output;
     if (!corrupt_first) return code;
-    const bool caught =
-        code == 1 &&
-        output.find(std::string("MISMATCH ") + kCorruptedTensor) != std::string::npos &&
-        output.find("xxh3 mismatch") != std::string::npos;
-    std::cout << (caught ? "corruption caught, as it must be\n"
-                         : "FAIL: the script did not report the corrupted tensor (exit " +
-                               std::to_string(code) + ")\n");
+    const bool caught = code == 1 && output.find(std::string("MISMATCH ") + kCorruptedTensor) != std::string::npos &&
+                        output.find("xxh3 mismatch") != std::string::npos;
+    std::cout << (caught
+                      ? "corruption caught, as it must be\n"
+                      : "FAIL: the script did not report the corrupted tensor (exit " + std::to_string(code) + ")\n");
     return caught ? 0 : 1;
   } catch (const std::exception& e) {
     std::cerr << "storage_h5py_check: " << e.what() << "\n";

@@ -22,9 +22,8 @@ TEST(StorageLayout, ParsesOnlyCanonicalStepNames) {
   EXPECT_EQ(parse_step_dir_name("step-000000500"), 500);
   EXPECT_EQ(parse_step_dir_name("step-000000000"), 0);
   EXPECT_EQ(parse_step_dir_name("step-1234567890"), 1234567890);
-  for (const char* bad :
-       {"", "step-", "step-500", "step-00000050x", "step-0000000500", ".tmp-step-000000500-g3",
-        "Step-000000500", "step-000000500 ", "step--00000500", "step-99999999999999999999"}) {
+  for (const char* bad : {"", "step-", "step-500", "step-00000050x", "step-0000000500", ".tmp-step-000000500-g3",
+                          "Step-000000500", "step-000000500 ", "step--00000500", "step-99999999999999999999"}) {
     EXPECT_FALSE(parse_step_dir_name(bad).has_value()) << bad;
   }
 }

@@ -10,8 +10,8 @@
 namespace tenax::storage {
 namespace {
 
-IndexEntry entry(const std::string& name, DType dtype, std::vector<std::int64_t> shape,
-                 std::uint64_t nbytes, std::uint64_t checksum) {
+IndexEntry entry(const std::string& name, DType dtype, std::vector<std::int64_t> shape, std::uint64_t nbytes,
+                 std::uint64_t checksum) {
   return IndexEntry{name, "", dtype, std::move(shape), checksum, nbytes, std::nullopt};
 }
 
@@ -19,13 +19,11 @@ std::vector<ShardInfo> two_shards() {
   ShardInfo s0{"shard-00000-of-00002.h5",
                4096,
                0x0123456789abcdefULL,
-               {entry("model/w", DType::kFloat32, {2, 3}, 24, 11),
-                entry("optim/w/step", DType::kInt64, {}, 8, 12)}};
+               {entry("model/w", DType::kFloat32, {2, 3}, 24, 11), entry("optim/w/step", DType::kInt64, {}, 8, 12)}};
   ShardInfo s1{"shard-00001-of-00002.h5",
                2048,
                0xfedcba9876543210ULL,
-               {entry("model/b", DType::kBFloat16, {3}, 6, 13),
-                entry("rng/rank1/cpu", DType::kUInt8, {0}, 0, 14)}};
+               {entry("model/b", DType::kBFloat16, {3}, 6, 13), entry("rng/rank1/cpu", DType::kUInt8, {0}, 0, 14)}};
   return {s0, s1};
 }
 
@@ -86,8 +84,7 @@ TEST(StorageManifest, RejectsNewerFormatVersion) {
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("newer Tenax"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("ckpt/step-000000500/manifest.json"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("ckpt/step-000000500/manifest.json"), std::string::npos) << s.message();
   j["format_version"] = 0;
   EXPECT_FALSE(parse_json(j).is_ok());
   j["format_version"] = "1";
@@ -127,7 +124,10 @@ TEST(StorageManifest, ContentChecksumCoversEveryField) {
   const std::vector<std::pair<std::string, std::function<void(nlohmann::json&)>>> edits = {
       {"offset", [](nlohmann::json& j) { j["tensors"]["model/w"]["offset"] = 804; }},
       {"dtype", [](nlohmann::json& j) { j["tensors"]["model/b"]["dtype"] = "float16"; }},
-      {"shape", [](nlohmann::json& j) { j["tensors"]["model/w"]["shape"] = {3, 2}; }},
+      {"shape",
+       [](nlohmann::json& j) {
+         j["tensors"]["model/w"]["shape"] = {3, 2};
+       }},
       {"step", [](nlohmann::json& j) { j["step"] = 501; }},
       {"trainer_state", [](nlohmann::json& j) { j["trainer_state"]["x"] = 1; }},
   };
@@ -157,8 +157,7 @@ TEST(StorageManifest, RejectsWrongTypesAndInconsistencies) {
       {"negative bytes", [](nlohmann::json& j) { j["shards"][0]["bytes"] = -5; }},
       {"world size mismatch", [](nlohmann::json& j) { j["world_size"] = 3; }},
       {"zero world", [](nlohmann::json& j) { j["world_size"] = 0; }},
-      {"checksum not hex",
-       [](nlohmann::json& j) { j["shards"][0]["checksum"] = "0123456789abcdeg"; }},
+      {"checksum not hex", [](nlohmann::json& j) { j["shards"][0]["checksum"] = "0123456789abcdeg"; }},
       {"checksum as number", [](nlohmann::json& j) { j["shards"][0]["checksum"] = 5; }},
       {"unknown dtype", [](nlohmann::json& j) { j["tensors"]["model/w"]["dtype"] = "complex64"; }},
       {"shape vs nbytes",
@@ -173,23 +172,16 @@ TEST(StorageManifest, RejectsWrongTypesAndInconsistencies) {
        [](nlohmann::json& j) {
          j["tensors"]["model/w"]["shape"] = {4294967296LL, 4294967296LL, 4};
        }},
-      {"unknown shard",
-       [](nlohmann::json& j) { j["tensors"]["model/w"]["shard"] = "shard-00009-of-00002.h5"; }},
+      {"unknown shard", [](nlohmann::json& j) { j["tensors"]["model/w"]["shard"] = "shard-00009-of-00002.h5"; }},
       {"escaping shard", [](nlohmann::json& j) { j["shards"][0]["file"] = "../evil.h5"; }},
-      {"duplicate shard",
-       [](nlohmann::json& j) { j["shards"][1]["file"] = j["shards"][0]["file"]; }},
+      {"duplicate shard", [](nlohmann::json& j) { j["shards"][1]["file"] = j["shards"][0]["file"]; }},
       {"tensors as array", [](nlohmann::json& j) { j["tensors"] = nlohmann::json::array(); }},
       // Spellings HDF5 resolves to the dataset "model/w": the writer never produces them.
-      {"absolute tensor name",
-       [](nlohmann::json& j) { j["tensors"]["/model/w"] = j["tensors"]["model/w"]; }},
-      {"dot in tensor name",
-       [](nlohmann::json& j) { j["tensors"]["model/./w"] = j["tensors"]["model/w"]; }},
-      {"empty component in tensor name",
-       [](nlohmann::json& j) { j["tensors"]["model//w"] = j["tensors"]["model/w"]; }},
+      {"absolute tensor name", [](nlohmann::json& j) { j["tensors"]["/model/w"] = j["tensors"]["model/w"]; }},
+      {"dot in tensor name", [](nlohmann::json& j) { j["tensors"]["model/./w"] = j["tensors"]["model/w"]; }},
+      {"empty component in tensor name", [](nlohmann::json& j) { j["tensors"]["model//w"] = j["tensors"]["model/w"]; }},
       {"NUL in tensor name",
-       [](nlohmann::json& j) {
-         j["tensors"][std::string("model/w\0x", 9)] = j["tensors"]["model/w"];
-       }},
+       [](nlohmann::json& j) { j["tensors"][std::string("model/w\0x", 9)] = j["tensors"]["model/w"]; }},
       {"trainer_state as number", [](nlohmann::json& j) { j["trainer_state"] = 1; }},
       {"wrong format", [](nlohmann::json& j) { j["format"] = "safetensors"; }},
   };

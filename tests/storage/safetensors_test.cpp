@@ -39,9 +39,7 @@ std::vector<std::uint8_t> from_hex(const std::string& hex) {
 
 std::vector<std::uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The golden's tensors, rebuilt from tiny.json.
 std::vector<OwnedTensor> golden_tensors(const nlohmann::json& expected) {
@@ -77,8 +75,7 @@ std::vector<std::uint8_t> make_file(const std::string& header, const std::string
 
 std::string tensor_json(const std::string& name, const std::string& dtype, const std::string& shape,
                         const std::string& offsets) {
-  return "\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape +
-         ",\"data_offsets\":" + offsets + "}";
+  return "\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":" + offsets + "}";
 }
 
 class StorageSafetensors : public testing::TempDirTest {
@@ -280,52 +277,37 @@ std::vector<Malformed> malformed_files() {
       {"header cut short", make_file("{" + w, eight), ""},
       {"trailing garbage after the header", make_file("{" + w + "}xx", eight), ""},
       {"header not UTF-8", make_file("{\"w\xff\":{}}", ""), ""},
-      {"header nested too deep",
-       make_file("{\"w\":" + std::string(100, '[') + std::string(100, ']') + "}", ""), ""},
+      {"header nested too deep", make_file("{\"w\":" + std::string(100, '[') + std::string(100, ']') + "}", ""), ""},
       {"tensor not an object", make_file("{\"w\":[1]}", ""), "w"},
       {"dtype missing", make_file(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", eight), "w"},
-      {"dtype not a string",
-       make_file(R"({"w":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})", eight), "w"},
+      {"dtype not a string", make_file(R"({"w":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})", eight), "w"},
       {"unknown dtype", make_file("{" + tensor_json("w", "F33", "[2]", "[0,8]") + "}", eight), "w"},
-      {"shape not an array", make_file("{" + tensor_json("w", "F32", "2", "[0,8]") + "}", eight),
-       "w"},
-      {"negative shape", make_file("{" + tensor_json("w", "F32", "[-2]", "[0,8]") + "}", eight),
-       "w"},
-      {"fractional shape", make_file("{" + tensor_json("w", "F32", "[2.0]", "[0,8]") + "}", eight),
-       "w"},
-      {"shape beyond int64",
-       make_file("{" + tensor_json("w", "U8", "[18446744073709551615]", "[0,8]") + "}", eight),
+      {"shape not an array", make_file("{" + tensor_json("w", "F32", "2", "[0,8]") + "}", eight), "w"},
+      {"negative shape", make_file("{" + tensor_json("w", "F32", "[-2]", "[0,8]") + "}", eight), "w"},
+      {"fractional shape", make_file("{" + tensor_json("w", "F32", "[2.0]", "[0,8]") + "}", eight), "w"},
+      {"shape beyond int64", make_file("{" + tensor_json("w", "U8", "[18446744073709551615]", "[0,8]") + "}", eight),
        "w"},
       {"shape product overflows",
-       make_file("{" + tensor_json("w", "F32", "[4294967296,4294967296]", "[0,8]") + "}", eight),
-       "w"},
-      {"too many dimensions",
-       make_file("{" + tensor_json("w", "U8", ones_shape(65), "[0,1]") + "}", "x"), "w"},
+       make_file("{" + tensor_json("w", "F32", "[4294967296,4294967296]", "[0,8]") + "}", eight), "w"},
+      {"too many dimensions", make_file("{" + tensor_json("w", "U8", ones_shape(65), "[0,1]") + "}", "x"), "w"},
       {"offsets missing", make_file(R"({"w":{"dtype":"F32","shape":[2]}})", eight), "w"},
-      {"offsets not a pair",
-       make_file("{" + tensor_json("w", "F32", "[2]", "[0,8,16]") + "}", eight), "w"},
-      {"negative offset", make_file("{" + tensor_json("w", "F32", "[2]", "[-8,0]") + "}", eight),
-       "w"},
-      {"end before begin", make_file("{" + tensor_json("w", "F32", "[0]", "[8,0]") + "}", eight),
-       "w"},
-      {"offsets out of range",
-       make_file("{" + tensor_json("w", "F32", "[2]", "[8,16]") + "}", eight), "w"},
-      {"wrong byte count", make_file("{" + tensor_json("w", "F32", "[3]", "[0,8]") + "}", eight),
-       "w"},
+      {"offsets not a pair", make_file("{" + tensor_json("w", "F32", "[2]", "[0,8,16]") + "}", eight), "w"},
+      {"negative offset", make_file("{" + tensor_json("w", "F32", "[2]", "[-8,0]") + "}", eight), "w"},
+      {"end before begin", make_file("{" + tensor_json("w", "F32", "[0]", "[8,0]") + "}", eight), "w"},
+      {"offsets out of range", make_file("{" + tensor_json("w", "F32", "[2]", "[8,16]") + "}", eight), "w"},
+      {"wrong byte count", make_file("{" + tensor_json("w", "F32", "[3]", "[0,8]") + "}", eight), "w"},
       {"overlapping tensors",
-       make_file("{" + tensor_json("a", "F32", "[2]", "[0,8]") + "," +
-                     tensor_json("b", "F32", "[2]", "[4,12]") + "}",
+       make_file("{" + tensor_json("a", "F32", "[2]", "[0,8]") + "," + tensor_json("b", "F32", "[2]", "[4,12]") + "}",
                  eight + "yyyy"),
        "b"},
       {"gap between tensors",
-       make_file("{" + tensor_json("a", "F32", "[1]", "[0,4]") + "," +
-                     tensor_json("b", "F32", "[1]", "[8,12]") + "}",
+       make_file("{" + tensor_json("a", "F32", "[1]", "[0,4]") + "," + tensor_json("b", "F32", "[1]", "[8,12]") + "}",
                  eight + "yyyy"),
        "b"},
       {"data left over", make_file("{" + w + "}", eight + "z"), ""},
       {"data missing (truncated file)", make_file("{" + w + "}", "xxxx"), "w"},
-      {"duplicate name hides a tensor",
-       make_file("{" + w + "," + tensor_json("w", "F32", "[1]", "[0,4]") + "}", eight), ""},
+      {"duplicate name hides a tensor", make_file("{" + w + "," + tensor_json("w", "F32", "[1]", "[0,4]") + "}", eight),
+       ""},
       {"metadata not an object", make_file(R"({"__metadata__":"pt"})", ""), ""},
       {"metadata value not a string", make_file(R"({"__metadata__":{"step":5}})", ""), ""},
   };
@@ -342,15 +324,13 @@ TEST_F(StorageSafetensors, MalformedFilesAreDataLoss) {
     EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << r.status().to_string();
     EXPECT_TRUE(contains(r.status().message(), path.string())) << r.status().message();
     if (!m.tensor.empty()) {
-      EXPECT_TRUE(contains(r.status().message(), "tensor '" + m.tensor + "'"))
-          << r.status().message();
+      EXPECT_TRUE(contains(r.status().message(), "tensor '" + m.tensor + "'")) << r.status().message();
     }
   }
 }
 
 TEST_F(StorageSafetensors, SupportedByTheFormatButNotByTenaxIsFailedPrecondition) {
-  auto r = parse_safetensors(
-      make_file("{" + tensor_json("w", "I32", "[2]", "[0,8]") + "}", std::string(8, 'x')), "f");
+  auto r = parse_safetensors(make_file("{" + tensor_json("w", "I32", "[2]", "[0,8]") + "}", std::string(8, 'x')), "f");
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().to_string();
   EXPECT_TRUE(contains(r.status().message(), "I32")) << r.status().message();
 }
@@ -377,8 +357,7 @@ TEST_F(StorageSafetensors, FlippedHeaderBytesNeverCrash) {
       auto r = parse_safetensors(to_bytes(bytes), "flip");
       if (r.is_ok()) continue;
       ++rejected;
-      EXPECT_TRUE(r.status().code() == StatusCode::kDataLoss ||
-                  r.status().code() == StatusCode::kFailedPrecondition)
+      EXPECT_TRUE(r.status().code() == StatusCode::kDataLoss || r.status().code() == StatusCode::kFailedPrecondition)
           << r.status().to_string();
     }
   }

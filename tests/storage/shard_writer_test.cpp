@@ -20,20 +20,17 @@ OwnedTensor bf16_specials() {
   // 1.0, -2.5, +0, -0, +inf, -inf, quiet NaN, smallest subnormal, largest finite, 0x1234.
   const std::vector<std::uint16_t> bits = {0x3f80, 0xc020, 0x0000, 0x8000, 0x7f80,
                                            0xff80, 0x7fc0, 0x0001, 0x7f7f, 0x1234};
-  OwnedTensor t{
-      "model/emb.bf16", DType::kBFloat16, {2, 5}, std::vector<std::uint8_t>(bits.size() * 2)};
+  OwnedTensor t{"model/emb.bf16", DType::kBFloat16, {2, 5}, std::vector<std::uint8_t>(bits.size() * 2)};
   std::memcpy(t.bytes.data(), bits.data(), t.bytes.size());
   return t;
 }
 
 TEST_F(StorageShard, RoundTripsEveryDtypeScalarAndEmpty) {
   const std::vector<OwnedTensor> tensors = {
-      pattern_tensor("model/encoder.layer.0.attention.self.query.weight", DType::kFloat32, {8, 16},
-                     1),
+      pattern_tensor("model/encoder.layer.0.attention.self.query.weight", DType::kFloat32, {8, 16}, 1),
       pattern_tensor("model/encoder.layer.0.attention.self.query.bias", DType::kFloat16, {16}, 2),
       bf16_specials(),
-      pattern_tensor("optim/encoder.layer.0.attention.self.query.weight/step", DType::kInt64, {},
-                     3),
+      pattern_tensor("optim/encoder.layer.0.attention.self.query.weight/step", DType::kInt64, {}, 3),
       pattern_tensor("rng/rank0/cpu", DType::kUInt8, {5056}, 4),
       pattern_tensor("user/empty_rows", DType::kInt64, {0, 3}, 5),
       pattern_tensor("user/empty", DType::kFloat32, {0}, 6),

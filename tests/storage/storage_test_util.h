@@ -27,9 +27,8 @@ class TempDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("tenax_storage_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-            std::to_string(::getpid()));
+    dir_ = std::filesystem::path(::testing::TempDir()) / ("tenax_storage_" + std::string(info->test_suite_name()) +
+                                                          "_" + info->name() + "_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -66,9 +65,8 @@ inline OwnedTensor pattern_tensor(std::string name, DType dtype, std::vector<std
 /// Writes `tensors` as a committed checkpoint of `world` shards (following plan_writes) under
 /// root and returns the step directory.
 inline std::filesystem::path write_checkpoint(const std::filesystem::path& root,
-                                              const std::vector<OwnedTensor>& tensors,
-                                              int world = 1, std::int64_t step = 100,
-                                              std::int64_t generation = 0) {
+                                              const std::vector<OwnedTensor>& tensors, int world = 1,
+                                              std::int64_t step = 100, std::int64_t generation = 0) {
   CheckpointDirectory dir(root);
   const auto tmp = dir.prepare_tmp(step, generation);
   std::vector<std::size_t> sizes;

@@ -10,11 +10,9 @@
 namespace tenax::storage {
 namespace {
 
-std::vector<std::uint64_t> loads(const std::vector<std::size_t>& sizes,
-                                 const std::vector<int>& owner, int world) {
+std::vector<std::uint64_t> loads(const std::vector<std::size_t>& sizes, const std::vector<int>& owner, int world) {
   std::vector<std::uint64_t> load(static_cast<std::size_t>(world), 0);
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    load[static_cast<std::size_t>(owner[i])] += sizes[i];
+  for (std::size_t i = 0; i < sizes.size(); ++i) load[static_cast<std::size_t>(owner[i])] += sizes[i];
   return load;
 }
 

@@ -43,8 +43,7 @@ inline void run_ranks(int world, const std::function<void(elastic::Communicator&
 /// Calls fn(ctx) on `world` threads, each with a WorkerContext of generation `generation` whose
 /// open_store() gives a view of one shared in-memory store under "gen/<generation>/", and whose
 /// fence() is `fence` (none by default).
-inline void run_contexts(int world, const std::function<void(elastic::WorkerContext&)>& fn,
-                         std::int64_t generation = 0,
+inline void run_contexts(int world, const std::function<void(elastic::WorkerContext&)>& fn, std::int64_t generation = 0,
                          const std::optional<elastic::GenerationFence>& fence = std::nullopt) {
   elastic::InMemoryStore shared;
   run_ranks(world, [&](elastic::Communicator& comm) {
@@ -60,7 +59,9 @@ inline void run_contexts(int world, const std::function<void(elastic::WorkerCont
       int rank() const override { return c_.rank(); }
       int size() const override { return c_.size(); }
       void allreduce(void* d, std::size_t n, elastic::ElementType t, elastic::ReduceOp op,
-                     std::chrono::milliseconds timeout) override { c_.allreduce(d, n, t, op, timeout); }
+                     std::chrono::milliseconds timeout) override {
+        c_.allreduce(d, n, t, op, timeout);
+      }
       void broadcast(void* d, std::size_t b, int root, std::chrono::milliseconds timeout) override {
         c_.broadcast(d, b, root, timeout);
       }
@@ -72,12 +73,12 @@ inline void run_contexts(int world, const std::function<void(elastic::WorkerCont
       elastic::Communicator& c_;
     };
     const std::string prefix = elastic::generation_prefix(generation);
-    elastic::WorkerContext ctx(id, std::make_unique<elastic::PrefixStore>(prefix, shared),
-                               std::make_unique<Borrowed>(comm),
-                               [&shared, prefix]() -> std::unique_ptr<elastic::Store> {
-                                 return std::make_unique<elastic::PrefixStore>(prefix, shared);
-                               },
-                               fence);
+    elastic::WorkerContext ctx(
+        id, std::make_unique<elastic::PrefixStore>(prefix, shared), std::make_unique<Borrowed>(comm),
+        [&shared, prefix]() -> std::unique_ptr<elastic::Store> {
+          return std::make_unique<elastic::PrefixStore>(prefix, shared);
+        },
+        fence);
     fn(ctx);
   });
 }

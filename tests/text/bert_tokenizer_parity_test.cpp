@@ -20,13 +20,20 @@ EncodeOptions options_of(const json& o) {
   EncodeOptions options;
   if (!o.at("max_length").is_null()) options.max_length(o.at("max_length").get<std::int64_t>());
   const std::string t = o.at("truncation"), p = o.at("padding");
-  if (t == "longest_first") options.truncation(Truncation::kLongestFirst);
-  else if (t == "only_first") options.truncation(Truncation::kOnlyFirst);
-  else if (t == "only_second") options.truncation(Truncation::kOnlySecond);
-  else if (t != "none") throw std::runtime_error("unknown truncation " + t);
-  if (p == "longest") options.padding(Padding::kLongest);
-  else if (p == "max_length") options.padding(Padding::kMaxLength);
-  else if (p != "none") throw std::runtime_error("unknown padding " + p);
+  if (t == "longest_first")
+    options.truncation(Truncation::kLongestFirst);
+  else if (t == "only_first")
+    options.truncation(Truncation::kOnlyFirst);
+  else if (t == "only_second")
+    options.truncation(Truncation::kOnlySecond);
+  else if (t != "none")
+    throw std::runtime_error("unknown truncation " + t);
+  if (p == "longest")
+    options.padding(Padding::kLongest);
+  else if (p == "max_length")
+    options.padding(Padding::kMaxLength);
+  else if (p != "none")
+    throw std::runtime_error("unknown padding " + p);
   return options;
 }
 
@@ -56,8 +63,7 @@ Counts check_goldens(const std::string& file) {
     const EncodeOptions options = options_of(r.at("options"));
     const bool pair = !r.at("pairs").is_null();
     auto run = [&] {
-      return pair ? tokenizer.encode_batch(texts, r.at("pairs").get<std::vector<std::string>>(),
-                                           options)
+      return pair ? tokenizer.encode_batch(texts, r.at("pairs").get<std::vector<std::string>>(), options)
                   : tokenizer.encode_batch(texts, options);
     };
     ++calls;
@@ -80,8 +86,7 @@ Counts check_goldens(const std::string& file) {
     const auto got = run();
     if (got.size() != expected.size()) {
       ++failures;
-      ADD_FAILURE() << file << " line " << i + 1 << ": " << got.size() << " encodings, HF "
-                    << expected.size();
+      ADD_FAILURE() << file << " line " << i + 1 << ": " << got.size() << " encodings, HF " << expected.size();
       continue;
     }
     for (std::size_t k = 0; k < got.size(); ++k, ++encodings) {
@@ -94,9 +99,8 @@ Counts check_goldens(const std::string& file) {
           std::string mine, theirs;
           for (auto id : got[k].input_ids) mine += std::to_string(id) + " ";
           for (auto id : ids) theirs += std::to_string(id) + " ";
-          ADD_FAILURE() << file << " line " << i + 1 << " item " << k << " text "
-                        << json(texts[k]).dump() << " options " << r.at("options").dump()
-                        << "\n  tenax: " << mine << "\n  hf:    " << theirs;
+          ADD_FAILURE() << file << " line " << i + 1 << " item " << k << " text " << json(texts[k]).dump()
+                        << " options " << r.at("options").dump() << "\n  tenax: " << mine << "\n  hf:    " << theirs;
         }
       }
     }

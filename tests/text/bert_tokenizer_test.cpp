@@ -16,8 +16,8 @@ namespace {
 
 // ids:        0      1      2      3      4       5     6     7       8        9     10
 Vocab small_vocab() {
-  return Vocab({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "hello",
-                "!", "cafe", "a", "##a", "x"});
+  return Vocab(
+      {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "hello", "!", "cafe", "a", "##a", "x"});
 }
 
 BertTokenizer small_tokenizer() { return BertTokenizer(small_vocab(), BertTokenizerConfig{}); }
@@ -28,8 +28,7 @@ TEST(TextBertTokenizer, WordPieceGreedyLongestMatchAndUnknown) {
   const auto tok = small_tokenizer();
   EXPECT_EQ(tok.tokenize("unaffable"), (std::vector<std::string>{"un", "##aff", "##able"}));
   // One unmatched piece makes the whole word [UNK]; the neighbours are untouched.
-  EXPECT_EQ(tok.tokenize("hello unaffablez!"),
-            (std::vector<std::string>{"hello", "[UNK]", "!"}));
+  EXPECT_EQ(tok.tokenize("hello unaffablez!"), (std::vector<std::string>{"hello", "[UNK]", "!"}));
   EXPECT_EQ(tok.encode("UNAFFABLE Café!").input_ids, ids({2, 5, 6, 7, 10, 9, 3}));
 }
 
@@ -64,10 +63,8 @@ TEST(TextBertTokenizer, PairTruncationStrategies) {
   EXPECT_EQ(lengths(Truncation::kOnlySecond, 10), std::make_pair(size_t{6}, size_t{1}));
   // only_second cannot drop 3 tokens from a 2-token second sequence: refused, as HF does.
   EXPECT_THROW(lengths(Truncation::kOnlySecond, 8), ConfigError);
-  EXPECT_THROW(tok.encode(six, EncodeOptions().truncation(Truncation::kOnlySecond).max_length(4)),
-               ConfigError);
-  EXPECT_THROW(tok.encode(six, EncodeOptions().truncation(Truncation::kLongestFirst).max_length(1)),
-               ConfigError);
+  EXPECT_THROW(tok.encode(six, EncodeOptions().truncation(Truncation::kOnlySecond).max_length(4)), ConfigError);
+  EXPECT_THROW(tok.encode(six, EncodeOptions().truncation(Truncation::kLongestFirst).max_length(1)), ConfigError);
 }
 
 TEST(TextBertTokenizer, TokenTypesMaskAndPadding) {
@@ -118,23 +115,22 @@ TEST(TextBertTokenizer, ConfigFromDirectoryNamesFileAndKey) {
 TEST(TextBertTokenizer, InvalidUtf8IsAnErrorNamingTheByte) {
   const auto tok = small_tokenizer();
   const std::pair<std::string, std::size_t> cases[] = {
-      {"ab\x80", 2},              // lone continuation byte
-      {"a\xC3", 1},               // cut short
-      {"\xC0\xAF", 0},            // overlong '/'
-      {"xx\xE0\x80\xAF", 2},      // overlong, 3 bytes
-      {"\xED\xA0\x80", 0},        // UTF-16 surrogate
-      {"\xF4\x90\x80\x80", 0},    // above U+10FFFF
-      {"\xFF", 0},                // never valid
-      {"ok \xE2\x82", 3},         // cut short, 3 bytes
-      {"\xE2\x28\xA1", 1},        // bad continuation
+      {"ab\x80", 2},            // lone continuation byte
+      {"a\xC3", 1},             // cut short
+      {"\xC0\xAF", 0},          // overlong '/'
+      {"xx\xE0\x80\xAF", 2},    // overlong, 3 bytes
+      {"\xED\xA0\x80", 0},      // UTF-16 surrogate
+      {"\xF4\x90\x80\x80", 0},  // above U+10FFFF
+      {"\xFF", 0},              // never valid
+      {"ok \xE2\x82", 3},       // cut short, 3 bytes
+      {"\xE2\x28\xA1", 1},      // bad continuation
   };
   for (const auto& [bytes, offset] : cases) {
     try {
       tok.encode(bytes);
       ADD_FAILURE() << "accepted invalid UTF-8 at byte " << offset;
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("invalid UTF-8 at byte " + std::to_string(offset)),
-                std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("invalid UTF-8 at byte " + std::to_string(offset)), std::string::npos)
           << e.what();
     }
     EXPECT_THROW(tok.encode("fine", bytes), Error);
@@ -151,8 +147,8 @@ TEST(TextBertTokenizer, RandomInputNeverCrashes) {
     std::string bytes(rng() % 64, '\0');
     for (char& b : bytes) b = static_cast<char>(rng() & 0xFF);
     try {
-      const Encoding e = tok.encode(bytes, EncodeOptions().truncation(Truncation::kLongestFirst)
-                                               .max_length(32).padding(Padding::kMaxLength));
+      const Encoding e = tok.encode(
+          bytes, EncodeOptions().truncation(Truncation::kLongestFirst).max_length(32).padding(Padding::kMaxLength));
       EXPECT_EQ(e.size(), 32u);
     } catch (const Error&) {
       ++rejected;
@@ -162,14 +158,21 @@ TEST(TextBertTokenizer, RandomInputNeverCrashes) {
   for (int round = 0; round < 3000; ++round) {
     std::u32string cps(rng() % 40, U'a');
     for (char32_t& c : cps) {
-      do c = static_cast<char32_t>(rng() % 0x110000); while (c >= 0xD800 && c <= 0xDFFF);
+      do c = static_cast<char32_t>(rng() % 0x110000);
+      while (c >= 0xD800 && c <= 0xDFFF);
     }
     std::string text;
     for (char32_t c : cps) {  // UTF-8 by hand, so the test does not trust the code under test
-      if (c < 0x80) text += static_cast<char>(c);
-      else if (c < 0x800) text += {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
-      else if (c < 0x10000) text += {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)), static_cast<char>(0x80 | (c & 0x3F))};
-      else text += {static_cast<char>(0xF0 | (c >> 18)), static_cast<char>(0x80 | ((c >> 12) & 0x3F)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)), static_cast<char>(0x80 | (c & 0x3F))};
+      if (c < 0x80)
+        text += static_cast<char>(c);
+      else if (c < 0x800)
+        text += {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
+      else if (c < 0x10000)
+        text += {static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+                 static_cast<char>(0x80 | (c & 0x3F))};
+      else
+        text += {static_cast<char>(0xF0 | (c >> 18)), static_cast<char>(0x80 | ((c >> 12) & 0x3F)),
+                 static_cast<char>(0x80 | ((c >> 6) & 0x3F)), static_cast<char>(0x80 | (c & 0x3F))};
     }
     const Encoding e = tok.encode(text, "pair " + text);
     ASSERT_GE(e.size(), 3u);

@@ -33,13 +33,11 @@ TEST(TextBertUnicodeTables, SortedAndDisjoint) {
   expect_sorted_and_disjoint("kWhitespace", tables::kWhitespace, tables::kWhitespaceSize);
   expect_sorted_and_disjoint("kControl", tables::kControl, tables::kControlSize);
   expect_sorted_and_disjoint("kPunctuation", tables::kPunctuation, tables::kPunctuationSize);
-  expect_sorted_and_disjoint("kNonspacingMark", tables::kNonspacingMark,
-                             tables::kNonspacingMarkSize);
+  expect_sorted_and_disjoint("kNonspacingMark", tables::kNonspacingMark, tables::kNonspacingMarkSize);
   expect_sorted_and_disjoint("kCjk", tables::kCjk, tables::kCjkSize);
   expect_sorted_and_disjoint("kCanonicalDecomposable", tables::kCanonicalDecomposable,
                              tables::kCanonicalDecomposableSize);
-  expect_sorted_and_disjoint("kCombiningClass", tables::kCombiningClass,
-                             tables::kCombiningClassSize);
+  expect_sorted_and_disjoint("kCombiningClass", tables::kCombiningClass, tables::kCombiningClassSize);
   expect_sorted_and_disjoint("kLowercase", tables::kLowercase, tables::kLowercaseSize);
   for (std::size_t i = 0; i < tables::kLowercaseSize; ++i) {
     EXPECT_GE(tables::kLowercase[i].stride, 1) << "kLowercase entry " << i;
@@ -65,8 +63,8 @@ TEST(TextBertUnicodeTables, NfdOfEveryDecomposableCharacterEqualsTokenizers) {
     for (char32_t c = range.first; c <= range.last; ++c, ++checked) {
       const std::u32string decomposed = basic_tokenizer::nfd(std::u32string(1, c));
       EXPECT_NE(decomposed, std::u32string(1, c))
-          << "utf8proc " << utf8proc_version() << " does not decompose U+" << std::hex
-          << static_cast<unsigned>(c) << "; the tokenizer needs a newer utf8proc";
+          << "utf8proc " << utf8proc_version() << " does not decompose U+" << std::hex << static_cast<unsigned>(c)
+          << "; the tokenizer needs a newer utf8proc";
       add(c);
       for (char32_t d : decomposed) add(d);
       add(0);

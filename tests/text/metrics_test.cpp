@@ -20,8 +20,7 @@ nlohmann::json goldens() {
   return nlohmann::json::parse(in);
 }
 
-void expect_value(double got, const nlohmann::json& expected, double tolerance,
-                  const std::string& what) {
+void expect_value(double got, const nlohmann::json& expected, double tolerance, const std::string& what) {
   if (expected.is_null()) {
     EXPECT_TRUE(std::isnan(got)) << what << ": reference is NaN, got " << got;
   } else {

@@ -21,12 +21,12 @@ TEST(TextCollator, PadsToTheBatchsLongest) {
       {torch::stack({longs({101, 8, 102, 9, 102}), longs({0, 0, 0, 1, 1})}), longs({0}).squeeze()},
   };
   const Batch b = pad_text_batch(examples, /*pad_id=*/0);
-  EXPECT_TRUE(torch::equal(b.input_ids, torch::tensor({101, 7, 102, 0, 0, 101, 8, 102, 9, 102},
-                                                      torch::kInt64).view({2, 5})));
-  EXPECT_TRUE(torch::equal(b.attention_mask, torch::tensor({1, 1, 1, 0, 0, 1, 1, 1, 1, 1},
-                                                           torch::kInt64).view({2, 5})));
-  EXPECT_TRUE(torch::equal(b.token_type_ids, torch::tensor({0, 0, 0, 0, 0, 0, 0, 0, 1, 1},
-                                                           torch::kInt64).view({2, 5})));
+  EXPECT_TRUE(
+      torch::equal(b.input_ids, torch::tensor({101, 7, 102, 0, 0, 101, 8, 102, 9, 102}, torch::kInt64).view({2, 5})));
+  EXPECT_TRUE(
+      torch::equal(b.attention_mask, torch::tensor({1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, torch::kInt64).view({2, 5})));
+  EXPECT_TRUE(
+      torch::equal(b.token_type_ids, torch::tensor({0, 0, 0, 0, 0, 0, 0, 0, 1, 1}, torch::kInt64).view({2, 5})));
   EXPECT_TRUE(torch::equal(b.labels, longs({1, 0})));
   EXPECT_EQ(b.size(), 2);
   // A 1-D input is ids only; the pad id is the caller's.
@@ -52,8 +52,9 @@ TEST(TextCollator, TokenizedValidationSplitBatches) {
   const Example first = dataset.get(0);
   EXPECT_EQ(first.input.size(0), 2);
   EXPECT_EQ(first.input[0][0].item<std::int64_t>(), tok.cls_id());
-  EXPECT_EQ(first.input.size(1), static_cast<std::int64_t>(tok.encode(records.texts[0]).size() > 32
-                                                               ? 32 : tok.encode(records.texts[0]).size()));
+  EXPECT_EQ(
+      first.input.size(1),
+      static_cast<std::int64_t>(tok.encode(records.texts[0]).size() > 32 ? 32 : tok.encode(records.texts[0]).size()));
   std::vector<Example> batch;
   std::int64_t longest = 0;
   for (std::int64_t i = 0; i < 16; ++i) {
@@ -63,8 +64,7 @@ TEST(TextCollator, TokenizedValidationSplitBatches) {
   }
   const Batch b = text_collator(tok.pad_id())(batch);
   EXPECT_EQ(b.input_ids.sizes(), (std::vector<std::int64_t>{16, longest}));
-  EXPECT_EQ(b.attention_mask.sum().item<std::int64_t>(),
-            (b.input_ids != tok.pad_id()).sum().item<std::int64_t>());
+  EXPECT_EQ(b.attention_mask.sum().item<std::int64_t>(), (b.input_ids != tok.pad_id()).sum().item<std::int64_t>());
   EXPECT_THROW(dataset.get(dataset.size()), Error);
 }
 

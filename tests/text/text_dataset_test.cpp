@@ -45,12 +45,12 @@ class TextDatasetFiles : public ::testing::Test {
 
 TEST_F(TextDatasetFiles, CsvFollowsRfc4180) {
   const std::string path = write("a.csv",
-      "\xEF\xBB\xBFid,text,label\r\n"
-      "1,\"Funny, sharp and \"\"true\"\"\",fresh\r\n"
-      "\r\n"
-      "2,\"two\nlines\",rotten\n"
-      "3,plain,fresh\n"
-      "4,\"\",rotten");  // no final line break, empty text
+                                 "\xEF\xBB\xBFid,text,label\r\n"
+                                 "1,\"Funny, sharp and \"\"true\"\"\",fresh\r\n"
+                                 "\r\n"
+                                 "2,\"two\nlines\",rotten\n"
+                                 "3,plain,fresh\n"
+                                 "4,\"\",rotten");  // no final line break, empty text
   const TextRecords r = read_text_records(path);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r.texts[0], "Funny, sharp and \"true\"");
@@ -71,12 +71,10 @@ TEST_F(TextDatasetFiles, CsvErrorsNameFileLineAndTheRemedy) {
   EXPECT_NE(fields.find("f.csv:3: 3 fields, but the header has 2"), std::string::npos) << fields;
 
   const std::string open = error_of(write("q.csv", "text,label\na,1\n\"never closed,1\nb,0\n"));
-  EXPECT_NE(open.find("q.csv:3: field 1: the quote opened on this line is never closed"),
-            std::string::npos) << open;
+  EXPECT_NE(open.find("q.csv:3: field 1: the quote opened on this line is never closed"), std::string::npos) << open;
 
   const std::string stray = error_of(write("s.csv", "text,label\nsay \"hi\",1\n"));
-  EXPECT_NE(stray.find("s.csv:2: field 1: a quote inside an unquoted field"), std::string::npos)
-      << stray;
+  EXPECT_NE(stray.find("s.csv:2: field 1: a quote inside an unquoted field"), std::string::npos) << stray;
 
   const std::string after = error_of(write("t.csv", "text,label\n\"a\"b,1\n"));
   EXPECT_NE(after.find("t.csv:2: field 1: text after a closing quote"), std::string::npos) << after;
@@ -86,14 +84,14 @@ TEST_F(TextDatasetFiles, CsvErrorsNameFileLineAndTheRemedy) {
 
   EXPECT_NE(error_of(write("e.csv", "")).find("empty file"), std::string::npos);
   EXPECT_NE(error_of((dir_ / "absent.csv").string()).find("cannot open"), std::string::npos);
-  EXPECT_NE(error_of(write("x.txt", "text,label\n")).find("set TextFileOptions::format"),
-            std::string::npos);
+  EXPECT_NE(error_of(write("x.txt", "text,label\n")).find("set TextFileOptions::format"), std::string::npos);
 }
 
 TEST_F(TextDatasetFiles, TsvWithPairs) {
-  const std::string path = write("p.tsv", "label\tsentence1\tsentence2\r\n"
-                                          "entailment\tA man sleeps.\tSomeone rests.\r\n"
-                                          "contradiction\tIt rains.\tIt is dry.\r\n");
+  const std::string path = write("p.tsv",
+                                 "label\tsentence1\tsentence2\r\n"
+                                 "entailment\tA man sleeps.\tSomeone rests.\r\n"
+                                 "contradiction\tIt rains.\tIt is dry.\r\n");
   const auto options = TextFileOptions().text_column("sentence1").text_pair_column("sentence2");
   const TextRecords r = read_text_records(path, options);
   ASSERT_EQ(r.size(), 2u);
@@ -106,14 +104,15 @@ TEST_F(TextDatasetFiles, TsvWithPairs) {
 }
 
 TEST_F(TextDatasetFiles, JsonlLabelsMayBeNumbers) {
-  const std::string path = write("j.jsonl", "{\"text\": \"good\", \"label\": 1}\n\n"
-                                            "{\"text\": \"bad\", \"label\": 0, \"extra\": [1]}\n");
+  const std::string path = write("j.jsonl",
+                                 "{\"text\": \"good\", \"label\": 1}\n\n"
+                                 "{\"text\": \"bad\", \"label\": 0, \"extra\": [1]}\n");
   const TextRecords r = read_text_records(path);
   EXPECT_EQ(r.labels, (std::vector<std::string>{"1", "0"}));
   EXPECT_EQ(r.lines, (std::vector<std::size_t>{1, 3}));
   const std::string number_text = error_of(write("n.jsonl", "{\"text\": 5, \"label\": 1}\n"));
-  EXPECT_NE(number_text.find("n.jsonl:1: key 'text' is number; a text must be a string"),
-            std::string::npos) << number_text;
+  EXPECT_NE(number_text.find("n.jsonl:1: key 'text' is number; a text must be a string"), std::string::npos)
+      << number_text;
   const std::string broken = error_of(write("b.jsonl", "{\"text\": \"a\", \"label\": 1}\n{oops\n"));
   EXPECT_NE(broken.find("b.jsonl:2: not a JSON object"), std::string::npos) << broken;
   const std::string key = error_of(write("k.jsonl", "{\"text\": \"a\"}\n"));
@@ -121,8 +120,7 @@ TEST_F(TextDatasetFiles, JsonlLabelsMayBeNumbers) {
 }
 
 TEST_F(TextDatasetFiles, LabelIdsFollowSortedOrder) {
-  const TextRecords r =
-      read_text_records(write("l.csv", "text,label\na,rotten\nb,fresh\nc,rotten\n"));
+  const TextRecords r = read_text_records(write("l.csv", "text,label\na,rotten\nb,fresh\nc,rotten\n"));
   const LabelMap labels = LabelMap::from_records(r);
   EXPECT_EQ(labels.names(), (std::vector<std::string>{"fresh", "rotten"}));
   EXPECT_EQ(labels.ids(r), (std::vector<std::int64_t>{1, 0, 1}));
@@ -132,18 +130,17 @@ TEST_F(TextDatasetFiles, LabelIdsFollowSortedOrder) {
     labels.ids(other);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("o.csv:3: label 'spoiled' is not one of the 2 known"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("o.csv:3: label 'spoiled' is not one of the 2 known"), std::string::npos)
+        << e.what();
   }
 }
 
 // Mangled files (random bytes spliced into a valid one): a ConfigError or records, never a
 // crash or another exception (run under ASan in build-asan).
 TEST_F(TextDatasetFiles, MangledFilesFailCleanly) {
-  const std::string valid[] = {
-      "text,label\n\"a, \"\"b\"\"\",1\nplain,0\n\"multi\nline\",1\n",
-      "text\tlabel\na\t1\nb\t0\n",
-      "{\"text\": \"a\", \"label\": 1}\n{\"text\": \"b\", \"label\": \"x\"}\n"};
+  const std::string valid[] = {"text,label\n\"a, \"\"b\"\"\",1\nplain,0\n\"multi\nline\",1\n",
+                               "text\tlabel\na\t1\nb\t0\n",
+                               "{\"text\": \"a\", \"label\": 1}\n{\"text\": \"b\", \"label\": \"x\"}\n"};
   const char* names[] = {"m.csv", "m.tsv", "m.jsonl"};
   std::mt19937_64 rng(7);
   const std::string alphabet = "\",\t\n\r{}:[]\\ab\xC3\xA9\xFF\x80";
@@ -154,8 +151,10 @@ TEST_F(TextDatasetFiles, MangledFilesFailCleanly) {
     for (int edits = 1 + static_cast<int>(rng() % 4); edits > 0; --edits) {
       const std::size_t at = rng() % (data.size() + 1);
       const char c = rng() % 2 ? alphabet[rng() % alphabet.size()] : static_cast<char>(rng());
-      if (rng() % 3 == 0 && at < data.size()) data.erase(at, 1);
-      else data.insert(at, 1, c);
+      if (rng() % 3 == 0 && at < data.size())
+        data.erase(at, 1);
+      else
+        data.insert(at, 1, c);
     }
     try {
       const TextRecords r = read_text_records(write(names[which], data));

@@ -11,9 +11,10 @@ namespace tenax::sdk {
 EarlyStoppingCallback::EarlyStoppingCallback(std::int64_t patience, double threshold)
     : patience_(patience), threshold_(threshold) {
   if (patience < 1) {
-    throw ConfigError("EarlyStoppingCallback: early_stopping_patience must be >= 1 (evaluations without "
-                      "improvement before stopping), got " +
-                      std::to_string(patience));
+    throw ConfigError(
+        "EarlyStoppingCallback: early_stopping_patience must be >= 1 (evaluations without "
+        "improvement before stopping), got " +
+        std::to_string(patience));
   }
   if (!std::isfinite(threshold) || threshold < 0) {
     throw ConfigError("EarlyStoppingCallback: early_stopping_threshold must be a finite number >= 0, got " +
@@ -35,8 +36,9 @@ void EarlyStoppingCallback::check_arguments(const TrainingArguments& args, const
   }
   if (!args.load_best_model_at_end && state.is_world_process_zero()) {
     logger("tenax.callbacks")
-        ->warn("EarlyStoppingCallback without load_best_model_at_end: when training stops, the last model is "
-               "kept, not the best one");
+        ->warn(
+            "EarlyStoppingCallback without load_best_model_at_end: when training stops, the last model is "
+            "kept, not the best one");
   }
 }
 
@@ -53,9 +55,10 @@ void EarlyStoppingCallback::on_evaluate(const TrainingArguments& args, TrainerSt
   if (it == metrics.end()) {
     if (state.is_world_process_zero()) {
       logger("tenax.callbacks")
-          ->warn("EarlyStoppingCallback: metric_for_best_model '{}' is not among this evaluation's metrics, so "
-                 "this evaluation does not count for early stopping",
-                 key);
+          ->warn(
+              "EarlyStoppingCallback: metric_for_best_model '{}' is not among this evaluation's metrics, so "
+              "this evaluation does not count for early stopping",
+              key);
     }
     return;
   }

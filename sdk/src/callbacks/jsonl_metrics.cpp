@@ -59,7 +59,8 @@ void JsonlMetricsCallback::write(const TrainerState& state, const Logs& logs) {
   try {
     file_->append(record.dump() + "\n");
   } catch (const StorageError& e) {
-    if (!write_failed_) logger("tenax.callbacks")->warn("metrics.jsonl: {} (further failures are not reported)", e.what());
+    if (!write_failed_)
+      logger("tenax.callbacks")->warn("metrics.jsonl: {} (further failures are not reported)", e.what());
     write_failed_ = true;
   }
 }

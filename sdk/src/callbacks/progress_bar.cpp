@@ -17,8 +17,8 @@ constexpr std::string_view kClearToEndOfLine = "\x1b[K";
 constexpr int kBarWidth = 20;
 
 // Keys of a training log entry; a log with other keys (eval_loss, ...) is printed in full.
-const std::set<std::string, std::less<>> kTrainingKeys = {"loss", "learning_rate", "epoch", "step",
-                                                           "samples_per_second", "grad_norm"};
+const std::set<std::string, std::less<>> kTrainingKeys = {"loss", "learning_rate",      "epoch",
+                                                          "step", "samples_per_second", "grad_norm"};
 
 std::string format_duration(double seconds) {
   const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
@@ -71,7 +71,9 @@ void ProgressBarCallback::on_log(const TrainingArguments&, TrainerState& state, 
   }
   if (display_ == Display::kRedrawInPlace) {
     // An evaluation line replaces the bar, which is then drawn again below it.
-    if (!extra.empty()) out_ << "\r" + std::string(kClearToEndOfLine) + "step " + std::to_string(state.global_step) + " | " + extra + "\n";
+    if (!extra.empty())
+      out_ << "\r" + std::string(kClearToEndOfLine) + "step " + std::to_string(state.global_step) + " | " + extra +
+                  "\n";
     redraw(state);
     return;
   }
@@ -122,7 +124,8 @@ std::string ProgressBarCallback::status_line(const TrainerState& state) const {
       line += std::string(" | ") + rate + " samples/s";
     }
     if (state.max_steps > 0) {
-      line += " | ETA " + format_duration(elapsed / steps_done * static_cast<double>(state.max_steps - state.global_step));
+      line +=
+          " | ETA " + format_duration(elapsed / steps_done * static_cast<double>(state.max_steps - state.global_step));
     }
   }
   return line;

@@ -20,7 +20,9 @@ std::string TensorBoardCallback::tag_for(const std::string& key) {
   return "train/" + key;
 }
 
-std::filesystem::path TensorBoardCallback::event_file() const { return writer_ ? writer_->path() : std::filesystem::path(); }
+std::filesystem::path TensorBoardCallback::event_file() const {
+  return writer_ ? writer_->path() : std::filesystem::path();
+}
 
 void TensorBoardCallback::open_if_needed() {
   if (!writer_) writer_ = std::make_unique<tensorboard::EventFileWriter>(logging_dir_);

@@ -20,9 +20,7 @@ torch::Tensor additive_attention_mask(const torch::Tensor& attention_mask, torch
 /// softmax(q k^T / sqrt(d) + additive_mask) v, with dropout `dropout_p` on the probabilities
 /// when `training`. q, k, v: [batch, heads, seq, head_dim]; additive_mask broadcastable to
 /// [batch, heads, seq, seq] or undefined.
-torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                           const torch::Tensor& v,
-                                           const torch::Tensor& additive_mask, double dropout_p,
-                                           bool training);
+torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                           const torch::Tensor& additive_mask, double dropout_p, bool training);
 
 }  // namespace tenax::sdk::detail

@@ -22,8 +22,7 @@ torch::Tensor classification_loss(PretrainedConfig& config, const torch::Tensor&
     case ProblemType::kRegression:
       if (n == 1) return F::mse_loss(logits.squeeze(), labels.squeeze().to(logits.scalar_type()));
       return F::mse_loss(logits, labels.to(logits.scalar_type()));
-    case ProblemType::kSingleLabelClassification:
-      return F::cross_entropy(logits.view({-1, n}), labels.view({-1}));
+    case ProblemType::kSingleLabelClassification: return F::cross_entropy(logits.view({-1, n}), labels.view({-1}));
     case ProblemType::kMultiLabelClassification:
       return F::binary_cross_entropy_with_logits(logits, labels.to(logits.scalar_type()));
   }

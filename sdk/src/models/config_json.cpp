@@ -37,8 +37,8 @@ namespace {
 using nlohmann::json;
 
 ProblemType parse_problem_type(const ConfigJson& in, const std::string& value) {
-  for (ProblemType t : {ProblemType::kRegression, ProblemType::kSingleLabelClassification,
-                        ProblemType::kMultiLabelClassification}) {
+  for (ProblemType t :
+       {ProblemType::kRegression, ProblemType::kSingleLabelClassification, ProblemType::kMultiLabelClassification}) {
     if (value == problem_type_name(t)) return t;
   }
   in.fail("problem_type", "\"" + value +

@@ -56,17 +56,17 @@ bool same_shape(const torch::Tensor& param, const storage::SafetensorsEntry& ent
   return entry.shape == std::vector<std::int64_t>(param.sizes().begin(), param.sizes().end());
 }
 
-void copy_into(torch::Tensor& param, const storage::SafetensorsFile& file,
-               const storage::SafetensorsEntry& entry, const std::string& param_name) {
+void copy_into(torch::Tensor& param, const storage::SafetensorsFile& file, const storage::SafetensorsEntry& entry,
+               const std::string& param_name) {
   const std::string where = file.source() + ": tensor '" + entry.name + "'";
   if (entry.dtype != storage::DType::kFloat32 && entry.dtype != storage::DType::kFloat16 &&
       entry.dtype != storage::DType::kBFloat16) {
-    throw StorageError(where + " has dtype " + storage::safetensors_dtype_name(entry.dtype) +
-                       "; parameter " + param_name + " needs a floating type (F32, F16 or BF16)");
+    throw StorageError(where + " has dtype " + storage::safetensors_dtype_name(entry.dtype) + "; parameter " +
+                       param_name + " needs a floating type (F32, F16 or BF16)");
   }
   if (!same_shape(param, entry)) {
-    throw StorageError(where + " has shape " + shape_string(entry.shape) + " but parameter " +
-                       param_name + " of the model built from config.json has shape " +
+    throw StorageError(where + " has shape " + shape_string(entry.shape) + " but parameter " + param_name +
+                       " of the model built from config.json has shape " +
                        shape_string({param.sizes().begin(), param.sizes().end()}) +
                        "; the checkpoint and its config.json do not belong together (a head trained for "
                        "other labels: PretrainedOptions().ignore_mismatched_sizes(true) re-initialises it, as "
@@ -109,8 +109,7 @@ LoadingInfo copy_weights(torch::nn::Module& model, const PretrainedModelInfo& mo
     if (torch::Tensor* param = params.find(name)) {
       if (ignore_mismatched_sizes && !same_shape(*param, entry)) {
         info.mismatched_keys.push_back(name);
-        mismatched.push_back("- " + name + ": found shape " + shape_string(entry.shape) +
-                             " in the checkpoint and " +
+        mismatched.push_back("- " + name + ": found shape " + shape_string(entry.shape) + " in the checkpoint and " +
                              shape_string({param->sizes().begin(), param->sizes().end()}) +
                              " in the model instantiated");
       } else {
@@ -131,9 +130,8 @@ void log_loading_info(const LoadingInfo& info, const std::vector<std::string>& m
                       const std::string& architecture, const fs::path& dir) {
   auto log = logger("tenax.sdk");
   if (!info.unexpected_keys.empty()) {
-    log->warn(
-        "Some weights of the model checkpoint at {} were not used when initializing {}: {}", dir.string(),
-        architecture, join(info.unexpected_keys));
+    log->warn("Some weights of the model checkpoint at {} were not used when initializing {}: {}", dir.string(),
+              architecture, join(info.unexpected_keys));
   }
   if (!info.missing_keys.empty()) {
     log->warn(
@@ -183,8 +181,8 @@ void install_directory(const fs::path& tmp, const fs::path& dir) {
   if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) != 0) {
     const int err = errno;
     fs::remove_all(tmp, ec);
-    throw StorageError("save_pretrained: cannot swap " + tmp.string() + " into " + dir.string() +
-                       ": " + std::strerror(err) + "; " + dir.string() + " is unchanged");
+    throw StorageError("save_pretrained: cannot swap " + tmp.string() + " into " + dir.string() + ": " +
+                       std::strerror(err) + "; " + dir.string() + " is unchanged");
   }
   files::fsync_dir(dir.has_parent_path() ? dir.parent_path() : fs::path("."));
   fs::remove_all(tmp, ec);  // the previous model; a leftover is harmless (hidden name)
@@ -192,8 +190,7 @@ void install_directory(const fs::path& tmp, const fs::path& dir) {
 
 }  // namespace
 
-void PretrainedModel::apply_options(PretrainedConfig& config, const PretrainedOptions& options,
-                                    const fs::path& dir) {
+void PretrainedModel::apply_options(PretrainedConfig& config, const PretrainedOptions& options, const fs::path& dir) {
   if (options.id2label()) {
     if (options.num_labels() && *options.num_labels() != static_cast<std::int64_t>(options.id2label()->size())) {
       throw ConfigError("from_pretrained(" + dir.string() + "): num_labels " + std::to_string(*options.num_labels()) +
@@ -219,8 +216,7 @@ void PretrainedModel::save_pretrained(const fs::path& dir_in) const {
   check_replaceable(dir);
   const fs::path parent = dir.parent_path();
   fs::create_directories(parent);
-  const fs::path tmp =
-      parent / ("." + dir.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  const fs::path tmp = parent / ("." + dir.filename().string() + ".tmp-" + std::to_string(::getpid()));
   std::error_code ec;
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec)) {

@@ -19,7 +19,9 @@ void put_varint(std::string& out, std::uint64_t value) {
   out.push_back(static_cast<char>(value));
 }
 
-void put_key(std::string& out, std::uint32_t field, std::uint32_t wire_type) { put_varint(out, (field << 3) | wire_type); }
+void put_key(std::string& out, std::uint32_t field, std::uint32_t wire_type) {
+  put_varint(out, (field << 3) | wire_type);
+}
 
 void put_fixed(std::string& out, std::uint64_t bits, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((bits >> (8 * i)) & 0xFF));

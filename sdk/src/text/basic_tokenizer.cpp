@@ -27,12 +27,13 @@ std::u32string nfd(std::u32string_view text) {
     }
     utf8proc_int32_t buffer[8];  // a full canonical decomposition is at most 4 characters
     int boundclass = UTF8PROC_BOUNDCLASS_START;
-    const utf8proc_ssize_t n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(c), buffer, 8,
-                                                       UTF8PROC_DECOMPOSE, &boundclass);
+    const utf8proc_ssize_t n =
+        utf8proc_decompose_char(static_cast<utf8proc_int32_t>(c), buffer, 8, UTF8PROC_DECOMPOSE, &boundclass);
     if (n < 0 || n > 8) {
-      throw Error(fmt::format("utf8proc_decompose_char(U+{:04X}): {}; the tokenizer needs "
-                              "utf8proc 2.8 or newer", static_cast<std::uint32_t>(c),
-                              n < 0 ? utf8proc_errmsg(n) : "decomposition longer than 8"));
+      throw Error(
+          fmt::format("utf8proc_decompose_char(U+{:04X}): {}; the tokenizer needs "
+                      "utf8proc 2.8 or newer",
+                      static_cast<std::uint32_t>(c), n < 0 ? utf8proc_errmsg(n) : "decomposition longer than 8"));
     }
     for (utf8proc_ssize_t k = 0; k < n; ++k) out.push_back(static_cast<char32_t>(buffer[k]));
   }
@@ -47,8 +48,8 @@ std::u32string nfd(std::u32string_view text) {
     }
     std::size_t end = i + 1;
     while (end < out.size() && bert_chars::combining_class(out[end]) != 0) ++end;
-    std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(i),
-                     out.begin() + static_cast<std::ptrdiff_t>(end), by_class);
+    std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(i), out.begin() + static_cast<std::ptrdiff_t>(end),
+                     by_class);
     i = end;
   }
   return out;

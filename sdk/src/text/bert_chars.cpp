@@ -13,8 +13,7 @@ namespace {
 template <typename Entry>
 const Entry* at_or_before(const Entry* table, std::size_t size, char32_t c) {
   const Entry* end = table + size;
-  const Entry* after =
-      std::upper_bound(table, end, c, [](char32_t x, const Entry& e) { return x < e.first; });
+  const Entry* after = std::upper_bound(table, end, c, [](char32_t x, const Entry& e) { return x < e.first; });
   return after == table ? nullptr : after - 1;
 }
 
@@ -33,9 +32,7 @@ bool is_punctuation(char32_t c) { return in(tables::kPunctuation, tables::kPunct
 
 bool is_cjk(char32_t c) { return in(tables::kCjk, tables::kCjkSize, c); }
 
-bool is_nonspacing_mark(char32_t c) {
-  return in(tables::kNonspacingMark, tables::kNonspacingMarkSize, c);
-}
+bool is_nonspacing_mark(char32_t c) { return in(tables::kNonspacingMark, tables::kNonspacingMarkSize, c); }
 
 bool has_canonical_decomposition(char32_t c) {
   return in(tables::kCanonicalDecomposable, tables::kCanonicalDecomposableSize, c);
@@ -47,9 +44,8 @@ std::uint8_t combining_class(char32_t c) {
 }
 
 void append_lowercase(std::u32string& out, char32_t c) {
-  const auto* multi = std::lower_bound(
-      tables::kLowercaseMulti, tables::kLowercaseMulti + tables::kLowercaseMultiSize, c,
-      [](const tables::LowercaseMulti& e, char32_t x) { return e.code_point < x; });
+  const auto* multi = std::lower_bound(tables::kLowercaseMulti, tables::kLowercaseMulti + tables::kLowercaseMultiSize,
+                                       c, [](const tables::LowercaseMulti& e, char32_t x) { return e.code_point < x; });
   if (multi != tables::kLowercaseMulti + tables::kLowercaseMultiSize && multi->code_point == c) {
     for (char32_t l : multi->lower) {
       if (l != 0) out.push_back(l);

@@ -22,20 +22,18 @@ std::size_t resolve_max_length(const EncodeOptions& options, const BertTokenizer
 }
 
 // Hugging Face tokenizers' truncate_encodings (utils/truncation.rs), lengths only.
-void truncate(std::vector<std::int32_t>& first, std::vector<std::int32_t>* second,
-              Truncation strategy, std::size_t max_length) {
+void truncate(std::vector<std::int32_t>& first, std::vector<std::int32_t>* second, Truncation strategy,
+              std::size_t max_length) {
   const std::size_t added = second ? kSpecialTokensPair : kSpecialTokensSingle;
   const std::size_t n1 = first.size(), n2 = second ? second->size() : 0;
   if (n1 + n2 + added <= max_length) return;
   if (max_length < added) {
-    throw ConfigError("EncodeOptions.max_length: " + std::to_string(max_length) +
-                      " leaves no room for the " + std::to_string(added) +
-                      " special tokens; use at least " + std::to_string(added + 1));
+    throw ConfigError("EncodeOptions.max_length: " + std::to_string(max_length) + " leaves no room for the " +
+                      std::to_string(added) + " special tokens; use at least " + std::to_string(added + 1));
   }
   const std::size_t budget = max_length - added;
   switch (strategy) {
-    case Truncation::kNone:
-      return;
+    case Truncation::kNone: return;
     case Truncation::kLongestFirst: {
       if (!second) {
         first.resize(budget);
@@ -66,9 +64,8 @@ void truncate(std::vector<std::int32_t>& first, std::vector<std::int32_t>* secon
       }
       const std::size_t to_remove = n1 + n2 + added - max_length;
       if (target->size() <= to_remove) {
-        throw ConfigError(std::string("Truncation ") + name + ": max_length " +
-                          std::to_string(max_length) + " cannot be reached by cutting that " +
-                          "sequence alone (" + std::to_string(target->size()) +
+        throw ConfigError(std::string("Truncation ") + name + ": max_length " + std::to_string(max_length) +
+                          " cannot be reached by cutting that " + "sequence alone (" + std::to_string(target->size()) +
                           " tokens, " + std::to_string(to_remove) +
                           " to remove); use longest_first or a larger max_length");
       }
@@ -88,8 +85,8 @@ BertTokenizer::BertTokenizer(Vocab vocab, BertTokenizerConfig config)
   unk_id_ = vocab_.at(config_.unk_token, "BertTokenizer unk_token");
   mask_id_ = vocab_.at(config_.mask_token, "BertTokenizer mask_token");
   if (config_.special_tokens.empty()) {
-    config_.special_tokens = {config_.pad_token, config_.unk_token, config_.cls_token,
-                              config_.sep_token, config_.mask_token};
+    config_.special_tokens = {config_.pad_token, config_.unk_token, config_.cls_token, config_.sep_token,
+                              config_.mask_token};
   }
   for (const std::string& token : config_.special_tokens) {
     if (token.empty()) throw ConfigError("BertTokenizer: an empty special token");
@@ -97,9 +94,8 @@ BertTokenizer::BertTokenizer(Vocab vocab, BertTokenizerConfig config)
     special_.emplace_back(token, vocab_.at(token, "BertTokenizer special token"));
   }
   // Longest first, so that at one position the longest token wins (leftmost-longest).
-  std::stable_sort(special_.begin(), special_.end(), [](const auto& a, const auto& b) {
-    return a.first.size() > b.first.size();
-  });
+  std::stable_sort(special_.begin(), special_.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
 }
 
 BertTokenizer BertTokenizer::from_pretrained(const std::string& dir) {
@@ -107,15 +103,11 @@ BertTokenizer BertTokenizer::from_pretrained(const std::string& dir) {
   return BertTokenizer(Vocab::from_file(dir + "/vocab.txt"), std::move(config));
 }
 
-void BertTokenizer::append_segment_ids(std::string_view segment,
-                                       std::vector<std::int32_t>& ids) const {
+void BertTokenizer::append_segment_ids(std::string_view segment, std::vector<std::int32_t>& ids) const {
   const basic_tokenizer::Flags flags{config_.clean_text, config_.handle_chinese_chars,
-                                     config_.strip_accents.value_or(config_.lowercase),
-                                     config_.lowercase};
-  const std::u32string normalised =
-      basic_tokenizer::normalize(utf8::decode(segment, "BertTokenizer input"), flags);
-  const wordpiece::Params params{vocab_, unk_id_, config_.continuing_subword_prefix,
-                                 config_.max_input_chars_per_word};
+                                     config_.strip_accents.value_or(config_.lowercase), config_.lowercase};
+  const std::u32string normalised = basic_tokenizer::normalize(utf8::decode(segment, "BertTokenizer input"), flags);
+  const wordpiece::Params params{vocab_, unk_id_, config_.continuing_subword_prefix, config_.max_input_chars_per_word};
   for (const std::u32string& word : basic_tokenizer::split_words(normalised)) {
     wordpiece::append_ids(word, params, ids);
   }
@@ -157,12 +149,10 @@ void BertTokenizer::pad(Encoding& encoding, std::size_t length) const {
   encoding.token_type_ids.resize(length, 0);
 }
 
-Encoding BertTokenizer::assemble(std::vector<std::int32_t> first,
-                                 std::optional<std::vector<std::int32_t>> second,
+Encoding BertTokenizer::assemble(std::vector<std::int32_t> first, std::optional<std::vector<std::int32_t>> second,
                                  const EncodeOptions& options) const {
   if (options.truncation() != Truncation::kNone) {
-    truncate(first, second ? &*second : nullptr, options.truncation(),
-             resolve_max_length(options, config_));
+    truncate(first, second ? &*second : nullptr, options.truncation(), resolve_max_length(options, config_));
   }
   Encoding e;
   const std::size_t n = first.size() + (second ? second->size() + 3 : 2);
@@ -185,8 +175,7 @@ Encoding BertTokenizer::encode(std::string_view text, const EncodeOptions& optio
   return assemble(sequence_ids(text), std::nullopt, options);
 }
 
-Encoding BertTokenizer::encode(std::string_view first, std::string_view second,
-                               const EncodeOptions& options) const {
+Encoding BertTokenizer::encode(std::string_view first, std::string_view second, const EncodeOptions& options) const {
   return assemble(sequence_ids(first), sequence_ids(second), options);
 }
 
@@ -209,8 +198,8 @@ std::vector<Encoding> BertTokenizer::encode_batch(const std::vector<std::string>
                                                   const std::vector<std::string>& pairs,
                                                   const EncodeOptions& options) const {
   if (texts.size() != pairs.size()) {
-    throw ConfigError("BertTokenizer::encode_batch: " + std::to_string(texts.size()) +
-                      " texts but " + std::to_string(pairs.size()) + " pairs; pass one pair per text");
+    throw ConfigError("BertTokenizer::encode_batch: " + std::to_string(texts.size()) + " texts but " +
+                      std::to_string(pairs.size()) + " pairs; pass one pair per text");
   }
   std::vector<Encoding> out;
   out.reserve(texts.size());

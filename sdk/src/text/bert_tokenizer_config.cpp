@@ -78,8 +78,7 @@ void apply_tokenizer_json(const fs::path& file, BertTokenizerConfig& c) {
   if (j.contains("normalizer") && !j["normalizer"].is_null()) {
     const json& n = j["normalizer"];
     if (n.value("type", "") != "BertNormalizer") {
-      bad(file, "normalizer.type",
-          "is '" + n.value("type", "") + "'; BertTokenizer implements only BertNormalizer");
+      bad(file, "normalizer.type", "is '" + n.value("type", "") + "'; BertTokenizer implements only BertNormalizer");
     }
     c.clean_text = get_bool(n, "clean_text", c.clean_text, file);
     c.handle_chinese_chars = get_bool(n, "handle_chinese_chars", c.handle_chinese_chars, file);
@@ -129,7 +128,8 @@ BertTokenizerConfig BertTokenizerConfig::from_directory(const std::string& dir) 
   BertTokenizerConfig config;
   const fs::path base(dir);
   if (!fs::is_directory(base)) {
-    throw ConfigError("BertTokenizerConfig: " + dir + " is not a directory (a Hugging Face model "
+    throw ConfigError("BertTokenizerConfig: " + dir +
+                      " is not a directory (a Hugging Face model "
                       "directory with vocab.txt; run tools/fetch_assets.sh?)");
   }
   const fs::path tokenizer_config = base / "tokenizer_config.json";

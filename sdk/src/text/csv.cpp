@@ -10,14 +10,10 @@ bool at_line_end(std::string_view data, std::size_t pos) {
          (data[pos] == '\n' || (data[pos] == '\r' && pos + 1 < data.size() && data[pos + 1] == '\n'));
 }
 
-std::size_t skip_line_end(std::string_view data, std::size_t pos) {
-  return pos + (data[pos] == '\r' ? 2 : 1);
-}
+std::size_t skip_line_end(std::string_view data, std::size_t pos) { return pos + (data[pos] == '\r' ? 2 : 1); }
 
-[[noreturn]] void fail(const std::string& path, std::size_t line, std::size_t field,
-                       const std::string& why) {
-  throw ConfigError(path + ":" + std::to_string(line) + ": field " + std::to_string(field) +
-                    ": " + why);
+[[noreturn]] void fail(const std::string& path, std::size_t line, std::size_t field, const std::string& why) {
+  throw ConfigError(path + ":" + std::to_string(line) + ": field " + std::to_string(field) + ": " + why);
 }
 
 }  // namespace
@@ -57,14 +53,12 @@ std::vector<Row> parse_csv(std::string_view data, const std::string& path) {
           ++pos;
         }
         if (pos < data.size() && data[pos] != ',' && !at_line_end(data, pos)) {
-          fail(path, line, number,
-               "text after a closing quote (inside quotes write a quote as \"\")");
+          fail(path, line, number, "text after a closing quote (inside quotes write a quote as \"\")");
         }
       } else {
         while (pos < data.size() && data[pos] != ',' && !at_line_end(data, pos)) {
           if (data[pos] == '"') {
-            fail(path, line, number,
-                 "a quote inside an unquoted field (quote the whole field and double the quote)");
+            fail(path, line, number, "a quote inside an unquoted field (quote the whole field and double the quote)");
           }
           field.push_back(data[pos++]);
         }

@@ -35,9 +35,10 @@ std::pair<std::size_t, const char*> diagnose(std::string_view bytes, std::size_t
 
 [[noreturn]] void invalid(std::string_view what, std::string_view bytes, std::size_t start) {
   const auto [offset, why] = diagnose(bytes, start);
-  throw Error(fmt::format("{}: invalid UTF-8 at byte {} (0x{:02X}: {}); decode the text as UTF-8, or replace "
-                          "invalid bytes, before tokenizing",
-                          what, offset, static_cast<unsigned char>(bytes[offset]), why));
+  throw Error(
+      fmt::format("{}: invalid UTF-8 at byte {} (0x{:02X}: {}); decode the text as UTF-8, or replace "
+                  "invalid bytes, before tokenizing",
+                  what, offset, static_cast<unsigned char>(bytes[offset]), why));
 }
 
 }  // namespace
@@ -50,8 +51,7 @@ std::u32string decode(std::string_view bytes, std::string_view what) {
   while (i < bytes.size()) {
     utf8proc_int32_t cp = 0;
     // Strict as RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
-    const utf8proc_ssize_t n =
-        utf8proc_iterate(data + i, static_cast<utf8proc_ssize_t>(bytes.size() - i), &cp);
+    const utf8proc_ssize_t n = utf8proc_iterate(data + i, static_cast<utf8proc_ssize_t>(bytes.size() - i), &cp);
     if (n <= 0) invalid(what, bytes, i);
     out.push_back(static_cast<char32_t>(cp));
     i += static_cast<std::size_t>(n);

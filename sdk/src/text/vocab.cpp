@@ -22,8 +22,7 @@ Vocab::Vocab(std::vector<std::string> tokens) : tokens_(std::move(tokens)) {
 Vocab Vocab::from_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw Error("Vocab: cannot open " + path +
-                " (a BERT model directory has vocab.txt; run tools/fetch_assets.sh?)");
+    throw Error("Vocab: cannot open " + path + " (a BERT model directory has vocab.txt; run tools/fetch_assets.sh?)");
   }
   std::vector<std::string> tokens;
   std::string line;
@@ -44,8 +43,8 @@ std::optional<std::int32_t> Vocab::find(const std::string& token) const {
 
 std::int32_t Vocab::at(const std::string& token, const std::string& what) const {
   if (auto id = find(token)) return *id;
-  throw ConfigError(what + ": token '" + token + "' is not in the vocabulary (" +
-                    std::to_string(size()) + " tokens); check the model directory's vocab.txt");
+  throw ConfigError(what + ": token '" + token + "' is not in the vocabulary (" + std::to_string(size()) +
+                    " tokens); check the model directory's vocab.txt");
 }
 
 const std::string& Vocab::token(std::int32_t id) const {

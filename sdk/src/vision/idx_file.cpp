@@ -78,17 +78,19 @@ std::uint32_t big_endian_u32(const unsigned char* p) {
 }  // namespace
 
 IdxArray read_idx_ubyte(const std::filesystem::path& path, int dimensions) {
-  if (dimensions < 1 || dimensions > 255) throw Error(fmt::format("read_idx_ubyte: dimensions {} out of range", dimensions));
+  if (dimensions < 1 || dimensions > 255)
+    throw Error(fmt::format("read_idx_ubyte: dimensions {} out of range", dimensions));
   const std::string where = "IDX file " + path.string();
   GzReader in(path);
   unsigned char magic[4];
   if (in.read(magic, 4) != 4) throw StorageError(where + ": shorter than its 4-byte magic (empty or truncated)");
   const std::uint32_t expected = 0x0800u | static_cast<std::uint32_t>(dimensions);
   if (big_endian_u32(magic) != expected) {
-    throw StorageError(fmt::format("{}: magic 0x{:08x}, expected 0x{:08x} (unsigned bytes, {} dimension{}); is it "
-                                   "the {} file of the pair and not compressed twice?",
-                                   where, big_endian_u32(magic), expected, dimensions, dimensions == 1 ? "" : "s",
-                                   dimensions == 1 ? "labels" : "images"));
+    throw StorageError(
+        fmt::format("{}: magic 0x{:08x}, expected 0x{:08x} (unsigned bytes, {} dimension{}); is it "
+                    "the {} file of the pair and not compressed twice?",
+                    where, big_endian_u32(magic), expected, dimensions, dimensions == 1 ? "" : "s",
+                    dimensions == 1 ? "labels" : "images"));
   }
   IdxArray array;
   std::uint64_t elements = 1;
@@ -118,8 +120,7 @@ IdxArray read_idx_ubyte(const std::filesystem::path& path, int dimensions) {
     if (got < want) break;
   }
   if (got != total) {
-    throw StorageError(
-        fmt::format("{}: truncated: {} of the {} data bytes its header announces", where, got, total));
+    throw StorageError(fmt::format("{}: truncated: {} of the {} data bytes its header announces", where, got, total));
   }
   unsigned char extra;
   if (in.read(&extra, 1) != 0) {

@@ -49,8 +49,8 @@ ViTImageProcessor ViTImageProcessor::from_json_string(const std::string& text, c
   if (auto it = j.find("size"); it != j.end() && !it->is_null()) {
     if (it->is_number_integer()) {
       p.height = p.width = it->get<std::int64_t>();
-    } else if (it->is_object() && it->contains("height") && it->contains("width") && (*it)["height"].is_number_integer() &&
-               (*it)["width"].is_number_integer()) {
+    } else if (it->is_object() && it->contains("height") && it->contains("width") &&
+               (*it)["height"].is_number_integer() && (*it)["width"].is_number_integer()) {
       p.height = (*it)["height"].get<std::int64_t>();
       p.width = (*it)["width"].get<std::int64_t>();
     } else {

@@ -2,13 +2,13 @@
 #include <stdio.h>
 #include <tenax.h>
 
-#define CHECK(call)                                                                             \
-  do {                                                                                          \
-    tenax_status status_ = (call);                                                              \
-    if (status_ != TENAX_OK) {                                                                  \
+#define CHECK(call)                                                                           \
+  do {                                                                                        \
+    tenax_status status_ = (call);                                                            \
+    if (status_ != TENAX_OK) {                                                                \
       fprintf(stderr, "%s: %s: %s\n", #call, tenax_status_name(status_), tenax_last_error()); \
-      return 1;                                                                                 \
-    }                                                                                           \
+      return 1;                                                                               \
+    }                                                                                         \
   } while (0)
 
 int main(int argc, char** argv) {

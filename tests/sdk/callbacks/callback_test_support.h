@@ -28,9 +28,8 @@ class CallbackDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("tenax-callbacks-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" +
-            std::to_string(::getpid()));
+    dir_ = std::filesystem::path(::testing::TempDir()) / ("tenax-callbacks-" + std::string(info->test_suite_name()) +
+                                                          "-" + info->name() + "-" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
   }
   void TearDown() override {

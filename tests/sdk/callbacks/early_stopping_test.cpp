@@ -59,9 +59,9 @@ TEST(SdkEarlyStopping, GreaterIsBetterCountsOnlyEvaluationsInARowWithoutImprovem
 
   // The same values with lower-is-better: 0.5 stays the best, so 0.6 and 0.55 are two misses.
   EarlyStoppingCallback lower(2);
-  EXPECT_EQ(stopping_evaluation(lower, args_for("eval_accuracy", false), "eval_accuracy",
-                                {0.5, 0.6, 0.55, 0.7, 0.65, 0.6}),
-            3);
+  EXPECT_EQ(
+      stopping_evaluation(lower, args_for("eval_accuracy", false), "eval_accuracy", {0.5, 0.6, 0.55, 0.7, 0.65, 0.6}),
+      3);
 }
 
 TEST(SdkEarlyStopping, ImprovementsNoLargerThanTheThresholdDoNotCount) {

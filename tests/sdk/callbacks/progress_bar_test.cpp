@@ -39,8 +39,11 @@ void run(ProgressBarCallback& cb, FakeClock& clock, int rank = 0) {
     cb.on_step_end(args, state, control);
     if (step % 2 == 0) {
       cb.on_log(args, state, control,
-                Logs{{"loss", 1.0 / step}, {"learning_rate", 1e-4 * step}, {"epoch", state.epoch},
-                     {"step", static_cast<double>(step)}, {"samples_per_second", 4.0}});
+                Logs{{"loss", 1.0 / step},
+                     {"learning_rate", 1e-4 * step},
+                     {"epoch", state.epoch},
+                     {"step", static_cast<double>(step)},
+                     {"samples_per_second", 4.0}});
     }
   }
   cb.on_log(args, state, control, Logs{{"eval_loss", 0.25}, {"eval_accuracy", 0.75}, {"epoch", 0.4}, {"step", 4.0}});

@@ -29,8 +29,7 @@ TEST_F(SdkTensorBoardCallback, CallbackWritesTransformersTagsAtTheGlobalStep) {
   cb.on_train_begin(args, state, control);
   ASSERT_FALSE(cb.event_file().empty());
   state = state_at(5);
-  cb.on_log(args, state, control,
-            Logs{{"loss", 0.5}, {"learning_rate", 2e-5}, {"epoch", 0.5}, {"step", 5.0}});
+  cb.on_log(args, state, control, Logs{{"loss", 0.5}, {"learning_rate", 2e-5}, {"epoch", 0.5}, {"step", 5.0}});
   // Trainer::evaluate: on_log with epoch and step, then on_evaluate with the same metrics.
   cb.on_log(args, state, control, Logs{{"eval_loss", 0.25}, {"epoch", 0.5}, {"step", 5.0}});
   cb.on_evaluate(args, state, control, Logs{{"eval_loss", 0.25}});
@@ -45,9 +44,10 @@ TEST_F(SdkTensorBoardCallback, CallbackWritesTransformersTagsAtTheGlobalStep) {
     seen.push_back(s.tag + "@" + std::to_string(s.step) + "=" + std::to_string(s.value));
   }
   const std::vector<std::string> expected = {
-      "train/epoch@5=0.500000", "train/learning_rate@5=0.000020", "train/loss@5=0.500000",  // on_log
-      "train/epoch@5=0.500000", "eval/loss@5=0.250000",                                      // evaluate
-      "eval/accuracy@7=0.875000", "test/f1@7=0.500000",                                     // on_evaluate
+      "train/epoch@5=0.500000",   "train/learning_rate@5=0.000020",
+      "train/loss@5=0.500000",                             // on_log
+      "train/epoch@5=0.500000",   "eval/loss@5=0.250000",  // evaluate
+      "eval/accuracy@7=0.875000", "test/f1@7=0.500000",    // on_evaluate
   };
   EXPECT_EQ(seen, expected);
 }

@@ -54,8 +54,8 @@ TEST(BertConfig, ParsesTheMiniLmConfig) {
 }
 
 TEST(BertConfig, MissingArchitectureKeyIsNamed) {
-  for (const char* key : {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                          "intermediate_size", "max_position_embeddings", "type_vocab_size"}) {
+  for (const char* key : {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                          "max_position_embeddings", "type_vocab_size"}) {
     json j = tiny();
     j.erase(key);
     expect_error(j, std::string("\"") + key + "\": missing");
@@ -116,8 +116,7 @@ TEST(BertConfig, BadJsonAndMissingFileNameTheFile) {
     BertConfig::from_json_file("/nonexistent/config.json");
     ADD_FAILURE();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/config.json: cannot open"),
-              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/config.json: cannot open"), std::string::npos);
   }
 }
 

@@ -39,10 +39,8 @@ TEST_F(BertParityTest, ParameterNamesAreTransformersStateDictNames) {
   for (const char* name :
        {"bert.embeddings.word_embeddings.weight", "bert.embeddings.position_embeddings.weight",
         "bert.embeddings.token_type_embeddings.weight", "bert.embeddings.LayerNorm.weight",
-        "bert.encoder.layer.0.attention.self.query.weight",
-        "bert.encoder.layer.0.attention.output.dense.bias",
-        "bert.encoder.layer.5.attention.output.LayerNorm.weight",
-        "bert.encoder.layer.5.intermediate.dense.weight",
+        "bert.encoder.layer.0.attention.self.query.weight", "bert.encoder.layer.0.attention.output.dense.bias",
+        "bert.encoder.layer.5.attention.output.LayerNorm.weight", "bert.encoder.layer.5.intermediate.dense.weight",
         "bert.encoder.layer.5.output.dense.weight", "bert.encoder.layer.5.output.LayerNorm.bias",
         "bert.pooler.dense.weight", "classifier.weight", "classifier.bias"}) {
     EXPECT_NE(params.find(name), nullptr) << name;
@@ -63,15 +61,14 @@ TEST_F(BertParityTest, HiddenStatesPooledOutputAndLogitsMatchTransformers) {
   const BertOutput encoded = model_->bert().forward(ids, mask, types);
   const ModelOutput out = model_->forward(ids, mask, types, golden_.at("labels"));
 
-  const double hidden_diff =
-      max_abs_diff(encoded.last_hidden_state, golden_.at("last_hidden_state"));
+  const double hidden_diff = max_abs_diff(encoded.last_hidden_state, golden_.at("last_hidden_state"));
   const double pooled_diff = max_abs_diff(encoded.pooler_output, golden_.at("pooler_output"));
   const double logits_diff = max_abs_diff(out.logits, golden_.at("logits"));
   const double loss_diff = std::abs(out.loss.item<double>() - golden_.at("loss").item<double>());
   RecordProperty("max_abs_diff_hidden", std::to_string(hidden_diff));
   RecordProperty("max_abs_diff_logits", std::to_string(logits_diff));
-  std::cout << "max |diff|: last_hidden_state " << hidden_diff << ", pooler_output " << pooled_diff
-            << ", logits " << logits_diff << ", loss " << loss_diff << "\n";
+  std::cout << "max |diff|: last_hidden_state " << hidden_diff << ", pooler_output " << pooled_diff << ", logits "
+            << logits_diff << ", loss " << loss_diff << "\n";
   EXPECT_LE(hidden_diff, kTolerance);
   EXPECT_LE(pooled_diff, kTolerance);
   EXPECT_LE(logits_diff, kTolerance);
@@ -85,12 +82,10 @@ TEST_F(BertParityTest, PaddingAndTokenTypesMatterBeyondTheTolerance) {
   torch::NoGradGuard no_grad;
   const auto& ids = golden_.at("input_ids");
   const auto& hidden = golden_.at("last_hidden_state");
-  const auto no_mask =
-      model_->bert().forward(ids, {}, golden_.at("token_type_ids")).last_hidden_state;
+  const auto no_mask = model_->bert().forward(ids, {}, golden_.at("token_type_ids")).last_hidden_state;
   EXPECT_GT(max_abs_diff(no_mask[1], hidden[1]), 100 * kTolerance);
   EXPECT_LE(max_abs_diff(no_mask[0], hidden[0]), kTolerance);
-  const auto no_types =
-      model_->bert().forward(ids, golden_.at("attention_mask"), {}).last_hidden_state;
+  const auto no_types = model_->bert().forward(ids, golden_.at("attention_mask"), {}).last_hidden_state;
   EXPECT_GT(max_abs_diff(no_types[2], hidden[2]), 100 * kTolerance);
   EXPECT_LE(max_abs_diff(no_types[0], hidden[0]), kTolerance);
 }
@@ -139,13 +134,13 @@ TEST_F(BertParityTest, TrainingStepsWithDropoutReduceTheLossOnATinyBatch) {
 }
 
 TEST_F(BertParityTest, RegressionHeadUsesMseOnSqueezedLogits) {
-  auto model = BertForSequenceClassification::from_pretrained(
-      test::minilm_dir(), BertPretrainedOptions().num_labels(1));
+  auto model =
+      BertForSequenceClassification::from_pretrained(test::minilm_dir(), BertPretrainedOptions().num_labels(1));
   model->eval();
   torch::NoGradGuard no_grad;
   const auto labels = torch::tensor({0.5f, -1.0f, 2.0f});
-  const ModelOutput out = model->forward(golden_.at("input_ids"), golden_.at("attention_mask"),
-                                         golden_.at("token_type_ids"), labels);
+  const ModelOutput out =
+      model->forward(golden_.at("input_ids"), golden_.at("attention_mask"), golden_.at("token_type_ids"), labels);
   EXPECT_EQ(model->config().problem_type, ProblemType::kRegression);
   ASSERT_EQ(out.logits.sizes(), (std::vector<std::int64_t>{3, 1}));
   const double expected = (out.logits.squeeze() - labels).pow(2).mean().item<double>();
@@ -155,8 +150,8 @@ TEST_F(BertParityTest, RegressionHeadUsesMseOnSqueezedLogits) {
 TEST_F(BertParityTest, FloatLabelsWithSeveralOutputsAreMultiLabel) {
   torch::NoGradGuard no_grad;
   const auto labels = torch::tensor({{1.0f, 0.0f, 1.0f}, {0.0f, 0.0f, 1.0f}, {0.0f, 1.0f, 0.0f}});
-  const ModelOutput out = model_->forward(golden_.at("input_ids"), golden_.at("attention_mask"),
-                                          golden_.at("token_type_ids"), labels);
+  const ModelOutput out =
+      model_->forward(golden_.at("input_ids"), golden_.at("attention_mask"), golden_.at("token_type_ids"), labels);
   EXPECT_EQ(model_->config().problem_type, ProblemType::kMultiLabelClassification);
   const auto p = torch::sigmoid(out.logits);
   const double expected = -(labels * p.log() + (1 - labels) * (1 - p).log()).mean().item<double>();

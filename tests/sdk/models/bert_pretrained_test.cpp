@@ -31,9 +31,8 @@ BertConfig tiny_config() {
 class BertPretrainedTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("tenax-bert-pretrained-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = fs::temp_directory_path() / ("tenax-bert-pretrained-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs::create_directories(root_);
     torch::manual_seed(3);
@@ -45,8 +44,7 @@ class BertPretrainedTest : public ::testing::Test {
   }
 
   // Writes a model directory holding `tensors` (name -> tensor) and the tiny config.
-  fs::path write_checkpoint(const std::string& name,
-                            const std::map<std::string, torch::Tensor>& tensors) {
+  fs::path write_checkpoint(const std::string& name, const std::map<std::string, torch::Tensor>& tensors) {
     const fs::path dir = root_ / name;
     fs::create_directories(dir);
     files::atomic_write(dir / "config.json", tiny_config().to_json_string());
@@ -56,8 +54,7 @@ class BertPretrainedTest : public ::testing::Test {
       keep.push_back(contiguous_cpu(t));
       refs.push_back(make_ref(n, keep.back()));
     }
-    EXPECT_TRUE(
-        storage::write_safetensors(dir / "model.safetensors", refs, {{"format", "pt"}}).is_ok());
+    EXPECT_TRUE(storage::write_safetensors(dir / "model.safetensors", refs, {{"format", "pt"}}).is_ok());
     return dir;
   }
 
@@ -107,10 +104,8 @@ TEST_F(BertPretrainedTest, BaseModelCheckpointWithoutPrefixLoadsIntoBertAndHeadI
   tensors["embeddings.position_ids"] = torch::arange(16).unsqueeze(0);  // old-style buffer
   const fs::path dir = write_checkpoint("base", tensors);
   torch::manual_seed(99);  // a different fresh head than model_'s
-  auto loaded =
-      BertForSequenceClassification::from_pretrained(dir, BertPretrainedOptions().num_labels(4));
-  EXPECT_EQ(loaded->loading_info().missing_keys,
-            (std::vector<std::string>{"classifier.weight", "classifier.bias"}));
+  auto loaded = BertForSequenceClassification::from_pretrained(dir, BertPretrainedOptions().num_labels(4));
+  EXPECT_EQ(loaded->loading_info().missing_keys, (std::vector<std::string>{"classifier.weight", "classifier.bias"}));
   EXPECT_TRUE(loaded->loading_info().unexpected_keys.empty());
   const auto original = model_->named_parameters();
   const auto params = loaded->named_parameters();
@@ -129,8 +124,7 @@ TEST_F(BertPretrainedTest, MissingTensorIsReportedAndUnexpectedOnesListed) {
   tensors["bert.encoder.layer.7.output.dense.weight"] = torch::zeros({8, 16});
   const fs::path dir = write_checkpoint("partial", tensors);
   auto loaded = BertForSequenceClassification::from_pretrained(dir);
-  EXPECT_EQ(loaded->loading_info().missing_keys,
-            (std::vector<std::string>{"bert.pooler.dense.weight"}));
+  EXPECT_EQ(loaded->loading_info().missing_keys, (std::vector<std::string>{"bert.pooler.dense.weight"}));
   EXPECT_EQ(loaded->loading_info().unexpected_keys,
             (std::vector<std::string>{"bert.encoder.layer.7.output.dense.weight"}));
 }
@@ -150,8 +144,7 @@ TEST_F(BertPretrainedTest, NonFloatingDtypeNamesTheTensor) {
   auto tensors = state();
   tensors["bert.embeddings.LayerNorm.weight"] = torch::ones({8}, torch::kInt64);
   const std::string what = expect_throw<StorageError>(write_checkpoint("dtype", tensors));
-  EXPECT_NE(what.find("tensor 'bert.embeddings.LayerNorm.weight' has dtype I64"), std::string::npos)
-      << what;
+  EXPECT_NE(what.find("tensor 'bert.embeddings.LayerNorm.weight' has dtype I64"), std::string::npos) << what;
 }
 
 TEST_F(BertPretrainedTest, HalfPrecisionCheckpointIsConvertedToFloat32) {
@@ -161,8 +154,7 @@ TEST_F(BertPretrainedTest, HalfPrecisionCheckpointIsConvertedToFloat32) {
   const auto params = loaded->named_parameters();
   const auto& w = params["bert.encoder.layer.0.intermediate.dense.weight"];
   EXPECT_EQ(w.scalar_type(), torch::kFloat32);
-  EXPECT_TRUE(torch::equal(
-      w, tensors["bert.encoder.layer.0.intermediate.dense.weight"].to(torch::kFloat32)));
+  EXPECT_TRUE(torch::equal(w, tensors["bert.encoder.layer.0.intermediate.dense.weight"].to(torch::kFloat32)));
 }
 
 TEST_F(BertPretrainedTest, MissingOrCorruptWeightsFileIsAClearError) {
@@ -172,8 +164,7 @@ TEST_F(BertPretrainedTest, MissingOrCorruptWeightsFileIsAClearError) {
     truncate << "\x10\x00\x00";
   }
   std::string what = expect_throw<StorageError>(dir);
-  EXPECT_NE(what.find("cannot load " + (dir / "model.safetensors").string()), std::string::npos)
-      << what;
+  EXPECT_NE(what.find("cannot load " + (dir / "model.safetensors").string()), std::string::npos) << what;
   fs::remove(dir / "model.safetensors");
   what = expect_throw<StorageError>(dir);
   EXPECT_NE(what.find("model.safetensors: missing"), std::string::npos) << what;
@@ -191,22 +182,19 @@ TEST_F(BertPretrainedTest, OptionsOverrideLabelsAndProblemType) {
   EXPECT_EQ(loaded->config().id2label.at(1), "pos");
   EXPECT_EQ(loaded->config().problem_type, ProblemType::kMultiLabelClassification);
   EXPECT_TRUE(loaded->loading_info().missing_keys.empty());  // same head size: loaded
-  EXPECT_THROW(
-      BertForSequenceClassification::from_pretrained(
-          root_ / "saved", BertPretrainedOptions().num_labels(3).id2label(Id2Label{{0, "a"}})),
-      ConfigError);
+  EXPECT_THROW(BertForSequenceClassification::from_pretrained(
+                   root_ / "saved", BertPretrainedOptions().num_labels(3).id2label(Id2Label{{0, "a"}})),
+               ConfigError);
   // A head of another size cannot take the checkpoint's classifier.
   const std::string what = [&] {
     try {
-      BertForSequenceClassification::from_pretrained(root_ / "saved",
-                                                     BertPretrainedOptions().num_labels(5));
+      BertForSequenceClassification::from_pretrained(root_ / "saved", BertPretrainedOptions().num_labels(5));
     } catch (const StorageError& e) {
       return std::string(e.what());
     }
     return std::string();
   }();
-  EXPECT_NE(what.find("tensor 'classifier.bias' has shape [2] but parameter classifier.bias"),
-            std::string::npos)
+  EXPECT_NE(what.find("tensor 'classifier.bias' has shape [2] but parameter classifier.bias"), std::string::npos)
       << what;
 }
 

@@ -33,9 +33,8 @@ std::string read_bytes(const fs::path& p) {
 class ScratchDir {
  public:
   ScratchDir() {
-    path_ = fs::temp_directory_path() /
-            ("tenax-bert-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    path_ = fs::temp_directory_path() / ("tenax-bert-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -68,10 +67,8 @@ TEST(BertRoundTrip, FineTunedModelSavesTheFileTransformersLoadedAndMatchesItsLog
   }
 
   torch::NoGradGuard no_grad;
-  const auto logits = model
-                          ->forward(parity.at("input_ids"), parity.at("attention_mask"),
-                                    parity.at("token_type_ids"))
-                          .logits;
+  const auto logits =
+      model->forward(parity.at("input_ids"), parity.at("attention_mask"), parity.at("token_type_ids")).logits;
   const double diff = (logits - roundtrip.at("logits")).abs().max().item<double>();
   std::cout << "max |diff| of fine-tuned logits vs transformers: " << diff << "\n";
   EXPECT_LE(diff, 1e-4);
@@ -84,11 +81,9 @@ TEST(BertRoundTrip, FineTunedModelSavesTheFileTransformersLoadedAndMatchesItsLog
   EXPECT_TRUE(reloaded->loading_info().missing_keys.empty());
   EXPECT_TRUE(reloaded->loading_info().unexpected_keys.empty());
   EXPECT_EQ(reloaded->config().num_labels(), test::kGoldenNumLabels);
-  EXPECT_TRUE(torch::equal(reloaded
-                               ->forward(parity.at("input_ids"), parity.at("attention_mask"),
-                                         parity.at("token_type_ids"))
-                               .logits,
-                           logits));
+  EXPECT_TRUE(torch::equal(
+      reloaded->forward(parity.at("input_ids"), parity.at("attention_mask"), parity.at("token_type_ids")).logits,
+      logits));
   for (const char* file : {"vocab.txt", "tokenizer_config.json", "config.json"}) {
     EXPECT_TRUE(fs::exists(saved / file)) << file;
   }

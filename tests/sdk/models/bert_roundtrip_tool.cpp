@@ -14,8 +14,7 @@ int main(int argc, char** argv) {
   try {
     auto model = tenax::test::minilm_with_golden_head(argv[1], argv[2]);
     tenax::test::finetune_for_roundtrip(
-        *model,
-        tenax::test::read_goldens(std::filesystem::path(argv[2]) / "minilm_parity.safetensors"));
+        *model, tenax::test::read_goldens(std::filesystem::path(argv[2]) / "minilm_parity.safetensors"));
     model->save_pretrained(argv[3]);
   } catch (const std::exception& e) {
     std::cerr << "bert_roundtrip_tool: " << e.what() << "\n";

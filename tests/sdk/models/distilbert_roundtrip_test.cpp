@@ -52,8 +52,7 @@ TEST(DistilBertRoundTrip, FineTunedModelSavesWhatTransformersLoadedAndMatchesIts
   reloaded->eval();
   EXPECT_TRUE(reloaded->loading_info().missing_keys.empty());
   EXPECT_TRUE(reloaded->loading_info().unexpected_keys.empty());
-  EXPECT_TRUE(
-      torch::equal(reloaded->forward(parity.at("input_ids"), parity.at("attention_mask")).logits, logits));
+  EXPECT_TRUE(torch::equal(reloaded->forward(parity.at("input_ids"), parity.at("attention_mask")).logits, logits));
   std::error_code ec;
   fs::remove_all(scratch, ec);
 }

@@ -30,7 +30,9 @@ constexpr double kTolerance = 1e-4;
 
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
-json tiny_json() { return json::parse(files::read_all(test::distilbert_tiny_dir(test::goldens_dir()) / "config.json")); }
+json tiny_json() {
+  return json::parse(files::read_all(test::distilbert_tiny_dir(test::goldens_dir()) / "config.json"));
+}
 
 std::string config_error_of(const json& j) {
   try {

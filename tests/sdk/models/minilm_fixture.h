@@ -34,8 +34,8 @@ inline constexpr std::int64_t kGoldenNumLabels = 3;
 
 /// MiniLM from `assets` with a 3-label head whose weights are the ones transformers
 /// initialised in the goldens (classifier.weight/bias of minilm_parity.safetensors).
-std::shared_ptr<sdk::BertForSequenceClassification> minilm_with_golden_head(
-    const std::filesystem::path& assets, const std::filesystem::path& goldens);
+std::shared_ptr<sdk::BertForSequenceClassification> minilm_with_golden_head(const std::filesystem::path& assets,
+                                                                            const std::filesystem::path& goldens);
 
 /// Three AdamW steps (lr 1e-3, weight decay 0.01) in training mode (dropout on, seed 20240),
 /// one thread, on the golden batch with its labels; leaves the model in eval mode.

@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
     const std::filesystem::path goldens = argv[2];
     const auto parity = tenax::test::read_goldens(goldens / (family + "_parity.safetensors"));
     if (family == "distilbert") {
-      auto model = tenax::sdk::DistilBertForSequenceClassification::from_pretrained(
-          tenax::test::distilbert_tiny_dir(goldens));
+      auto model =
+          tenax::sdk::DistilBertForSequenceClassification::from_pretrained(tenax::test::distilbert_tiny_dir(goldens));
       tenax::test::finetune_distilbert_for_roundtrip(*model, parity);
       model->save_pretrained(argv[3]);
     } else {

@@ -52,8 +52,7 @@ TEST(ViTRoundTrip, FineTunedModelSavesWhatTransformersLoadedAndMatchesItsLogits)
   reloaded->eval();
   EXPECT_TRUE(reloaded->loading_info().missing_keys.empty());
   EXPECT_TRUE(reloaded->loading_info().unexpected_keys.empty());
-  EXPECT_TRUE(
-      torch::equal(reloaded->forward(parity.at("pixel_values")).logits, logits));
+  EXPECT_TRUE(torch::equal(reloaded->forward(parity.at("pixel_values")).logits, logits));
   std::error_code ec;
   fs::remove_all(scratch, ec);
 }

@@ -146,8 +146,7 @@ TEST_F(ViTTest, InterpolatedPositionEncodingMatchesTransformersForOtherImageSize
     model->forward(goldens_.at("pixel_values_48x48"));
     ADD_FAILURE();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("input image size (48*48) doesn't match the model (32*32)"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("input image size (48*48) doesn't match the model (32*32)"), std::string::npos)
         << e.what();
   }
   // At the trained size, interpolation is the identity (transformers returns the table as is).
@@ -161,9 +160,9 @@ TEST_F(ViTTest, TrainModeAppliesDropoutAndBadInputsAreNamed) {
   const auto a = model->forward(goldens_.at("pixel_values")).logits;
   model->train();
   EXPECT_GT(max_diff(a, model->forward(goldens_.at("pixel_values")).logits), kTolerance);
-  EXPECT_THROW(model->forward(torch::zeros({1, 1, 32, 32})), ConfigError);   // channels
-  EXPECT_THROW(model->forward(torch::zeros({3, 32, 32})), ConfigError);      // no batch dim
-  EXPECT_THROW(model->forward(Batch{}), ConfigError);                        // no pixel_values
+  EXPECT_THROW(model->forward(torch::zeros({1, 1, 32, 32})), ConfigError);  // channels
+  EXPECT_THROW(model->forward(torch::zeros({3, 32, 32})), ConfigError);     // no batch dim
+  EXPECT_THROW(model->forward(Batch{}), ConfigError);                       // no pixel_values
   EXPECT_THROW(model->forward(torch::zeros({1, 3, 36, 36}), {}, PositionEncoding::kInterpolate), ConfigError);
 }
 

@@ -36,7 +36,8 @@ fs::path scratch() {
   return dir;
 }
 
-std::string idx_bytes(std::uint32_t magic, const std::vector<std::uint32_t>& shape, const std::vector<std::uint8_t>& data) {
+std::string idx_bytes(std::uint32_t magic, const std::vector<std::uint32_t>& shape,
+                      const std::vector<std::uint8_t>& data) {
   std::string out;
   auto put = [&out](std::uint32_t v) {
     for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));

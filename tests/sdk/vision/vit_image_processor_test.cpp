@@ -97,8 +97,7 @@ TEST(ViTImageProcessor, DefaultsAreTransformersAndConfigErrorsNameTheKey) {
   EXPECT_NE(error_of(R"({"image_mean": [0.5, 0.5]})").find("\"image_mean\": expected three numbers"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"size": {"shortest_edge": 224}})").find("\"size\": expected"), std::string::npos);
-  EXPECT_NE(error_of(R"({"image_processor_type": "CLIPImageProcessor"})").find("is not supported"),
-            std::string::npos);
+  EXPECT_NE(error_of(R"({"image_processor_type": "CLIPImageProcessor"})").find("is not supported"), std::string::npos);
   EXPECT_EQ(ViTImageProcessor::from_json_string(R"({"size": 64})", "x").height, 64);
   // A directory without preprocessor_config.json gets the defaults.
   EXPECT_EQ(ViTImageProcessor::from_pretrained(kGoldens / "images").to_json_string(), defaults.to_json_string());

@@ -39,7 +39,7 @@ TEST(ViTTraining, ProcessedRealImagesTrainThroughTheTrainerAndTheProcessorIsSave
   for (int i = 0; i < 8; ++i) {
     const Image image = decode_image(kSource / "tests" / "sdk" / "vision" / "goldens" / "images" / files[i % 2]);
     torch::Tensor pixels = processor.preprocess(image);
-    if ((i / 2) % 2 == 1) pixels = pixels.flip({2});  // mirrored copies
+    if ((i / 2) % 2 == 1) pixels = pixels.flip({2});              // mirrored copies
     if (i >= 4) pixels = pixels + 0.05 * static_cast<double>(i);  // and brighter ones
     examples.push_back({pixels, torch::tensor(static_cast<std::int64_t>(i % 2))});
   }

@@ -28,9 +28,9 @@ CpuVectorFeatures detect_cpu_vector_features();
 
 /// What OpenBLAS says of itself.
 struct OpenBlasInfo {
-  std::string core;    ///< openblas_get_corename(): "Cooperlake", "Haswell", "Prescott", ...
-  std::string config;  ///< openblas_get_config(): "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..."
-  int threads = 0;     ///< openblas_get_num_threads()
+  std::string core;       ///< openblas_get_corename(): "Cooperlake", "Haswell", "Prescott", ...
+  std::string config;     ///< openblas_get_config(): "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..."
+  int threads = 0;        ///< openblas_get_num_threads()
   std::string threading;  ///< openblas_get_parallel(): "sequential", "pthreads" or "OpenMP"
 };
 

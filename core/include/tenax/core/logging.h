@@ -18,7 +18,7 @@
 namespace tenax {
 
 struct LogIdentity {
-  int rank = -1;        ///< -1 for processes that are not ranks (the agent)
+  int rank = -1;  ///< -1 for processes that are not ranks (the agent)
   int generation = 0;
   std::string role = "worker";  ///< "worker", "agent", "rdzv", "cli"
 };
@@ -31,7 +31,6 @@ void set_log_identity(const LogIdentity& identity);
 
 /// The named component logger (created on first use, stderr sink). With kRankZeroOnly,
 /// ranks other than 0 get a logger that drops everything below warn.
-std::shared_ptr<spdlog::logger> logger(const std::string& component,
-                                       LogPolicy policy = LogPolicy::kAllRanks);
+std::shared_ptr<spdlog::logger> logger(const std::string& component, LogPolicy policy = LogPolicy::kAllRanks);
 
 }  // namespace tenax

@@ -58,9 +58,18 @@ class [[nodiscard]] StatusOr {
 
   bool is_ok() const { return status_.is_ok(); }
   const Status& status() const { return status_; }
-  T& value() & { check(); return *value_; }
-  const T& value() const& { check(); return *value_; }
-  T&& value() && { check(); return std::move(*value_); }
+  T& value() & {
+    check();
+    return *value_;
+  }
+  const T& value() const& {
+    check();
+    return *value_;
+  }
+  T&& value() && {
+    check();
+    return std::move(*value_);
+  }
 
  private:
   void check() const {

@@ -39,8 +39,7 @@ struct GlooOptions {
 /// the duration of the call). Throws TimeoutError when peers do not arrive within
 /// options.timeout, PeerLostError when a peer goes away during the connect, RendezvousError
 /// when the TCP device cannot be created, ConfigError for a rank or size out of range.
-std::unique_ptr<Communicator> make_gloo_communicator(Store& store, int rank, int size,
-                                                     const GlooOptions& options);
+std::unique_ptr<Communicator> make_gloo_communicator(Store& store, int rank, int size, const GlooOptions& options);
 
 /// A communicator of world size 1 (every collective is a local copy or a no-op).
 std::unique_ptr<Communicator> make_local_communicator();

@@ -61,9 +61,9 @@ class HostElection {
   };
   struct Decision {
     Action action = Action::kWait;
-    LeaseRecord lease;        ///< kConnect: the live lease
-    std::int64_t term = 0;    ///< kClaim: the term to claim
-    std::string reason;       ///< for the log: why
+    LeaseRecord lease;      ///< kConnect: the live lease
+    std::int64_t term = 0;  ///< kClaim: the term to claim
+    std::string reason;     ///< for the log: why
   };
 
   HostElection(std::string node_id, HostElectionOptions options);

@@ -46,9 +46,7 @@ inline constexpr const char* kLatestKey = "recovery/latest";
 /// waiting for a dead rank's shard — reads it (Store::add(key, 0), which never blocks) and
 /// stops waiting: a collective fails at once when a peer dies, a store wait would only time out.
 inline constexpr const char* kSupersededKey = "superseded";
-inline std::string declared_key(std::int64_t generation) {
-  return "recovery/declared/" + std::to_string(generation);
-}
+inline std::string declared_key(std::int64_t generation) { return "recovery/declared/" + std::to_string(generation); }
 inline std::string ready_key(std::int64_t generation) { return "recovery/ready/" + std::to_string(generation); }
 inline std::string spare_key(const std::string& node_id, int spare_id) {
   return "recovery/spare/" + node_id + "/" + std::to_string(spare_id);

@@ -40,8 +40,8 @@ struct JobKeys {
   static JobKeys generate();
 
   bool operator==(const JobKeys& o) const {
-    return server_public == o.server_public && server_secret == o.server_secret &&
-           client_public == o.client_public && client_secret == o.client_secret;
+    return server_public == o.server_public && server_secret == o.server_secret && client_public == o.client_public &&
+           client_secret == o.client_secret;
   }
   bool operator!=(const JobKeys& o) const { return !(*this == o); }
 };

@@ -55,8 +55,7 @@ class KvService {
 /// Thread-safety: one thread at a time (it owns a ZeroMQ socket).
 /// With `keys` the connection is CURVE-encrypted and authenticated (the service must have them
 /// too); a client without the service's keys is refused and sees the connect timeout.
-std::unique_ptr<class Store> connect_store(const std::string& endpoint,
-                                           std::chrono::milliseconds connect_timeout,
+std::unique_ptr<class Store> connect_store(const std::string& endpoint, std::chrono::milliseconds connect_timeout,
                                            const std::optional<JobKeys>& keys = std::nullopt);
 
 }  // namespace tenax::elastic

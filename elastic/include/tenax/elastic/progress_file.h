@@ -25,7 +25,8 @@ class ProgressFile {
   /// The file named by TENAX_PROGRESS_FILE, or a disabled reporter when it is unset or empty.
   static ProgressFile from_env(std::chrono::milliseconds min_interval = std::chrono::milliseconds(250));
   /// Reports to `path` (empty: disabled).
-  explicit ProgressFile(std::filesystem::path path, std::chrono::milliseconds min_interval = std::chrono::milliseconds(250));
+  explicit ProgressFile(std::filesystem::path path,
+                        std::chrono::milliseconds min_interval = std::chrono::milliseconds(250));
 
   /// Records `step` as the latest progress (rate-limited; the first call always writes).
   void report(std::int64_t step);

@@ -47,25 +47,24 @@ class HeartbeatOptions {
 /// What one node learns when a generation forms (the ASSIGN message).
 struct Assignment {
   std::int64_t generation = 0;
-  int node_rank = 0;            ///< this node's index among the generation's nodes (GROUP_RANK)
-  int num_nodes = 1;            ///< nodes in the generation (GROUP_WORLD_SIZE)
-  int rank_offset = 0;          ///< global rank of this node's local worker 0
-  int local_world_size = 1;     ///< this node's workers, as it announced in JOIN
-  int world_size = 1;           ///< workers over all nodes (WORLD_SIZE)
-  std::int64_t resume_step = 0; ///< opaque to the service: the value last set by an agent
-  std::string store_prefix;     ///< "gen/<generation>/": this generation's key namespace
-  std::string store_endpoint;   ///< the key-value store (KvService) for this generation's workers
-  std::string master_host;      ///< host of node rank 0 (MASTER_ADDR)
+  int node_rank = 0;             ///< this node's index among the generation's nodes (GROUP_RANK)
+  int num_nodes = 1;             ///< nodes in the generation (GROUP_WORLD_SIZE)
+  int rank_offset = 0;           ///< global rank of this node's local worker 0
+  int local_world_size = 1;      ///< this node's workers, as it announced in JOIN
+  int world_size = 1;            ///< workers over all nodes (WORLD_SIZE)
+  std::int64_t resume_step = 0;  ///< opaque to the service: the value last set by an agent
+  std::string store_prefix;      ///< "gen/<generation>/": this generation's key namespace
+  std::string store_endpoint;    ///< the key-value store (KvService) for this generation's workers
+  std::string master_host;       ///< host of node rank 0 (MASTER_ADDR)
   /// A port node rank 0's agent found free on master_host when it joined (MASTER_PORT): where
   /// the workers' own store (PyTorch's TCPStore) is hosted by rank 0; 0 when it offered none.
   int master_port = 0;
 
   bool operator==(const Assignment& o) const {
     return generation == o.generation && node_rank == o.node_rank && num_nodes == o.num_nodes &&
-           rank_offset == o.rank_offset && local_world_size == o.local_world_size &&
-           world_size == o.world_size && resume_step == o.resume_step && store_prefix == o.store_prefix &&
-           store_endpoint == o.store_endpoint && master_host == o.master_host &&
-           master_port == o.master_port;
+           rank_offset == o.rank_offset && local_world_size == o.local_world_size && world_size == o.world_size &&
+           resume_step == o.resume_step && store_prefix == o.store_prefix && store_endpoint == o.store_endpoint &&
+           master_host == o.master_host && master_port == o.master_port;
   }
   bool operator!=(const Assignment& o) const { return !(*this == o); }
 };

@@ -38,11 +38,11 @@ namespace tenax::elastic {
 inline constexpr const char* kLeaseFileName = "tenax-rdzv.lease";
 
 struct LeaseRecord {
-  std::int64_t term = -1;          ///< claimed terms count 0, 1, 2, ... across the job's life
-  std::string holder;              ///< node id of the agent hosting the service
-  std::string endpoint;            ///< "tcp://host:port": where its service answers
-  std::int64_t beat = 0;           ///< incremented by every renewal
-  std::int64_t generation = -1;    ///< the last generation the holder's service formed
+  std::int64_t term = -1;        ///< claimed terms count 0, 1, 2, ... across the job's life
+  std::string holder;            ///< node id of the agent hosting the service
+  std::string endpoint;          ///< "tcp://host:port": where its service answers
+  std::int64_t beat = 0;         ///< incremented by every renewal
+  std::int64_t generation = -1;  ///< the last generation the holder's service formed
   std::int64_t renewed_unix_ms = 0;
 
   bool operator==(const LeaseRecord& o) const {

@@ -116,16 +116,16 @@ class RendezvousOptions {
 
 /// The service's state as last published by its thread (for logs, `tenax rdzv`, tests).
 struct RendezvousSnapshot {
-  std::int64_t generation = -1;          ///< the last generation formed; -1 before the first
-  std::vector<std::string> members;      ///< its node ids in rank order
-  int world_size = 0;                    ///< its workers
-  bool restart_requested = false;        ///< it is ending: a re-rendezvous was requested
+  std::int64_t generation = -1;      ///< the last generation formed; -1 before the first
+  std::vector<std::string> members;  ///< its node ids in rank order
+  int world_size = 0;                ///< its workers
+  bool restart_requested = false;    ///< it is ending: a re-rendezvous was requested
   std::string restart_reason;
-  std::vector<std::string> finished;     ///< its node ids that reported FINISHED, in that order
-  std::vector<std::string> live;         ///< node ids the service hears from (sorted)
-  std::vector<std::string> waiting;      ///< node ids waiting for the next generation, join order
+  std::vector<std::string> finished;  ///< its node ids that reported FINISHED, in that order
+  std::vector<std::string> live;      ///< node ids the service hears from (sorted)
+  std::vector<std::string> waiting;   ///< node ids waiting for the next generation, join order
   std::int64_t resume_step = 0;
-  std::uint64_t nodes_lost = 0;          ///< nodes declared dead after missed heartbeats
+  std::uint64_t nodes_lost = 0;  ///< nodes declared dead after missed heartbeats
   /// The longest gap between two messages of a node that was not declared dead (a healthy node's
   /// worst silence: the measurement behind the heartbeat defaults; docs/launcher-and-slurm.md,
   /// "What each fault costs").

@@ -35,15 +35,11 @@ class Store {
 class PrefixStore final : public Store {
  public:
   PrefixStore(std::string prefix, Store& base) : prefix_(std::move(prefix)), base_(base) {}
-  void set(const std::string& key, const std::vector<char>& value) override {
-    base_.set(prefix_ + key, value);
-  }
+  void set(const std::string& key, const std::vector<char>& value) override { base_.set(prefix_ + key, value); }
   std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override {
     return base_.get(prefix_ + key, timeout);
   }
-  std::int64_t add(const std::string& key, std::int64_t delta) override {
-    return base_.add(prefix_ + key, delta);
-  }
+  std::int64_t add(const std::string& key, std::int64_t delta) override { return base_.add(prefix_ + key, delta); }
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
     std::vector<std::string> prefixed;
     prefixed.reserve(keys.size());
@@ -76,8 +72,6 @@ class OwningPrefixStore final : public Store {
 };
 
 /// "gen/<n>/", the namespace of one generation's keys.
-inline std::string generation_prefix(std::int64_t generation) {
-  return "gen/" + std::to_string(generation) + "/";
-}
+inline std::string generation_prefix(std::int64_t generation) { return "gen/" + std::to_string(generation) + "/"; }
 
 }  // namespace tenax::elastic

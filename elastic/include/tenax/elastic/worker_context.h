@@ -72,9 +72,8 @@ class WorkerContext {
   /// `store` may be null when world_size == 1.
   /// `open_store` backs open_store(); when empty, open_store() gives a private in-memory store
   /// for world size 1 and throws for larger worlds. `fence`: see fence().
-  WorkerContext(WorkerIdentity identity, std::unique_ptr<Store> store,
-                std::unique_ptr<Communicator> communicator, StoreFactory open_store = {},
-                std::optional<GenerationFence> fence = std::nullopt);
+  WorkerContext(WorkerIdentity identity, std::unique_ptr<Store> store, std::unique_ptr<Communicator> communicator,
+                StoreFactory open_store = {}, std::optional<GenerationFence> fence = std::nullopt);
   WorkerContext(WorkerContext&&) noexcept;
   WorkerContext& operator=(WorkerContext&&) noexcept;
   ~WorkerContext();

@@ -6,9 +6,9 @@
 // memory, into the previous save's buffers when shapes match — only what this rank writes (its
 // byte-balanced share of the replicated tensors plus its own per-rank tensors) and returns;
 // tensors in replicated_copied_late are copied by the writer thread instead, and the caller
-// waits for that copy (wait_for_snapshot) before it modifies them. A background thread then writes the rank's HDF5 shard
-// and takes part in the commit, which is coordinated through the rendezvous store (keys under
-// this generation's "gen/<n>/ckpt/..."), never through the training communicator:
+// waits for that copy (wait_for_snapshot) before it modifies them. A background thread then writes the rank's HDF5
+// shard and takes part in the commit, which is coordinated through the rendezvous store (keys under this generation's
+// "gen/<n>/ckpt/..."), never through the training communicator:
 //   rank 0 prepares the tmp directory → every rank writes its shard and reports its checksum →
 //   rank 0 checks every report, writes manifest.json last, renames the directory, updates
 //   `latest`, applies the retention policy → every rank learns the result.
@@ -97,7 +97,7 @@ struct SaveRequest {
   /// copy overlaps the next forward and backward pass (CheckFreq's pipelined snapshot, FAST
   /// '21). Tensors not on the CPU or not contiguous are copied at the call as usual.
   NamedTensors replicated_copied_late;
-  NamedTensors per_rank;    ///< this rank's own tensors (RNG, ...), written by this rank
+  NamedTensors per_rank;  ///< this rank's own tensors (RNG, ...), written by this rank
   nlohmann::json trainer_state = nlohmann::json::object();
   nlohmann::json arguments = nlohmann::json::object();
   /// Metrics of this step (for metric_for_best_model); stored in the manifest's trainer_state.
@@ -190,8 +190,8 @@ class Checkpointer {
   struct Job;
   /// How start() gets the bytes the writer reads.
   enum class Snapshot {
-    kCopy,      ///< copied before start() returns (replicated_copied_late: by the writer)
-    kNoCopy,    ///< the request's own tensors, for a caller that waits for the write
+    kCopy,    ///< copied before start() returns (replicated_copied_late: by the writer)
+    kNoCopy,  ///< the request's own tensors, for a caller that waits for the write
   };
   std::optional<SaveResult> start(SaveRequest request, Snapshot snapshot);
   void start_writer(std::shared_ptr<Job> job);

@@ -38,8 +38,7 @@ class ChoiceBase {
  protected:
   ChoiceBase(const char* const* names, std::size_t count, int index)
       : names_(names), count_(count), index_(index), name_(names[index]) {}
-  ChoiceBase(const char* const* names, std::size_t count, const std::string& spelling)
-      : names_(names), count_(count) {
+  ChoiceBase(const char* const* names, std::size_t count, const std::string& spelling) : names_(names), count_(count) {
     assign(spelling);
   }
   int index() const { return index_ < 0 ? 0 : index_; }

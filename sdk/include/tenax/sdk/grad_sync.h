@@ -41,8 +41,7 @@ struct GradSyncOptions {
 class GradSync {
  public:
   /// `comm` is borrowed and must outlive this object; `params` are the trainable parameters.
-  GradSync(elastic::Communicator& comm, std::vector<torch::Tensor> params,
-           GradSyncOptions options = {});
+  GradSync(elastic::Communicator& comm, std::vector<torch::Tensor> params, GradSyncOptions options = {});
   ~GradSync();
   // The autograd hooks point at this object.
   GradSync(const GradSync&) = delete;

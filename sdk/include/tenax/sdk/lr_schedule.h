@@ -26,8 +26,8 @@ enum class LrSchedulerType { kLinear, kCosine, kCosineWithRestarts, kPolynomial,
 /// transformers' names, in the enum's order (TrainingArguments::lr_scheduler_type is a Choice).
 template <>
 struct ChoiceSpellings<LrSchedulerType> {
-  static constexpr const char* kNames[] = {"linear",   "cosine", "cosine_with_restarts", "polynomial",
-                                           "constant", "constant_with_warmup"};
+  static constexpr const char* kNames[] = {"linear",     "cosine",   "cosine_with_restarts",
+                                           "polynomial", "constant", "constant_with_warmup"};
 };
 
 /// transformers' name ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant",

@@ -28,8 +28,7 @@ double f1_binary(const std::vector<std::int64_t>& y_true, const std::vector<std:
 double f1_macro(const std::vector<std::int64_t>& y_true, const std::vector<std::int64_t>& y_pred);
 
 /// Matthews correlation coefficient, multiclass (sklearn matthews_corrcoef).
-double matthews_corrcoef(const std::vector<std::int64_t>& y_true,
-                         const std::vector<std::int64_t>& y_pred);
+double matthews_corrcoef(const std::vector<std::int64_t>& y_true, const std::vector<std::int64_t>& y_pred);
 
 /// Pearson's r (scipy.stats.pearsonr).
 double pearson(const std::vector<double>& x, const std::vector<double>& y);

@@ -12,7 +12,7 @@
 namespace tenax::sdk {
 
 struct ModelOutput {
-  torch::Tensor loss;    ///< scalar; undefined when the batch has no labels
+  torch::Tensor loss;  ///< scalar; undefined when the batch has no labels
   torch::Tensor logits;
 };
 

@@ -9,8 +9,8 @@
 namespace tenax::sdk {
 
 enum class SaveOutcome : std::uint8_t {
-  kCommitted,   ///< the checkpoint is committed and `latest` names it
-  kFailed,      ///< nothing committed (a rank could not write, a timeout, ...); the previous one is intact
+  kCommitted,  ///< the checkpoint is committed and `latest` names it
+  kFailed,     ///< nothing committed (a rank could not write, a timeout, ...); the previous one is intact
   /// Nothing committed because a newer generation formed: this process is in a stale partition
   /// and must not go on training as if it could save.
   kFenced,

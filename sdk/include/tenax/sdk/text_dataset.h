@@ -26,11 +26,23 @@ enum class TextFileFormat { kAuto, kCsv, kTsv, kJsonl };
 /// Which columns (CSV/TSV header names, JSONL keys) hold what.
 class TextFileOptions {
  public:
-  TextFileOptions& text_column(std::string name) { text_ = std::move(name); return *this; }
+  TextFileOptions& text_column(std::string name) {
+    text_ = std::move(name);
+    return *this;
+  }
   /// The second text of a pair task (empty: single texts).
-  TextFileOptions& text_pair_column(std::string name) { pair_ = std::move(name); return *this; }
-  TextFileOptions& label_column(std::string name) { label_ = std::move(name); return *this; }
-  TextFileOptions& format(TextFileFormat value) { format_ = value; return *this; }
+  TextFileOptions& text_pair_column(std::string name) {
+    pair_ = std::move(name);
+    return *this;
+  }
+  TextFileOptions& label_column(std::string name) {
+    label_ = std::move(name);
+    return *this;
+  }
+  TextFileOptions& format(TextFileFormat value) {
+    format_ = value;
+    return *this;
+  }
 
   const std::string& text_column() const { return text_; }
   const std::string& text_pair_column() const { return pair_; }
@@ -51,8 +63,8 @@ struct TextRecords {
   std::vector<std::string> texts;
   std::vector<std::string> text_pairs;  ///< one per record when `paired`, else empty
   std::vector<std::string> labels;
-  std::vector<std::size_t> lines;       ///< 1-based line where each record starts
-  bool paired = false;                  ///< a text_pair_column was read
+  std::vector<std::size_t> lines;  ///< 1-based line where each record starts
+  bool paired = false;             ///< a text_pair_column was read
   std::size_t size() const { return texts.size(); }
 };
 

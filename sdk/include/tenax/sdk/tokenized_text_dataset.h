@@ -26,8 +26,8 @@ class TokenizedTextDataset : public Dataset {
  public:
   /// Tokenizes with Truncation::kLongestFirst to `max_length` (pairs when records.paired).
   /// Labels go through `labels` (an unknown label throws ConfigError naming file and line).
-  TokenizedTextDataset(const TextRecords& records, const LabelMap& labels,
-                       const BertTokenizer& tokenizer, std::int64_t max_length);
+  TokenizedTextDataset(const TextRecords& records, const LabelMap& labels, const BertTokenizer& tokenizer,
+                       std::int64_t max_length);
 
   std::int64_t size() const override { return static_cast<std::int64_t>(encodings_.size()); }
   Example get(std::int64_t index) const override;

@@ -55,7 +55,7 @@ struct LiveRun;
 
 struct TrainOutput {
   std::int64_t global_step = 0;
-  double training_loss = 0.0;       ///< mean loss over the steps run in this process
+  double training_loss = 0.0;  ///< mean loss over the steps run in this process
   double train_runtime_s = 0.0;
   double train_samples_per_second = 0.0;
   std::int64_t resumed_from_step = -1;
@@ -71,9 +71,8 @@ class Trainer {
   /// outlive the Trainer. Validates `args` (ConfigError naming the field). `train_dataset` may be
   /// null for a caller that supplies its own batches to step() (an embedding code); train()
   /// needs one.
-  Trainer(std::shared_ptr<Model> model, TrainingArguments args,
-          std::shared_ptr<const Dataset> train_dataset, elastic::WorkerContext& context,
-          Collator collator = stack_collator);
+  Trainer(std::shared_ptr<Model> model, TrainingArguments args, std::shared_ptr<const Dataset> train_dataset,
+          elastic::WorkerContext& context, Collator collator = stack_collator);
   virtual ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -267,7 +266,7 @@ class Trainer {
   Collator collator_;
   std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
   UserState* user_state_ = nullptr;
-  bool step_recovery_ = false;  ///< enable_step_recovery()
+  bool step_recovery_ = false;    ///< enable_step_recovery()
   bool healed_at_begin_ = false;  ///< healed_at_begin()
   std::shared_ptr<const Dataset> eval_dataset_;
   ComputeMetrics compute_metrics_;

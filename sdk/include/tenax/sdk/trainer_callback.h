@@ -25,8 +25,8 @@ namespace tenax::sdk {
 
 /// What the loop knows about the run; saved in every checkpoint.
 struct TrainerState {
-  std::int64_t global_step = 0;    ///< optimizer steps done
-  double epoch = 0.0;              ///< fractional epochs done
+  std::int64_t global_step = 0;  ///< optimizer steps done
+  double epoch = 0.0;            ///< fractional epochs done
   std::int64_t max_steps = 0;
   std::int64_t num_train_epochs = 0;
   std::int64_t logging_steps = 0;
@@ -85,8 +85,7 @@ class TrainerCallback {
                        const std::string& /*checkpoint_dir*/) {}
   /// A save failed (nothing was committed; the previous checkpoint is intact). `error` names
   /// the rank and file. Called on every rank at the next save point or at the end of training.
-  virtual void on_save_error(const TrainingArguments&, TrainerState&, TrainerControl&,
-                             const std::string& /*error*/) {}
+  virtual void on_save_error(const TrainingArguments&, TrainerState&, TrainerControl&, const std::string& /*error*/) {}
   /// Every rank agreed to stop for a preemption signal; the checkpoint of this step is saved.
   /// train() returns right after, with TrainOutput::preempted set.
   virtual void on_preempt(const TrainingArguments&, TrainerState&, TrainerControl&, int /*signal*/) {}

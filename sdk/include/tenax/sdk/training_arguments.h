@@ -41,9 +41,9 @@ struct ChoiceSpellings<SaveErrorPolicy> {
 };
 
 struct TrainingArguments {
-  std::string output_dir;                  ///< checkpoints and logs go here (required)
-  double num_train_epochs = 3.0;           ///< used when max_steps <= 0
-  std::int64_t max_steps = -1;             ///< > 0 overrides num_train_epochs
+  std::string output_dir;         ///< checkpoints and logs go here (required)
+  double num_train_epochs = 3.0;  ///< used when max_steps <= 0
+  std::int64_t max_steps = -1;    ///< > 0 overrides num_train_epochs
   std::int64_t per_device_train_batch_size = 8;
   std::int64_t per_device_eval_batch_size = 8;  ///< predict()/evaluate() batch per rank
   /// Micro-batches per optimizer step (gradients are synchronised once, after the last). On an
@@ -55,7 +55,7 @@ struct TrainingArguments {
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adam_epsilon = 1e-8;
-  double max_grad_norm = 1.0;              ///< <= 0 disables clipping
+  double max_grad_norm = 1.0;  ///< <= 0 disables clipping
   /// linear, cosine, cosine_with_restarts, polynomial, constant, constant_with_warmup
   Choice<LrSchedulerType> lr_scheduler_type = LrSchedulerType::kLinear;
   /// transformers' lr_scheduler_kwargs, typed. Used only by the schedules that take them.
@@ -65,18 +65,18 @@ struct TrainingArguments {
     double power = 1.0;        ///< polynomial
   } lr_scheduler_kwargs;
   double warmup_ratio = 0.0;
-  std::int64_t warmup_steps = 0;           ///< > 0 overrides warmup_ratio
+  std::int64_t warmup_steps = 0;  ///< > 0 overrides warmup_ratio
   /// "no", "steps" (every logging_steps) or "epoch"
   Choice<IntervalStrategy> logging_strategy = IntervalStrategy::kSteps;
   std::int64_t logging_steps = 10;
   /// "no", "steps" (every eval_steps) or "epoch"; needs an eval dataset (Trainer::set_eval_dataset)
   Choice<IntervalStrategy> eval_strategy = IntervalStrategy::kNo;
-  std::int64_t eval_steps = 0;             ///< 0: logging_steps (as transformers)
+  std::int64_t eval_steps = 0;  ///< 0: logging_steps (as transformers)
   /// "no", "steps" (every save_steps) or "epoch". The last step is always saved.
   Choice<IntervalStrategy> save_strategy = IntervalStrategy::kSteps;
-  std::int64_t save_steps = 500;           ///< 0 disables periodic saves
-  std::int64_t save_total_limit = 0;       ///< keep this many newest checkpoints (+ the best); 0 = all
-  std::string metric_for_best_model;       ///< e.g. "eval_loss"; its best checkpoint is never pruned
+  std::int64_t save_steps = 500;      ///< 0 disables periodic saves
+  std::int64_t save_total_limit = 0;  ///< keep this many newest checkpoints (+ the best); 0 = all
+  std::string metric_for_best_model;  ///< e.g. "eval_loss"; its best checkpoint is never pruned
   /// For metric_for_best_model. Unset (transformers' None): true unless metric_for_best_model
   /// ends in "loss", as transformers infers it; resolved_greater_is_better() applies the rule.
   std::optional<bool> greater_is_better;
@@ -94,7 +94,7 @@ struct TrainingArguments {
   /// Where metrics go: any of "jsonl" (<logging_dir>/metrics.jsonl), "tensorboard"
   /// (<logging_dir>/events.out.tfevents.*), or "none".
   std::vector<std::string> report_to = {"jsonl", "tensorboard"};
-  std::string logging_dir;                 ///< "" : <output_dir>/runs
+  std::string logging_dir;  ///< "" : <output_dir>/runs
   /// Tenax: the step stalls only for the snapshot; a background writer does the I/O and the
   /// commit (false: every save completes before training goes on).
   bool save_async = true;
@@ -129,7 +129,8 @@ struct TrainingArguments {
 
 /// Calls `visit(name, field)` for every field of `args` in declaration order; `field` is a
 /// reference to std::string, double, std::int64_t, std::uint64_t, bool, std::optional<bool>,
-/// std::vector<std::string> or a Choice (a ChoiceBase: its spelling in files and the manifest). Works on const and non-const arguments.
+/// std::vector<std::string> or a Choice (a ChoiceBase: its spelling in files and the manifest). Works on const and
+/// non-const arguments.
 template <typename Args, typename Visitor>
 void for_each_field(Args& args, Visitor&& visit) {
   visit("output_dir", args.output_dir);

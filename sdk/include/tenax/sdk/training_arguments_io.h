@@ -88,8 +88,8 @@ class ArgumentParser {
 
  private:
   struct Field {
-    std::string key;  // in the file: "learning_rate", "lr_scheduler_kwargs.power", "finetune.max_length"
-    std::string flag;  // on the command line, without "--": "learning_rate", "max_length"
+    std::string key;      // in the file: "learning_rate", "lr_scheduler_kwargs.power", "finetune.max_length"
+    std::string flag;     // on the command line, without "--": "learning_rate", "max_length"
     std::string section;  // "" for TrainingArguments, else the program's table
     FieldTarget target;
   };

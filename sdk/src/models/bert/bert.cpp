@@ -21,8 +21,8 @@ std::string shape_string(const torch::Tensor& t) {
 
 void check_same_shape(const torch::Tensor& ids, const torch::Tensor& other, const char* name) {
   if (other.defined() && other.sizes() != ids.sizes()) {
-    throw ConfigError(std::string("BERT forward: ") + name + " has shape " + shape_string(other) +
-                      ", input_ids " + shape_string(ids));
+    throw ConfigError(std::string("BERT forward: ") + name + " has shape " + shape_string(other) + ", input_ids " +
+                      shape_string(ids));
   }
 }
 
@@ -45,8 +45,8 @@ BertOutput BertModel::forward(const torch::Tensor& input_ids, const torch::Tenso
   }
   if (input_ids.size(1) > config_.max_position_embeddings) {
     throw ConfigError("BERT forward: sequence length " + std::to_string(input_ids.size(1)) +
-                      " exceeds max_position_embeddings " +
-                      std::to_string(config_.max_position_embeddings) + "; truncate the inputs");
+                      " exceeds max_position_embeddings " + std::to_string(config_.max_position_embeddings) +
+                      "; truncate the inputs");
   }
   check_same_shape(input_ids, attention_mask, "attention_mask");
   check_same_shape(input_ids, token_type_ids, "token_type_ids");
@@ -59,13 +59,11 @@ BertOutput BertModel::forward(const torch::Tensor& input_ids, const torch::Tenso
   return BertOutput{hidden, pooler_->forward(hidden)};
 }
 
-BertForSequenceClassification::BertForSequenceClassification(BertConfig config)
-    : config_(std::move(config)) {
+BertForSequenceClassification::BertForSequenceClassification(BertConfig config) : config_(std::move(config)) {
   config_.validate("BertConfig");
   bert_ = register_module("bert", std::make_shared<BertModel>(config_));
   dropout_ = register_module("dropout", torch::nn::Dropout(config_.effective_classifier_dropout()));
-  classifier_ =
-      register_module("classifier", torch::nn::Linear(config_.hidden_size, config_.num_labels()));
+  classifier_ = register_module("classifier", torch::nn::Linear(config_.hidden_size, config_.num_labels()));
   torch::NoGradGuard no_grad;
   // nn::init::normal_ rather than Tensor::normal_: the latter's inline optional<Generator>
   // default trips GCC 12's -Wmaybe-uninitialized in the -O1 sanitizer build.
@@ -77,10 +75,8 @@ ModelOutput BertForSequenceClassification::forward(const Batch& batch) {
   return forward(batch.input_ids, batch.attention_mask, batch.token_type_ids, batch.labels);
 }
 
-ModelOutput BertForSequenceClassification::forward(const torch::Tensor& input_ids,
-                                                   const torch::Tensor& attention_mask,
-                                                   const torch::Tensor& token_type_ids,
-                                                   const torch::Tensor& labels) {
+ModelOutput BertForSequenceClassification::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                                                   const torch::Tensor& token_type_ids, const torch::Tensor& labels) {
   const BertOutput encoded = bert_->forward(input_ids, attention_mask, token_type_ids);
   ModelOutput out;
   out.logits = classifier_(dropout_(encoded.pooler_output));

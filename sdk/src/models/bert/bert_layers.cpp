@@ -10,8 +10,7 @@ namespace tenax::sdk::detail {
 namespace {
 
 torch::nn::LayerNorm make_layer_norm(const BertConfig& config) {
-  return torch::nn::LayerNorm(
-      torch::nn::LayerNormOptions({config.hidden_size}).eps(config.layer_norm_eps));
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.hidden_size}).eps(config.layer_norm_eps));
 }
 
 }  // namespace
@@ -20,22 +19,19 @@ BertEmbeddings::BertEmbeddings(const BertConfig& config) {
   // padding_idx also keeps the gradient of the pad row at zero, as nn.Embedding does in Python.
   word_embeddings_ = register_module(
       "word_embeddings",
-      torch::nn::Embedding(torch::nn::EmbeddingOptions(config.vocab_size, config.hidden_size)
-                               .padding_idx(config.pad_token_id)));
+      torch::nn::Embedding(
+          torch::nn::EmbeddingOptions(config.vocab_size, config.hidden_size).padding_idx(config.pad_token_id)));
   position_embeddings_ =
-      register_module("position_embeddings",
-                      torch::nn::Embedding(config.max_position_embeddings, config.hidden_size));
-  token_type_embeddings_ = register_module(
-      "token_type_embeddings", torch::nn::Embedding(config.type_vocab_size, config.hidden_size));
+      register_module("position_embeddings", torch::nn::Embedding(config.max_position_embeddings, config.hidden_size));
+  token_type_embeddings_ =
+      register_module("token_type_embeddings", torch::nn::Embedding(config.type_vocab_size, config.hidden_size));
   layer_norm_ = register_module("LayerNorm", make_layer_norm(config));
   dropout_ = register_module("dropout", torch::nn::Dropout(config.hidden_dropout_prob));
 }
 
-torch::Tensor BertEmbeddings::forward(const torch::Tensor& input_ids,
-                                      const torch::Tensor& token_type_ids) {
+torch::Tensor BertEmbeddings::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids) {
   const auto position_ids =
-      torch::arange(input_ids.size(1),
-                    torch::TensorOptions().dtype(torch::kInt64).device(input_ids.device()))
+      torch::arange(input_ids.size(1), torch::TensorOptions().dtype(torch::kInt64).device(input_ids.device()))
           .unsqueeze(0);
   // transformers' order of additions: (word + token_type) + position.
   auto embeddings = word_embeddings_(input_ids) + token_type_embeddings_(token_type_ids);
@@ -52,16 +48,14 @@ BertSelfAttention::BertSelfAttention(const BertConfig& config)
   value_ = register_module("value", torch::nn::Linear(config.hidden_size, config.hidden_size));
 }
 
-torch::Tensor BertSelfAttention::forward(const torch::Tensor& hidden,
-                                         const torch::Tensor& additive_mask) {
+torch::Tensor BertSelfAttention::forward(const torch::Tensor& hidden, const torch::Tensor& additive_mask) {
   const auto batch = hidden.size(0);
   const auto seq = hidden.size(1);
   auto split_heads = [&](const torch::Tensor& x) {
     return x.view({batch, seq, heads_, head_dim_}).permute({0, 2, 1, 3});
   };
-  auto context = scaled_dot_product_attention(
-      split_heads(query_(hidden)), split_heads(key_(hidden)), split_heads(value_(hidden)),
-      additive_mask, dropout_p_, is_training());
+  auto context = scaled_dot_product_attention(split_heads(query_(hidden)), split_heads(key_(hidden)),
+                                              split_heads(value_(hidden)), additive_mask, dropout_p_, is_training());
   return context.permute({0, 2, 1, 3}).contiguous().view({batch, seq, heads_ * head_dim_});
 }
 
@@ -71,25 +65,21 @@ BertResidualOutput::BertResidualOutput(const BertConfig& config, std::int64_t in
   dropout_ = register_module("dropout", torch::nn::Dropout(config.hidden_dropout_prob));
 }
 
-torch::Tensor BertResidualOutput::forward(const torch::Tensor& hidden,
-                                          const torch::Tensor& residual) {
+torch::Tensor BertResidualOutput::forward(const torch::Tensor& hidden, const torch::Tensor& residual) {
   return layer_norm_(dropout_(dense_(hidden)) + residual);
 }
 
 BertAttention::BertAttention(const BertConfig& config) {
   self_ = register_module("self", std::make_shared<BertSelfAttention>(config));
-  output_ =
-      register_module("output", std::make_shared<BertResidualOutput>(config, config.hidden_size));
+  output_ = register_module("output", std::make_shared<BertResidualOutput>(config, config.hidden_size));
 }
 
-torch::Tensor BertAttention::forward(const torch::Tensor& hidden,
-                                     const torch::Tensor& additive_mask) {
+torch::Tensor BertAttention::forward(const torch::Tensor& hidden, const torch::Tensor& additive_mask) {
   return output_->forward(self_->forward(hidden, additive_mask), hidden);
 }
 
 BertIntermediate::BertIntermediate(const BertConfig& config) {
-  dense_ =
-      register_module("dense", torch::nn::Linear(config.hidden_size, config.intermediate_size));
+  dense_ = register_module("dense", torch::nn::Linear(config.hidden_size, config.intermediate_size));
 }
 
 torch::Tensor BertIntermediate::forward(const torch::Tensor& hidden) {
@@ -99,8 +89,7 @@ torch::Tensor BertIntermediate::forward(const torch::Tensor& hidden) {
 BertLayer::BertLayer(const BertConfig& config) {
   attention_ = register_module("attention", std::make_shared<BertAttention>(config));
   intermediate_ = register_module("intermediate", std::make_shared<BertIntermediate>(config));
-  output_ = register_module("output",
-                            std::make_shared<BertResidualOutput>(config, config.intermediate_size));
+  output_ = register_module("output", std::make_shared<BertResidualOutput>(config, config.intermediate_size));
 }
 
 torch::Tensor BertLayer::forward(const torch::Tensor& hidden, const torch::Tensor& additive_mask) {
@@ -116,8 +105,7 @@ BertEncoder::BertEncoder(const BertConfig& config) {
 }
 
 torch::Tensor BertEncoder::forward(torch::Tensor hidden, const torch::Tensor& additive_mask) {
-  for (const auto& layer : *layers_)
-    hidden = layer->as<BertLayer>()->forward(hidden, additive_mask);
+  for (const auto& layer : *layers_) hidden = layer->as<BertLayer>()->forward(hidden, additive_mask);
   return hidden;
 }
 

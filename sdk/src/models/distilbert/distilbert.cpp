@@ -40,8 +40,8 @@ DistilBertOutput DistilBertModel::forward(const torch::Tensor& input_ids, const 
                       "; truncate the inputs");
   }
   if (attention_mask.defined() && attention_mask.sizes() != input_ids.sizes()) {
-    throw ConfigError("DistilBERT forward: attention_mask has shape " + shape_string(attention_mask) +
-                      ", input_ids " + shape_string(input_ids));
+    throw ConfigError("DistilBERT forward: attention_mask has shape " + shape_string(attention_mask) + ", input_ids " +
+                      shape_string(input_ids));
   }
   const auto key_padding = attention_mask.defined() ? attention_mask.eq(0) : torch::Tensor();
   DistilBertOutput out;

@@ -55,8 +55,7 @@ void DistilBertConfig::validate(const std::string& where) const {
   check_positive(where, "hidden_dim", hidden_dim);
   check_positive(where, "max_position_embeddings", max_position_embeddings);
   if (dim % n_heads != 0) {
-    config_error(where, "dim",
-                 std::to_string(dim) + " is not a multiple of n_heads (" + std::to_string(n_heads) + ")");
+    config_error(where, "dim", std::to_string(dim) + " is not a multiple of n_heads (" + std::to_string(n_heads) + ")");
   }
   check_probability(where, "dropout", dropout);
   check_probability(where, "attention_dropout", attention_dropout);

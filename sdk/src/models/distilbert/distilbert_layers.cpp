@@ -27,9 +27,10 @@ double lowest(torch::ScalarType dtype) {
 }  // namespace
 
 DistilBertEmbeddings::DistilBertEmbeddings(const DistilBertConfig& config) {
-  word_embeddings_ = register_module(
-      "word_embeddings",
-      torch::nn::Embedding(torch::nn::EmbeddingOptions(config.vocab_size, config.dim).padding_idx(config.pad_token_id)));
+  word_embeddings_ =
+      register_module("word_embeddings",
+                      torch::nn::Embedding(
+                          torch::nn::EmbeddingOptions(config.vocab_size, config.dim).padding_idx(config.pad_token_id)));
   position_embeddings_ =
       register_module("position_embeddings", torch::nn::Embedding(config.max_position_embeddings, config.dim));
   layer_norm_ = register_module("LayerNorm", make_layer_norm(config.dim));

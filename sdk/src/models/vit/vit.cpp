@@ -13,7 +13,8 @@ ViTModel::ViTModel(const ViTConfig& config, ViTPooler pooler) : config_(config) 
   embeddings_ = register_module("embeddings", std::make_shared<detail::ViTEmbeddings>(config_));
   encoder_ = register_module("encoder", std::make_shared<detail::ViTEncoder>(config_));
   layernorm_ = register_module(
-      "layernorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config_.hidden_size}).eps(config_.layer_norm_eps)));
+      "layernorm",
+      torch::nn::LayerNorm(torch::nn::LayerNormOptions({config_.hidden_size}).eps(config_.layer_norm_eps)));
   if (pooler == ViTPooler::kWith) {
     // transformers' ViTPooler is a module "pooler" holding "dense".
     auto holder = std::make_shared<torch::nn::Module>();

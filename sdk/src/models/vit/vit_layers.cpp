@@ -35,9 +35,9 @@ torch::Tensor ViTDense::forward(const torch::Tensor& x) { return dropout_(dense_
 
 ViTPatchEmbeddings::ViTPatchEmbeddings(const ViTConfig& config) {
   projection_ = register_module(
-      "projection", torch::nn::Conv2d(torch::nn::Conv2dOptions(config.num_channels, config.hidden_size,
-                                                               config.patch_size)
-                                          .stride(config.patch_size)));
+      "projection",
+      torch::nn::Conv2d(torch::nn::Conv2dOptions(config.num_channels, config.hidden_size, config.patch_size)
+                            .stride(config.patch_size)));
 }
 
 torch::Tensor ViTPatchEmbeddings::forward(const torch::Tensor& pixel_values) {
@@ -68,9 +68,9 @@ torch::Tensor ViTEmbeddings::interpolate_pos_encoding(std::int64_t num_patches, 
   const double root = std::sqrt(static_cast<double>(num_positions));
   patch_pos = patch_pos.reshape({1, side, side, dim}).permute({0, 3, 1, 2});
   patch_pos = F::interpolate(patch_pos, F::InterpolateFuncOptions()
-                                           .scale_factor(std::vector<double>{h0 / root, w0 / root})
-                                           .mode(torch::kBicubic)
-                                           .align_corners(false));
+                                            .scale_factor(std::vector<double>{h0 / root, w0 / root})
+                                            .mode(torch::kBicubic)
+                                            .align_corners(false));
   if (patch_pos.size(-2) != static_cast<std::int64_t>(h0) || patch_pos.size(-1) != static_cast<std::int64_t>(w0)) {
     throw ConfigError("ViT: interpolating the position table to " + std::to_string(height) + "x" +
                       std::to_string(width) + " pixels gave a " + std::to_string(patch_pos.size(-2)) + "x" +
@@ -85,8 +85,8 @@ torch::Tensor ViTEmbeddings::forward(const torch::Tensor& pixel_values, Position
   auto embeddings = patch_embeddings_->forward(pixel_values);
   embeddings = torch::cat({cls_token.expand({batch, -1, -1}), embeddings}, 1);
   if (positions == PositionEncoding::kInterpolate) {
-    embeddings = embeddings + interpolate_pos_encoding(embeddings.size(1) - 1, pixel_values.size(2),
-                                                       pixel_values.size(3));
+    embeddings =
+        embeddings + interpolate_pos_encoding(embeddings.size(1) - 1, pixel_values.size(2), pixel_values.size(3));
   } else {
     embeddings = embeddings + position_embeddings;
   }
@@ -99,7 +99,8 @@ ViTSelfAttention::ViTSelfAttention(const ViTConfig& config)
       dropout_p_(config.attention_probs_dropout_prob) {
   auto linear = [&](const char* name) {
     return register_module(
-        name, torch::nn::Linear(torch::nn::LinearOptions(config.hidden_size, config.hidden_size).bias(config.qkv_bias)));
+        name,
+        torch::nn::Linear(torch::nn::LinearOptions(config.hidden_size, config.hidden_size).bias(config.qkv_bias)));
   };
   query_ = linear("query");
   key_ = linear("key");
@@ -114,8 +115,7 @@ torch::Tensor ViTSelfAttention::forward(const torch::Tensor& hidden) {
   };
   // transformers' eager ViTSelfAttention: the same op order as BERT's, without a mask.
   auto context = scaled_dot_product_attention(split_heads(query_(hidden)), split_heads(key_(hidden)),
-                                              split_heads(value_(hidden)), torch::Tensor(), dropout_p_,
-                                              is_training());
+                                              split_heads(value_(hidden)), torch::Tensor(), dropout_p_, is_training());
   return context.permute({0, 2, 1, 3}).contiguous().view({batch, seq, heads_ * head_dim_});
 }
 

@@ -7,9 +7,9 @@
 //
 // Collectives: none here. prepare_tmp empties the tmp directory, so call it on rank 0 and
 // barrier before any rank writes (or on every rank, each before a barrier that precedes all
-// writes); commit is called by rank 0 only, after every rank's shard is durable. remove_uncommitted must not run while a save is
-// in flight. Thread-safety: the object is immutable; concurrent calls on the same root from
-// different processes are the caller's to order.
+// writes); commit is called by rank 0 only, after every rank's shard is durable. remove_uncommitted must not run while
+// a save is in flight. Thread-safety: the object is immutable; concurrent calls on the same root from different
+// processes are the caller's to order.
 //
 //   CheckpointDirectory dir(output_dir / "checkpoints");
 //   auto tmp = dir.prepare_tmp(step, generation);

@@ -69,8 +69,8 @@ class CheckpointReader {
   /// offsets is read front to back once: the targets' bytes go straight into their
   /// destinations, the rest (HDF5's bookkeeping, tensors not asked for) through a small
   /// buffer, and the whole file's XXH3 is checked, so a fault anywhere in the shard fails
-  /// the load (with the manifest's own checksum, that also vouches for each tensor). Other shards are read tensor by tensor as read_into does.
-  /// First fault wins; on an error the destinations hold garbage.
+  /// the load (with the manifest's own checksum, that also vouches for each tensor). Other shards are read tensor by
+  /// tensor as read_into does. First fault wins; on an error the destinations hold garbage.
   [[nodiscard]] Status read_all_into(const std::vector<ReadTarget>& targets) const;
   /// Whole-file checksum of every shard, then every tensor read through HDF5 and verified
   /// (dtype, shape, offset, checksum). First fault wins.

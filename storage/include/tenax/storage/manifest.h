@@ -35,13 +35,13 @@ struct ShardSummary {
 
 /// Everything manifest.json records.
 struct Manifest {
-  int format_version = kManifestFormatVersion;  ///< only 1 exists
-  std::int64_t step = 0;                        ///< global step saved
-  std::int64_t epoch = 0;                       ///< epoch at the save
-  int world_size = 1;                           ///< ranks that wrote (one shard each)
-  std::int64_t generation = 0;                  ///< elastic generation that wrote it
-  std::vector<ShardSummary> shards;             ///< in rank order
-  std::map<std::string, IndexEntry> tensors;    ///< tensor name → location and checksum
+  int format_version = kManifestFormatVersion;              ///< only 1 exists
+  std::int64_t step = 0;                                    ///< global step saved
+  std::int64_t epoch = 0;                                   ///< epoch at the save
+  int world_size = 1;                                       ///< ranks that wrote (one shard each)
+  std::int64_t generation = 0;                              ///< elastic generation that wrote it
+  std::vector<ShardSummary> shards;                         ///< in rank order
+  std::map<std::string, IndexEntry> tensors;                ///< tensor name → location and checksum
   nlohmann::json trainer_state = nlohmann::json::object();  ///< opaque to storage/
   nlohmann::json arguments = nlohmann::json::object();      ///< the run's options, opaque
 };

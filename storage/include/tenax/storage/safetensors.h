@@ -54,8 +54,7 @@ const char* safetensors_dtype_name(DType dtype);
 ///   kFailedPrecondition  I/O failure (no such directory, EACCES, ENOSPC, fsync failed).
 /// On error the temporary file is removed and `path` keeps its old contents (unless only the
 /// final fsync of the directory failed, after the rename).
-[[nodiscard]] Status write_safetensors(const std::filesystem::path& path,
-                                       const std::vector<TensorRef>& tensors,
+[[nodiscard]] Status write_safetensors(const std::filesystem::path& path, const std::vector<TensorRef>& tensors,
                                        const std::map<std::string, std::string>& metadata = {});
 
 /// One tensor as the header describes it; its bytes are SafetensorsFile::data(entry).
@@ -103,7 +102,6 @@ class SafetensorsFile {
 [[nodiscard]] StatusOr<SafetensorsFile> read_safetensors(const std::filesystem::path& path);
 
 /// Validates safetensors bytes already in memory; `where` starts every error message.
-[[nodiscard]] StatusOr<SafetensorsFile> parse_safetensors(std::vector<std::uint8_t> bytes,
-                                                          std::string where);
+[[nodiscard]] StatusOr<SafetensorsFile> parse_safetensors(std::vector<std::uint8_t> bytes, std::string where);
 
 }  // namespace tenax::storage

@@ -58,8 +58,7 @@ struct ShardInfo {
 ///                        failure (no such directory, EACCES, ENOSPC, fsync failed);
 ///   kInternal            HDF5 refused something it should accept.
 /// On error the partial file is removed.
-[[nodiscard]] StatusOr<ShardInfo> write_shard(const std::filesystem::path& file,
-                                              const std::vector<TensorRef>& tensors);
+[[nodiscard]] StatusOr<ShardInfo> write_shard(const std::filesystem::path& file, const std::vector<TensorRef>& tensors);
 
 /// ShardInfo as JSON (checksums as 16-hex strings), to send from a rank to rank 0.
 nlohmann::json to_json(const ShardInfo& info);

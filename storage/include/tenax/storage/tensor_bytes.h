@@ -22,11 +22,11 @@ std::size_t dtype_size(DType dtype);
 
 /// A borrowed, contiguous, little-endian tensor to be written. `data` must outlive the write.
 struct TensorRef {
-  std::string name;              ///< "model/bert.encoder.layer.0.attention.self.query.weight"
+  std::string name;  ///< "model/bert.encoder.layer.0.attention.self.query.weight"
   DType dtype = DType::kFloat32;
   std::vector<std::int64_t> shape;
   const void* data = nullptr;
-  std::size_t nbytes = 0;        ///< must equal product(shape) * dtype_size(dtype)
+  std::size_t nbytes = 0;  ///< must equal product(shape) * dtype_size(dtype)
 };
 
 /// An owned tensor read back from a checkpoint, already verified against its checksum.

@@ -90,16 +90,16 @@ class BertForSequenceClassification : public PretrainedModel {
 
   /// Loads a Hugging Face model directory (PretrainedModel::load): `dir`/config.json
   /// (BertConfig::from_json_file, then `options`) and `dir`/model.safetensors by parameter
-  /// name. A checkpoint of a bare BertModel (no "bert." prefix, e.g. all-MiniLM-L6-v2) loads into bert.*, as transformers does; its
-  /// non-persistent buffers (embeddings.position_ids, token_type_ids) are ignored. F16/BF16
+  /// name. A checkpoint of a bare BertModel (no "bert." prefix, e.g. all-MiniLM-L6-v2) loads into bert.*, as
+  /// transformers does; its non-persistent buffers (embeddings.position_ids, token_type_ids) are ignored. F16/BF16
   /// tensors are converted to float32. Weights the checkpoint lacks keep the fresh
   /// initialisation and are logged as transformers logs them ("Some weights of
   /// BertForSequenceClassification were not initialized ... newly initialized: [...]"); unused
   /// checkpoint tensors are logged too (loading_info()).
   /// Throws ConfigError (config.json: file and key) and StorageError (model.safetensors missing
   /// or corrupt; a tensor with the wrong shape or a non-floating dtype: file and tensor name).
-  static std::shared_ptr<BertForSequenceClassification> from_pretrained(
-      const std::filesystem::path& dir, const PretrainedOptions& options = {});
+  static std::shared_ptr<BertForSequenceClassification> from_pretrained(const std::filesystem::path& dir,
+                                                                        const PretrainedOptions& options = {});
 
   /// "BertForSequenceClassification", base_model_prefix "bert".
   const PretrainedModelInfo& info() const override;

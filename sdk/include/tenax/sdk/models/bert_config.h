@@ -44,9 +44,7 @@ struct BertConfig : PretrainedConfig {
   /// Dropout before the classifier; hidden_dropout_prob when unset (transformers' rule).
   std::optional<double> classifier_dropout;
   /// Dropout probability applied to the pooled output.
-  double effective_classifier_dropout() const {
-    return classifier_dropout.value_or(hidden_dropout_prob);
-  }
+  double effective_classifier_dropout() const { return classifier_dropout.value_or(hidden_dropout_prob); }
 
   /// Throws ConfigError naming `where` and the offending key when a value is out of range
   /// (non-positive sizes, hidden_size not divisible by num_attention_heads, probabilities

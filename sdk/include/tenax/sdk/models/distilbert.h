@@ -82,8 +82,8 @@ class DistilBertForSequenceClassification : public PretrainedModel {
   /// Loads a Hugging Face DistilBERT directory (PretrainedModel::load). A bare DistilBertModel
   /// checkpoint (no "distilbert." prefix) loads into distilbert.*, and pre_classifier.* and
   /// classifier.* are then missing and freshly initialised, as in transformers.
-  static std::shared_ptr<DistilBertForSequenceClassification> from_pretrained(
-      const std::filesystem::path& dir, const PretrainedOptions& options = {});
+  static std::shared_ptr<DistilBertForSequenceClassification> from_pretrained(const std::filesystem::path& dir,
+                                                                              const PretrainedOptions& options = {});
 
   /// "DistilBertForSequenceClassification", base_model_prefix "distilbert".
   const PretrainedModelInfo& info() const override;

@@ -16,7 +16,6 @@
 #include <memory>
 #include <string_view>
 
-
 namespace tenax::sdk::detail {
 class AppendOnlyFile;
 }

@@ -39,9 +39,9 @@ namespace tenax::sdk {
 /// How BertTokenizer normalises and splits text. from_directory reads a Hugging Face model
 /// directory; the defaults are bert-base-uncased's.
 struct BertTokenizerConfig {
-  bool clean_text = true;              ///< drop NUL/U+FFFD/control characters, whitespace -> ' '
-  bool handle_chinese_chars = true;    ///< split CJK ideographs into words of their own
-  std::optional<bool> strip_accents;   ///< unset: follows `lowercase` (HF's rule)
+  bool clean_text = true;             ///< drop NUL/U+FFFD/control characters, whitespace -> ' '
+  bool handle_chinese_chars = true;   ///< split CJK ideographs into words of their own
+  std::optional<bool> strip_accents;  ///< unset: follows `lowercase` (HF's rule)
   bool lowercase = true;
   std::string unk_token = "[UNK]";
   std::string cls_token = "[CLS]";
@@ -72,9 +72,18 @@ enum class Padding { kNone, kLongest, kMaxLength };
 /// Options of one encode call. max_length unset: the tokenizer's model_max_length.
 class EncodeOptions {
  public:
-  EncodeOptions& max_length(std::int64_t value) { max_length_ = value; return *this; }
-  EncodeOptions& truncation(Truncation value) { truncation_ = value; return *this; }
-  EncodeOptions& padding(Padding value) { padding_ = value; return *this; }
+  EncodeOptions& max_length(std::int64_t value) {
+    max_length_ = value;
+    return *this;
+  }
+  EncodeOptions& truncation(Truncation value) {
+    truncation_ = value;
+    return *this;
+  }
+  EncodeOptions& padding(Padding value) {
+    padding_ = value;
+    return *this;
+  }
 
   std::optional<std::int64_t> max_length() const { return max_length_; }
   Truncation truncation() const { return truncation_; }
@@ -109,14 +118,11 @@ class BertTokenizer {
   Encoding encode(std::string_view text, const EncodeOptions& options = {}) const;
   /// [CLS] first [SEP] second [SEP]. Throws ConfigError when kOnlyFirst/kOnlySecond cannot
   /// reach max_length by cutting that sequence alone (as HF does).
-  Encoding encode(std::string_view first, std::string_view second,
-                  const EncodeOptions& options = {}) const;
+  Encoding encode(std::string_view first, std::string_view second, const EncodeOptions& options = {}) const;
   /// Encodes each text; Padding::kLongest pads all to the longest of the batch.
-  std::vector<Encoding> encode_batch(const std::vector<std::string>& texts,
-                                     const EncodeOptions& options = {}) const;
+  std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, const EncodeOptions& options = {}) const;
   /// Pairs texts[i] with pairs[i] (the two vectors must have the same size).
-  std::vector<Encoding> encode_batch(const std::vector<std::string>& texts,
-                                     const std::vector<std::string>& pairs,
+  std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, const std::vector<std::string>& pairs,
                                      const EncodeOptions& options = {}) const;
 
   const Vocab& vocab() const { return vocab_; }
@@ -131,8 +137,7 @@ class BertTokenizer {
   /// Token ids of one sequence before special tokens, truncation and padding.
   std::vector<std::int32_t> sequence_ids(std::string_view text) const;
   void append_segment_ids(std::string_view segment, std::vector<std::int32_t>& ids) const;
-  Encoding assemble(std::vector<std::int32_t> first,
-                    std::optional<std::vector<std::int32_t>> second,
+  Encoding assemble(std::vector<std::int32_t> first, std::optional<std::vector<std::int32_t>> second,
                     const EncodeOptions& options) const;
   void pad(Encoding& encoding, std::size_t length) const;
 
