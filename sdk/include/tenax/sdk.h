@@ -17,6 +17,7 @@
 #include "tenax/sdk/recovered_error.h"
 #include "tenax/sdk/trainer.h"
 #include "tenax/sdk/trainer_callback.h"
+#include "tenax/sdk/choice.h"
 #include "tenax/sdk/training_arguments.h"
 #include "tenax/sdk/training_arguments_io.h"
 #include "tenax/sdk/user_state.h"
@@ -63,6 +64,7 @@
 // precision, determinism, preemption.
 #include "tenax/sdk/autocast.h"
 #include "tenax/sdk/checkpointer.h"
+#include "tenax/sdk/save_outcome.h"
 #include "tenax/sdk/determinism.h"
 #include "tenax/sdk/grad_sync.h"
 #include "tenax/sdk/lr_schedule.h"
