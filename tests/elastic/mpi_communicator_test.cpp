@@ -15,7 +15,7 @@
 
 #include "tenax/core/error.h"
 #include "tenax/elastic/direct_launch.h"
-#include "tenax/elastic/MpiCommunicator.h"
+#include "tenax/elastic/mpi_communicator.h"
 #include "tenax/sdk/grad_sync.h"
 
 namespace tenax::elastic {

@@ -40,7 +40,7 @@ class RendezvousLease : public ::testing::Test {
 
   fs::path dir_;
 };
-using elastic_rendezvous_lease = RendezvousLease;  // suites are named elastic_* (ctest -R elastic)
+using ElasticRendezvousLease = RendezvousLease;  // suites are named Elastic* (ctest -L elastic)
 
 TEST_F(ElasticRendezvousLease, NoLeaseReadsAsNoneAndAClaimWritesIt) {
   LeaseFile file(dir_);

@@ -125,7 +125,7 @@ class ElasticRendezvous : public ::testing::Test {
   std::string endpoint_;
 };
 
-class ElasticRendezvousWorld : public elastic_rendezvous, public ::testing::WithParamInterface<int> {};
+class ElasticRendezvousWorld : public ElasticRendezvous, public ::testing::WithParamInterface<int> {};
 
 TEST_P(ElasticRendezvousWorld, AgentsFormGenerationZeroWithDistinctRanksInNodeIdOrder) {
   const int n = GetParam();
