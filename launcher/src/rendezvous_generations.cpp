@@ -61,18 +61,11 @@ class RendezvousGenerations final : public GenerationSource {
     const int generation = static_cast<int>(assigned->generation);
     last_generation_ = assigned->generation;
     last_node_rank_ = assigned->node_rank;
-    GenerationPlan gplan;
-    gplan.generation = generation;
-    gplan.node_rank = assigned->node_rank;
-    gplan.num_nodes = assigned->num_nodes;
-    gplan.rank_offset = assigned->rank_offset;
-    gplan.world_size = assigned->world_size;
-    gplan.master_addr = assigned->master_host;
-    gplan.master_port = assigned->master_port;
-    gplan.store_endpoint = assigned->store_endpoint;
     // TENAX_RESTART_COUNT counts the job's re-formed generations, the same on every node.
-    gplan.restart_count = generation;
-    return gplan;
+    const elastic::Assignment& a = *assigned;
+    return GenerationPlan{generation,    a.node_rank,      a.num_nodes,
+                          a.rank_offset, a.world_size,     a.master_host,
+                          a.master_port, a.store_endpoint, /*restart_count=*/generation};
   }
 
   Status watch() override {
