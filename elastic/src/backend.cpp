@@ -67,6 +67,7 @@ std::unique_ptr<Communicator> make_communicator(Backend backend, Store& store, i
   GlooOptions gloo;
   gloo.hostname = options.hostname;
   gloo.timeout = options.timeout;
+  gloo.abort = options.abort;
   return make_gloo_communicator(store, rank, size, gloo);
 }
 

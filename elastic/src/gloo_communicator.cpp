@@ -15,13 +15,11 @@
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <fmt/format.h>
 
-#include "store_values.h"
+#include "gloo_mesh.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
 
@@ -29,29 +27,6 @@ namespace tenax::elastic {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Gloo's view of our Store, for the duration of connectFullMesh. Every wait is bounded by the
-// deadline of the whole connect, so N peers cannot add up to N timeouts.
-class GlooStoreAdapter final : public gloo::rendezvous::Store {
- public:
-  GlooStoreAdapter(elastic::Store& store, Clock::time_point deadline) : store_(store), deadline_(deadline) {}
-
-  void set(const std::string& key, const std::vector<char>& data) override { store_.set(key, data); }
-  std::vector<char> get(const std::string& key) override { return store_.get(key, left()); }
-  void wait(const std::vector<std::string>& keys) override { store_.wait(keys, left()); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    store_.wait(keys, timeout.count() > 0 ? std::min(timeout, left()) : left());
-  }
-
- private:
-  std::chrono::milliseconds left() const {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now());
-    return std::max(left, std::chrono::milliseconds(0));
-  }
-
-  elastic::Store& store_;
-  Clock::time_point deadline_;
-};
 
 template <typename T>
 gloo::AllreduceOptions::Func reduce_function(ReduceOp op) {
@@ -84,8 +59,13 @@ void check_timeout(std::chrono::milliseconds timeout, const char* what) {
 
 class GlooCommunicator final : public Communicator {
  public:
-  GlooCommunicator(std::shared_ptr<gloo::transport::Device> device, std::shared_ptr<gloo::rendezvous::Context> context)
-      : device_(std::move(device)), context_(std::move(context)), rank_(context_->rank), size_(context_->size) {}
+  GlooCommunicator(std::shared_ptr<gloo::transport::Device> device, std::shared_ptr<detail::GlooMesh> context,
+                   std::shared_ptr<AbortSignal> signal)
+      : device_(std::move(device)),
+        context_(std::move(context)),
+        signal_(std::move(signal)),
+        rank_(context_->rank),
+        size_(context_->size) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -151,9 +131,19 @@ class GlooCommunicator final : public Communicator {
     });
   }
 
-  void abort() override { aborted_.store(true); }
+  // Cutting the mesh is what makes a call in flight fail now rather than at its timeout.
+  void abort() override {
+    aborted_.store(true);
+    context_->cut();
+  }
 
  private:
+  // Why the mesh was cut, for the message of the call it failed.
+  std::string cut_reason() const {
+    if (signal_ && signal_->raised()) return signal_->reason();
+    return "the communicator was aborted";
+  }
+
   std::string who() const { return "rank " + std::to_string(rank_) + " of " + std::to_string(size_); }
 
   // Runs one collective: refuses after abort() or an earlier failure, and turns Gloo's
@@ -161,8 +151,8 @@ class GlooCommunicator final : public Communicator {
   // matches across ranks and a message can never be taken for another operation's.
   template <typename Body>
   void run(const char* what, std::chrono::milliseconds timeout, Body&& body) {
-    if (aborted_.load()) {
-      throw PeerLostError(std::string(what) + " on " + who() + ": the communicator was aborted; build a new one");
+    if (aborted_.load() || context_->was_cut()) {
+      throw PeerLostError(std::string(what) + " on " + who() + ": " + cut_reason() + "; build a new one");
     }
     if (!failure_.empty()) {
       throw PeerLostError(std::string(what) + " on " + who() + ": the communicator is unusable after an earlier " +
@@ -182,7 +172,7 @@ class GlooCommunicator final : public Communicator {
     }
     const std::string message = std::string(what) + " failed on " + who() + " (timeout " +
                                 std::to_string(timeout.count()) + " ms): " + failure_;
-    if (aborted_.load()) throw PeerLostError(message + " [communicator aborted]");
+    if (aborted_.load() || context_->was_cut()) throw PeerLostError(message + " [" + cut_reason() + "]");
     if (mentions_timeout(failure_)) {
       throw TimeoutError(message + "; a peer is slow, hung or gone");
     }
@@ -190,7 +180,8 @@ class GlooCommunicator final : public Communicator {
   }
 
   std::shared_ptr<gloo::transport::Device> device_;  // declared first: outlives the context
-  std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::shared_ptr<detail::GlooMesh> context_;
+  std::shared_ptr<AbortSignal> signal_;  // may be null
   int rank_;
   int size_;
   std::uint32_t next_tag_ = 0;
@@ -219,26 +210,35 @@ std::unique_ptr<Communicator> make_gloo_communicator(Store& store, int rank, int
                           "; check MASTER_ADDR / the host's address");
   }
 
-  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  auto context = std::make_shared<detail::GlooMesh>(rank, size);
   context->setTimeout(options.timeout);
+  if (options.abort) {
+    // Weak: the signal outlives the communicator of its generation, and must not keep it alive.
+    options.abort->set_cut([mesh = std::weak_ptr<detail::GlooMesh>(context)] {
+      if (auto m = mesh.lock()) m->cut();
+    });
+  }
   const auto deadline = Clock::now() + options.timeout;
-  GlooStoreAdapter adapter(store, deadline);
+  const auto cut_message = [&] {
+    return options.abort && options.abort->raised() ? options.abort->reason() : std::string("aborted");
+  };
   try {
-    context->connectFullMesh(adapter, device);
+    context->connect(store, device, deadline);
   } catch (const TimeoutError& e) {
+    if (context->was_cut()) throw PeerLostError("Gloo rendezvous for " + who + " was cut: " + cut_message());
     throw TimeoutError("Gloo rendezvous for " + who + " did not complete within " +
                        std::to_string(options.timeout.count()) + " ms: " + e.what());
-  } catch (const gloo::IoException& e) {
-    throw PeerLostError("Gloo rendezvous for " + who + " could not connect to a peer: " + e.what());
-  } catch (const gloo::EnforceNotMet& e) {
-    throw PeerLostError("Gloo rendezvous for " + who + " failed: " + e.what());
+  } catch (const PeerLostError& e) {
+    if (context->was_cut()) throw PeerLostError("Gloo rendezvous for " + who + " was cut: " + cut_message());
+    throw;
   } catch (const gloo::Exception& e) {
-    throw PeerLostError("Gloo rendezvous for " + who + " failed: " + e.what());
+    if (context->was_cut()) throw PeerLostError("Gloo rendezvous for " + who + " was cut: " + cut_message());
+    throw PeerLostError("Gloo rendezvous for " + who + " could not connect to a peer: " + e.what());
   }
-  // connectFullMesh can return on one rank while a peer is still connecting to the others; if
+  // connect() can return on one rank while a peer is still connecting to the others; if
   // this rank then went away, that peer would fail. A barrier makes construction complete
   // everywhere: once it returns, every rank's mesh is up.
-  auto communicator = std::make_unique<GlooCommunicator>(std::move(device), std::move(context));
+  auto communicator = std::make_unique<GlooCommunicator>(std::move(device), std::move(context), options.abort);
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
   communicator->barrier(std::max(left, std::chrono::milliseconds(1)));
   logger("tenax.elastic")->debug("Gloo communicator ready: {} on {}", who, options.hostname);

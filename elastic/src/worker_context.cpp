@@ -17,6 +17,7 @@
 #include "tenax/elastic/in_memory_store.h"
 #include "tenax/elastic/in_process_recovery.h"
 #include "tenax/elastic/kv_service.h"
+#include "generation_watch.h"
 
 namespace tenax::elastic {
 namespace {
@@ -131,7 +132,7 @@ struct JoinedGeneration {
 // generation that loses a peer while it forms is left for the next one.
 JoinedGeneration join_declared_generation(Store& base, std::int64_t first, const std::string& node_id, int local_rank,
                                           const std::string& hostname, std::chrono::milliseconds connect_timeout,
-                                          std::chrono::milliseconds timeout) {
+                                          std::chrono::milliseconds timeout, detail::GenerationWatch* generations) {
   const std::string who = "local rank " + std::to_string(local_rank) + " of node " + node_id;
   auto log = logger("tenax.elastic");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -169,6 +170,8 @@ JoinedGeneration join_declared_generation(Store& base, std::int64_t first, const
       CommunicatorOptions options;
       options.hostname = hostname;
       options.timeout = std::max(std::min(connect_timeout, left()), std::chrono::milliseconds(1));
+      // A peer lost while this generation forms or heals: the next declaration releases us.
+      if (generations) options.abort = generations->watch(target);
       // A world shrunk to one rank needs no peers (and no connect).
       return {target, rank, layout->world_size,
               layout->world_size == 1
@@ -276,12 +279,19 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
                       "; under `tenax run` pass no communicator (Gloo is built from the agent's store)");
   }
   std::unique_ptr<Communicator> communicator;
+  // Under in-process recovery every communicator of this process is released as soon as the
+  // agent declares the generation after its own (generation_watch.h).
+  std::unique_ptr<detail::GenerationWatch> watch;
+  if (in_process && endpoint && !given) {
+    watch = std::make_unique<detail::GenerationWatch>(
+        [endpoint = *endpoint, timeout, keys] { return connect_store(endpoint, timeout, keys); });
+  }
   if (given) {
     communicator = std::move(given);
   } else if (in_process && id.replacement && base) {
     // Another loss while this replacement starts makes the agent declare a newer generation.
-    JoinedGeneration joined =
-        join_declared_generation(*base, id.generation, node_id, id.local_rank, options.hostname, timeout, timeout);
+    JoinedGeneration joined = join_declared_generation(*base, id.generation, node_id, id.local_rank, options.hostname,
+                                                       timeout, timeout, watch.get());
     id.generation = joined.generation;
     id.rank = joined.rank;
     id.world_size = joined.world_size;
@@ -292,7 +302,11 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
   } else if (id.world_size == 1) {
     communicator = make_local_communicator();
   } else {
-    communicator = make_communicator(backend_from_env(), *store, id.rank, id.world_size, {options.hostname, timeout});
+    CommunicatorOptions communicator_options;
+    communicator_options.hostname = options.hostname;
+    communicator_options.timeout = timeout;
+    if (watch) communicator_options.abort = watch->watch(id.generation);
+    communicator = make_communicator(backend_from_env(), *store, id.rank, id.world_size, communicator_options);
   }
 
   std::function<StoreFactory(std::int64_t)> store_factory_for;
@@ -310,6 +324,7 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
   if (const auto fence_dir = env::get(kFenceDirVariable); fence_dir && !fence_dir->empty()) fence.emplace(*fence_dir);
   WorkerContext context(id, std::move(store), std::move(communicator), std::move(open_store), std::move(fence));
   context.base_store_ = std::move(base);
+  context.watch_ = std::move(watch);
   context.in_process_ = in_process && !given && context.base_store_ != nullptr;
   if (context.in_process_) {
     // A write to a peer that just died must fail as an error this process recovers from (Gloo
@@ -355,6 +370,7 @@ WorkerContext& WorkerContext::operator=(WorkerContext&& other) noexcept {
     open_store_ = std::move(other.open_store_);
     fence_ = std::move(other.fence_);
     hosted_service_ = std::move(other.hosted_service_);
+    watch_ = std::move(other.watch_);
     in_process_ = other.in_process_;
     store_factory_for_ = std::move(other.store_factory_for_);
     gloo_hostname_ = std::move(other.gloo_hostname_);
@@ -376,6 +392,7 @@ WorkerContext::~WorkerContext() { release(); }
 void WorkerContext::release() noexcept {
   // Order matters: the communicator may hold the store, and the prefix view borrows the base.
   communicator_.reset();
+  watch_.reset();
   store_.reset();
   base_store_.reset();
   hosted_service_.reset();
@@ -406,8 +423,9 @@ void WorkerContext::rejoin(std::chrono::milliseconds timeout) {
   // now instead of at its collective's timeout.
   communicator_.reset();
   store_.reset();
-  JoinedGeneration joined = join_declared_generation(*base_store_, identity_.generation + 1, node_id_,
-                                                     identity_.local_rank, gloo_hostname_, connect_timeout_, timeout);
+  JoinedGeneration joined =
+      join_declared_generation(*base_store_, identity_.generation + 1, node_id_, identity_.local_rank, gloo_hostname_,
+                               connect_timeout_, timeout, watch_.get());
   if (joined.rank != identity_.rank || joined.world_size != identity_.world_size) {
     logger("tenax.elastic")
         ->warn("rank {} of {} is rank {} of {} in generation {}", identity_.rank, identity_.world_size, joined.rank,

@@ -161,6 +161,7 @@ int RunLoop::run() {
     facts.outcome = record.outcome;
     facts.signal = signals_.received();
     facts.restarts = restarts;
+    facts.charged = recovery_->take_charge();
     facts.max_restarts = options_.max_restarts;
     facts.generation = plan.generation;
     facts.workers = options_.nproc_per_node;
@@ -169,7 +170,11 @@ int RunLoop::run() {
     facts.node_id = job_.node_id;
     summary.history.push_back(std::move(record));
     const Decision decision = decide_after_generation(facts);
-    stop = {decision.exit_code, decision.outcome};
+    stop = {decision.exit_code, decision.outcome, {}};
+    // The reason for an exit is the decision's last warning or error.
+    for (const LogLine& line : decision.log) {
+      if (line.level != LogLine::Level::kInfo) stop.why = line.text;
+    }
     restarts = decision.restarts;
     if (decision.action == RunAction::kRestart && !multi_node()) set_identity(plan.generation + 1);
     for (const LogLine& line : decision.log) {
@@ -195,6 +200,15 @@ int RunLoop::run() {
   source_->describe(nodes);
   write_run_summary(job_.run_dir, summarize_run(options_, summary, nodes), *log_);
   source_->close(stop);
+  // The last line says how the agent ends and why, whatever was logged on the way out.
+  const std::string why = stop.why.empty() ? outcome_name(stop.outcome) : stop.why;
+  if (stop.exit_code == kExitDone) {
+    log_->info("tenax run exits {}: {}", stop.exit_code, why);
+  } else if (stop.exit_code == kExitPreempted) {
+    log_->warn("tenax run exits {}: {}", stop.exit_code, why);
+  } else {
+    log_->error("tenax run exits {}: {}", stop.exit_code, why);
+  }
   return stop.exit_code;
 }
 
@@ -287,7 +301,7 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restarts) {
     if (events.preempted && !preempt_deadline) preempt_deadline = Clock::now() + options_.grace_period;
     // What counts against --max-restarts: across nodes every in-process recovery re-forms a
     // generation and is counted by the loop; on one node the recoveries happen in here.
-    const int restarts_used = multi_node() ? restarts : restarts + recovery_->recoveries();
+    const int restarts_used = multi_node() ? restarts : restarts + recovery_->charged_events();
     if (events.failed && !preempt_deadline &&
         recovery_->may_recover(group, events.lost, events.config_error, plan, restarts_used)) {
       if (multi_node()) {

@@ -36,6 +36,7 @@ namespace tenax::launcher {
 struct Stop {
   int exit_code = kExitFailure;
   Outcome outcome = Outcome::kFailed;
+  std::string why;  ///< the agent's last line (empty: the outcome's name)
 };
 
 class GenerationSource {

@@ -39,6 +39,8 @@ elastic::Store& RecoveryCoordinator::store() {
 
 void RecoveryCoordinator::started(const GenerationPlan& plan) {
   ready_generation_ = -1;
+  healing_generation_ = -1;
+  event_losses_ = 0;
   // Warm spares start after the workers, so that they never delay the job's own start.
   spares_.reset();
   if (!enabled() || options_.spares <= 0) return;
@@ -93,6 +95,16 @@ LossFacts RecoveryCoordinator::loss_facts(WorkerGroup& group, const std::vector<
     ready_generation_ = plan.generation;
     for (Worker& w : workers) w.unhealed_replacement = false;  // every rank healed
   }
+  // The phase: healed in this generation; or this generation heals an earlier loss and has not
+  // finished (the fault event goes on); or it started from disk and has not begun training.
+  if (ready_generation_ == plan.generation) {
+    facts.phase = RecoveryPhase::kSteady;
+  } else if (plan.generation == healing_generation_ || ready_generation_ >= 0) {
+    facts.phase = RecoveryPhase::kHealing;
+    facts.event_losses = event_losses_;
+  } else {
+    facts.phase = RecoveryPhase::kStarting;
+  }
   if (ready_generation_ >= 0) facts.ready = facts.world_size;
   // Then who holds state: replacements that have not healed hold none, so if only they are left
   // on the only node, nobody survived. (Across nodes another node's workers may still hold it.)
@@ -116,6 +128,19 @@ bool RecoveryCoordinator::may_recover(WorkerGroup& group, const std::vector<std:
     return false;
   }
   const LossDecision decision = decide_on_loss(facts);
+  // One node heals inside the generation, which goes on: its next end is charged as usual.
+  // Across nodes the recovery ends the generation, and the loop charges it as decided here.
+  charge_ = multi_node_ || decision.action != LossAction::kReplaceInProcess ? decision.charged : true;
+  if (facts.phase == RecoveryPhase::kHealing) {
+    ++event_losses_;
+    log_->warn(
+        "a loss while generation {} heals the last one: the same fault event ({} loss{}; not charged to "
+        "--max-restarts again)",
+        plan.generation, event_losses_ + 1, event_losses_ + 1 == 1 ? "" : "es");
+  } else if (decision.action == LossAction::kReplaceInProcess) {
+    event_losses_ = 0;
+    ++charged_events_;
+  }
   if (decision.action != LossAction::kReplaceInProcess) {
     log_->warn("in-process recovery is not possible: {}; every worker restarts from the newest checkpoint",
                decision.why_not);
@@ -173,6 +198,7 @@ bool RecoveryCoordinator::recover(WorkerGroup& group, const GenerationPlan& plan
   }
   const auto started = Clock::now();
   ++recoveries_;
+  healing_generation_ = plan.generation;
   nlohmann::json record;
   record["lost_generation"] = from.generation;
   record["generation"] = plan.generation;

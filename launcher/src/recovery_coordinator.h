@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -77,6 +78,12 @@ class RecoveryCoordinator {
   void stop();
 
   int recoveries() const { return recoveries_; }
+  /// Fault events charged to --max-restarts by in-process recoveries on one node (across nodes
+  /// the loop charges the generations the rendezvous forms).
+  int charged_events() const { return charged_events_; }
+  /// Whether the loss judged last since the previous call counts against --max-restarts (true
+  /// when none was judged: a plain failure); resets to true.
+  bool take_charge() { return std::exchange(charge_, true); }
   const std::vector<nlohmann::json>& records() const { return records_; }
 
  private:
@@ -96,7 +103,11 @@ class RecoveryCoordinator {
   std::optional<SparePool> spares_;
   int next_spare_id_ = 0;
   std::chrono::steady_clock::time_point refill_spares_after_{};
-  int ready_generation_ = -1;  ///< a generation of this group in which every rank healed in process
+  int ready_generation_ = -1;    ///< a generation of this group in which every rank healed in process
+  int healing_generation_ = -1;  ///< the generation the last recover() declared (healed or not)
+  int event_losses_ = 0;         ///< losses of the fault event in progress
+  int charged_events_ = 0;
+  bool charge_ = true;
   int recoveries_ = 0;
   std::vector<nlohmann::json> records_;
   std::optional<WorkerGroup> carried_;

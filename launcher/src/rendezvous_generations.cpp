@@ -137,7 +137,15 @@ class RendezvousGenerations final : public GenerationSource {
   // service that may be gone (its client's reconnect loop ends with it).
   void leave() {
     if (!client_) return;
-    if (Status s = client_->leave(); !s.is_ok()) log_->debug("leaving the rendezvous: {}", s.to_string());
+    // As long as the service takes to miss this node anyway: one that is gone (its host left
+    // first) is not waited for, and the client and its reconnect loop end here.
+    const auto patience = std::clamp<std::chrono::milliseconds>(heartbeat_.expiry(), std::chrono::milliseconds(200),
+                                                                std::chrono::seconds(2));
+    if (Status s = client_->leave(patience); !s.is_ok()) {
+      log_->info("left the rendezvous without its acknowledgement ({}); it sees this node go when its heartbeats stop",
+                 s.message());
+    }
+    client_.reset();
   }
   void close_service();
 
@@ -213,6 +221,7 @@ bool RendezvousGenerations::join_generation(std::optional<elastic::Assignment>& 
   const int master_port = pick_free_port();
   const auto give_up = [&](const std::string& what) {
     stop.outcome = Outcome::kFailed;
+    stop.why = what;
     stop.exit_code = give_up_waiting(what);
     if (stop.exit_code == kExitPreempted) stop.outcome = Outcome::kRequeued;
     return false;
@@ -245,12 +254,12 @@ bool RendezvousGenerations::join_generation(std::optional<elastic::Assignment>& 
         // Slurm's preemption warning between generations: nothing to save, requeue all the same.
         log_->warn("received {} while joining; leaving the rendezvous; exiting {} so that the job is requeued",
                    signal_name(sig), kExitPreempted);
-        stop = {kExitPreempted, Outcome::kPreempted};
+        stop = {kExitPreempted, Outcome::kPreempted, fmt::format("{} while joining: requeue", signal_name(sig))};
         return false;
       }
       log_->warn("received {} while joining; leaving the rendezvous; exiting {}", signal_name(sig),
                  exit_code_for_signal(sig));
-      stop = {exit_code_for_signal(sig), Outcome::kInterrupted};
+      stop = {exit_code_for_signal(sig), Outcome::kInterrupted, fmt::format("{} while joining", signal_name(sig))};
       return false;
     }
     const auto now = Clock::now();
@@ -362,7 +371,8 @@ bool RendezvousGenerations::locate_service(const std::string& why, Stop& stop) {
     if (const int sig = signals_.received(); sig != 0) {
       log_->warn("received {} while looking for the rendezvous service; exiting {}", signal_name(sig),
                  exit_code_for_signal(sig));
-      stop = {exit_code_for_signal(sig), Outcome::kInterrupted};
+      stop = {exit_code_for_signal(sig), Outcome::kInterrupted,
+              fmt::format("{} while looking for the rendezvous service", signal_name(sig))};
       return false;
     }
     if (now - started >= options_.join_timeout) {

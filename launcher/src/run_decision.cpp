@@ -83,7 +83,7 @@ Decision decide_after_generation(const GenerationFacts& f) {
               : fmt::format("agent stopped by {}; exiting {}", signal_name(sig), exit_code_for_signal(sig)));
     return d;
   }
-  if (f.restarts >= f.max_restarts) {
+  if (f.charged && f.restarts >= f.max_restarts) {
     // Nothing is retried once the budget is spent, not even a lost rendezvous service: the agent
     // leaves at once (a service that is gone is not waited for).
     Decision d = exit_with(kExitFailure, f.outcome, f.restarts, multi ? Farewell::kLeave : Farewell::kNone);
@@ -97,13 +97,14 @@ Decision decide_after_generation(const GenerationFacts& f) {
   Decision d;
   d.action = RunAction::kRestart;
   d.outcome = f.outcome;
-  d.restarts = f.restarts + 1;
+  d.restarts = f.restarts + (f.charged ? 1 : 0);
   d.find_service = multi && f.outcome == Outcome::kRendezvousLost;
+  const std::string count =
+      f.charged ? fmt::format("restart {} of {}", d.restarts, f.max_restarts)
+                : fmt::format("the same fault event, not charged: {} of {} restarts used", d.restarts, f.max_restarts);
   say(d, Level::kWarn,
-      multi ? fmt::format("re-joining the rendezvous for generation {} (restart {} of {})", f.generation + 1,
-                          d.restarts, f.max_restarts)
-            : fmt::format("restarting all {} as generation {} (restart {} of {})", workers_text(f.workers),
-                          f.generation + 1, d.restarts, f.max_restarts));
+      multi ? fmt::format("re-joining the rendezvous for generation {} ({})", f.generation + 1, count)
+            : fmt::format("restarting all {} as generation {} ({})", workers_text(f.workers), f.generation + 1, count));
   return d;
 }
 

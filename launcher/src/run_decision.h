@@ -17,12 +17,15 @@ struct GenerationFacts {
   Outcome outcome = Outcome::kFailed;  ///< how the generation ended on this node
   int signal = 0;                      ///< the signal the agent received (0: none)
   int restarts = 0;                    ///< restarts of the generation so far
-  int max_restarts = 0;                ///< --max-restarts
-  int generation = 0;                  ///< the generation that ended
-  int workers = 1;                     ///< workers per node
-  bool multi_node = false;             ///< the job has a rendezvous (--nnodes, srun)
-  bool slurm = false;                  ///< under Slurm: its warning signal means "requeue"
-  std::string node_id;                 ///< multi-node: this node
+  /// Whether this generation's end counts against --max-restarts: false when it ended with a
+  /// loss during an in-process heal, part of a fault event already charged (recovery_policy.h).
+  bool charged = true;
+  int max_restarts = 0;     ///< --max-restarts
+  int generation = 0;       ///< the generation that ended
+  int workers = 1;          ///< workers per node
+  bool multi_node = false;  ///< the job has a rendezvous (--nnodes, srun)
+  bool slurm = false;       ///< under Slurm: its warning signal means "requeue"
+  std::string node_id;      ///< multi-node: this node
 };
 
 enum class RunAction {

@@ -59,6 +59,62 @@ TEST(LauncherRecoveryPolicy, EveryReasonToFallBackToTheDiskPathIsNamed) {
   }
 }
 
+// Issue 33: every phase of the job against every kind of loss. A loss while the generation that
+// heals the last one forms or heals is the same fault event: healed in process, not charged
+// again, until kMaxLossesPerEvent; a fallback to disk it forces is not charged either.
+TEST(LauncherRecoveryPolicy, EveryPhaseAgainstEveryKindOfLoss) {
+  enum class Loss { kOneWorker, kEveryHolder, kConfigError, kWithBudgetSpent, kOneTooMany };
+  struct Case {
+    RecoveryPhase phase;
+    Loss loss;
+    LossAction action;
+    bool charged;
+    const char* says;  // in why_not ("" when healed in process)
+  };
+  using A = LossAction;
+  using P = RecoveryPhase;
+  const std::vector<Case> cases = {
+      {P::kStarting, Loss::kOneWorker, A::kRestartGeneration, true, "only 1 of 3 workers"},
+      {P::kStarting, Loss::kEveryHolder, A::kRestartGeneration, true, "no worker survived"},
+      {P::kStarting, Loss::kConfigError, A::kRestartGeneration, true, "configuration error"},
+      {P::kStarting, Loss::kWithBudgetSpent, A::kRestartGeneration, true, "only 1 of 3 workers"},
+      {P::kStarting, Loss::kOneTooMany, A::kRestartGeneration, true, "only 1 of 3 workers"},
+      {P::kSteady, Loss::kOneWorker, A::kReplaceInProcess, true, ""},
+      {P::kSteady, Loss::kEveryHolder, A::kRestartGeneration, true, "no worker survived"},
+      {P::kSteady, Loss::kConfigError, A::kRestartGeneration, true, "configuration error"},
+      {P::kSteady, Loss::kWithBudgetSpent, A::kRestartGeneration, true, "restart budget is spent"},
+      {P::kSteady, Loss::kOneTooMany, A::kReplaceInProcess, true, ""},
+      {P::kHealing, Loss::kOneWorker, A::kReplaceInProcess, false, ""},
+      {P::kHealing, Loss::kEveryHolder, A::kRestartGeneration, false, "no worker survived"},
+      {P::kHealing, Loss::kConfigError, A::kRestartGeneration, false, "configuration error"},
+      {P::kHealing, Loss::kWithBudgetSpent, A::kReplaceInProcess, false, ""},
+      {P::kHealing, Loss::kOneTooMany, A::kRestartGeneration, false, "losses came before the job healed"},
+  };
+  for (const Case& c : cases) {
+    LossFacts f = ready_job();
+    f.phase = c.phase;
+    if (c.phase == P::kStarting) f.ready = 1;
+    if (c.phase == P::kHealing) f.event_losses = 1;
+    switch (c.loss) {
+      case Loss::kOneWorker: break;
+      case Loss::kEveryHolder: f.lost = 3; break;
+      case Loss::kConfigError: f.config_error = true; break;
+      case Loss::kWithBudgetSpent: f.restarts_used = f.max_restarts; break;
+      case Loss::kOneTooMany: f.event_losses = kMaxLossesPerEvent; break;
+    }
+    const LossDecision d = decide_on_loss(f);
+    const std::string name =
+        "phase " + std::to_string(static_cast<int>(c.phase)) + ", loss " + std::to_string(static_cast<int>(c.loss));
+    EXPECT_EQ(d.action, c.action) << name << ": " << d.why_not;
+    EXPECT_EQ(d.charged, c.charged) << name;
+    if (*c.says == '\0') {
+      EXPECT_TRUE(d.why_not.empty()) << name << ": " << d.why_not;
+    } else {
+      EXPECT_NE(d.why_not.find(c.says), std::string::npos) << name << ": " << d.why_not;
+    }
+  }
+}
+
 TEST(LauncherRecoveryPolicy, RecoveryAndSparesFlags) {
   const RunOptions defaults = parse_run_options(std::vector<std::string>{"--nproc-per-node", "2", "--", "app"});
   EXPECT_EQ(defaults.recovery, RecoveryMode::kRestart);

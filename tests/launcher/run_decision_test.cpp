@@ -114,5 +114,19 @@ TEST(LauncherRunDecision, ARestartCountsOneAgainstTheBudget) {
   EXPECT_EQ(decide_after_generation(facts(Outcome::kFailed, false, 0, 2)).action, RunAction::kExit);
 }
 
+// Issue 33: a generation that ended with a loss during an in-process heal belongs to a fault
+// event already charged: the next one starts even with the budget spent, and costs nothing.
+TEST(LauncherRunDecision, AnUnchargedEndRestartsWithoutSpendingTheBudget) {
+  for (bool multi : {false, true}) {
+    GenerationFacts f = facts(multi ? Outcome::kRendezvousRestart : Outcome::kFailed, multi, 0, 2);
+    f.charged = false;
+    const Decision d = decide_after_generation(f);
+    EXPECT_EQ(d.action, RunAction::kRestart) << all_lines(d);
+    EXPECT_EQ(d.restarts, 2);
+    EXPECT_NE(all_lines(d).find("the same fault event, not charged: 2 of 2 restarts used"), std::string::npos)
+        << all_lines(d);
+  }
+}
+
 }  // namespace
 }  // namespace tenax::launcher

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "tenax/elastic/abort_signal.h"
 #include "tenax/elastic/communicator.h"
 #include "tenax/elastic/store.h"
 
@@ -34,6 +35,9 @@ struct CommunicatorOptions {
   std::string hostname = "127.0.0.1";
   /// Deadline for forming the communicator, and the default for calls that pass none.
   std::chrono::milliseconds timeout = kDefaultCollectiveTimeout;
+  /// Gloo: releases a connect or a call in flight when raised (gloo_communicator.h). Other
+  /// backends ignore it: NCCL and MPI jobs do not recover in process.
+  std::shared_ptr<AbortSignal> abort;
 };
 
 /// Builds the communicator of one generation over `store` (auto is resolved here). World size 1

@@ -9,9 +9,9 @@
 //
 // Failure: a Gloo I/O error becomes PeerLostError, a passed deadline TimeoutError (both name
 // the rank); after either the communicator is unusable and every later call throws at once —
-// build a new one for the next generation. abort() only marks the communicator: Gloo cannot
-// cancel an operation already in flight, which ends at its own timeout (or when a peer's
-// socket closes).
+// build a new one for the next generation. abort() (or raising options.abort) cuts the mesh:
+// a call in flight fails at once with PeerLostError, and peers blocked on this rank see its
+// connections close (elastic/src/gloo_mesh.h says how, since Gloo cannot cancel a call).
 // Thread-safety: one thread at a time per instance, except abort(), which any thread may call.
 //
 //   tenax::elastic::PrefixStore store(tenax::elastic::generation_prefix(gen), base);
@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "tenax/elastic/abort_signal.h"
 #include "tenax/elastic/communicator.h"
 #include "tenax/elastic/store.h"
 
@@ -33,6 +34,9 @@ struct GlooOptions {
   std::string hostname = "127.0.0.1";
   /// Deadline for connecting the mesh, and the default for operations that pass none.
   std::chrono::milliseconds timeout = kDefaultCollectiveTimeout;
+  /// When raised (from any thread), the connect and every call in flight or later fail with
+  /// PeerLostError naming the signal's reason, instead of waiting out their timeouts.
+  std::shared_ptr<AbortSignal> abort;
 };
 
 /// Collective over `size` ranks: connects a Gloo full mesh through `store` (borrowed only for

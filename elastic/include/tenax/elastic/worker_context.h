@@ -36,6 +36,9 @@
 #include "tenax/elastic/store.h"
 
 namespace tenax::elastic {
+namespace detail {
+class GenerationWatch;
+}
 
 class KvService;
 class LaunchOptions;
@@ -139,6 +142,8 @@ class WorkerContext {
   // The store that rank 0 of a direct launch hosts (from_launch); released last, after the
   // connections to it.
   std::unique_ptr<KvService> hosted_service_;
+  // Under in-process recovery: releases the communicator once a newer generation is declared.
+  std::unique_ptr<detail::GenerationWatch> watch_;
   // Set by from_env() under `tenax run`: how rejoin() builds the next generation's communicator.
   bool in_process_ = false;
   std::function<StoreFactory(std::int64_t generation)> store_factory_for_;

@@ -1,0 +1,180 @@
+#include "gloo_mesh.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include <gloo/common/error.h>
+#include <gloo/transport/context.h>
+#include <gloo/transport/tcp/address.h>
+
+#include <fmt/format.h>
+
+#include "tenax/core/error.h"
+#include "tenax/core/logging.h"
+
+namespace tenax::elastic::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string key_of(int rank) { return "rank_" + std::to_string(rank); }
+
+// A socket's local address as comparable bytes (family, port, address); empty when it has none.
+std::string endpoint_bytes(const sockaddr_storage& address) {
+  std::string out(reinterpret_cast<const char*>(&address.ss_family), sizeof address.ss_family);
+  if (address.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(address);
+    out.append(reinterpret_cast<const char*>(&in.sin_port), sizeof in.sin_port);
+    out.append(reinterpret_cast<const char*>(&in.sin_addr), sizeof in.sin_addr);
+    return out;
+  }
+  if (address.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+    out.append(reinterpret_cast<const char*>(&in6.sin6_port), sizeof in6.sin6_port);
+    out.append(reinterpret_cast<const char*>(&in6.sin6_addr), sizeof in6.sin6_addr);
+    return out;
+  }
+  return {};
+}
+
+std::string socket_endpoint(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return {};
+  return endpoint_bytes(address);
+}
+
+// This process's sockets by local address: how a connected pair's descriptor is found (Gloo
+// keeps it private). One pass over /proc/self/fd for the whole mesh.
+std::map<std::string, int> sockets_by_endpoint() {
+  std::map<std::string, int> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (const std::exception&) {
+      continue;
+    }
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || !S_ISSOCK(info.st_mode)) continue;
+    if (std::string endpoint = socket_endpoint(fd); !endpoint.empty()) out.emplace(std::move(endpoint), fd);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool GlooMesh::was_cut() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cut_;
+}
+
+void GlooMesh::wait_for_key(Store& store, const std::string& key, Clock::time_point deadline) {
+  // In slices, so that a cut during the wait for a peer that will never publish is noticed.
+  for (;;) {
+    if (was_cut()) throw PeerLostError("the mesh was cut while it waited for " + key);
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    try {
+      store.wait({key}, std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(100)));
+      return;
+    } catch (const TimeoutError&) {
+      if (left.count() <= 100) throw;
+    }
+  }
+}
+
+void GlooMesh::connect(Store& store, const std::shared_ptr<gloo::transport::Device>& device,
+                       Clock::time_point deadline) {
+  const auto timeout =
+      std::max(std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()), std::chrono::milliseconds(1));
+  std::shared_ptr<gloo::transport::Context> pairs = device->createContext(rank, size);
+  pairs->setTimeout(timeout);
+  std::vector<char> addresses;
+  std::size_t address_size = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cut_) throw PeerLostError("the mesh was cut before it connected");
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      const std::vector<char> bytes = pairs->createPair(peer)->address().bytes();
+      address_size = bytes.size();
+      addresses.insert(addresses.end(), bytes.begin(), bytes.end());
+    }
+    pairs_ = pairs;
+  }
+  store.set(key_of(rank), addresses);
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    wait_for_key(store, key_of(peer), deadline);
+    const auto left =
+        std::max(std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()), std::chrono::milliseconds(1));
+    const std::vector<char> theirs = store.get(key_of(peer), left);
+    // The peer listed one address per other rank, in rank order: ours is at our index among them.
+    const std::size_t index = static_cast<std::size_t>(rank < peer ? rank : rank - 1);
+    if (address_size == 0 || theirs.size() != address_size * static_cast<std::size_t>(size - 1)) {
+      throw RendezvousError(fmt::format("Gloo mesh: rank {} published {} bytes of addresses under {}, expected {}",
+                                        peer, theirs.size(), key_of(peer),
+                                        address_size * static_cast<std::size_t>(size - 1)));
+    }
+    const auto first = theirs.begin() + static_cast<std::ptrdiff_t>(index * address_size);
+    if (was_cut()) throw PeerLostError("the mesh was cut while it connected");
+    pairs->getPair(peer)->connect(std::vector<char>(first, first + static_cast<std::ptrdiff_t>(address_size)));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  // A cut during the last connect closed pairs that then looked connected to Gloo.
+  if (cut_) throw PeerLostError("the mesh was cut while it connected");
+  hold_sockets(*pairs);
+  device_ = device;
+  transportContext_ = std::move(pairs);
+  pairs_.reset();
+}
+
+void GlooMesh::hold_sockets(gloo::transport::Context& pairs) {
+  const std::map<std::string, int> sockets = sockets_by_endpoint();
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    const auto* address = dynamic_cast<const gloo::transport::tcp::Address*>(&pairs.getPair(peer)->address());
+    if (address == nullptr) continue;
+    const std::string endpoint = endpoint_bytes(address->getSockaddr());
+    const auto it = sockets.find(endpoint);
+    if (it == sockets.end()) continue;
+    UniqueFd copy(::fcntl(it->second, F_DUPFD_CLOEXEC, 0));
+    // The number may have been reused between the scan and the dup: the copy must be that socket.
+    if (copy && socket_endpoint(copy.get()) == endpoint) sockets_.push_back(std::move(copy));
+  }
+  if (sockets_.size() != static_cast<std::size_t>(size - 1)) {
+    logger("tenax.elastic")
+        ->debug("Gloo mesh of rank {}: found {} of {} connected sockets; a cut waits for the others' timeouts", rank,
+                sockets_.size(), size - 1);
+  }
+}
+
+void GlooMesh::cut() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (cut_) return;
+  cut_ = true;
+  for (const UniqueFd& socket : sockets_) ::shutdown(socket.get(), SHUT_RDWR);
+  if (pairs_) {
+    // Still connecting: Pair::close wakes a wait for a connection, under the pair's own lock.
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      try {
+        if (auto& pair = pairs_->getPair(peer)) pair->close();
+      } catch (const std::exception&) {
+        // a pair that was never created
+      }
+    }
+  }
+}
+
+}  // namespace tenax::elastic::detail
