@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <thread>
 #include <csignal>
 #include <filesystem>
 #include <optional>
@@ -57,6 +59,22 @@ std::string shell_words(const std::vector<std::string>& words) {
 }
 
 std::string plural(int n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+
+// Losses that come together (two kills by one hand, the ranks behind one switch port) are judged
+// as one: a worker already being killed when another is found dead is waited for (it is ending)
+// and counted in the same loss, rather than found a poll later, after the first one's recovery.
+void gather_dying_workers(WorkerGroup& group, WorkerEvents& events, spdlog::logger& log, const std::string& host) {
+  for (std::size_t i = 0; i < group.workers().size(); ++i) {
+    Worker& w = group.workers()[i];
+    if (!w.process || w.process->status() || !w.process->dying()) continue;
+    if (std::find(events.lost.begin(), events.lost.end(), i) != events.lost.end()) continue;
+    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    while (!w.process->poll() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    log.error("worker rank {} (pid {}, host {}) was being killed at the same moment: one loss of both", w.rank,
+              w.process->pid(), host);
+    events.lost.push_back(i);
+  }
+}
 
 std::vector<std::string> current_environment() {
   std::vector<std::string> out;
@@ -297,7 +315,8 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restarts) {
     recovery_->tend_spares();
     const bool check_hangs = options_.hang_timeout.count() > 0 && Clock::now() >= next_hang_check_;
     if (check_hangs) next_hang_check_ = Clock::now() + std::chrono::seconds(1);
-    const WorkerEvents events = group.poll(check_hangs, recovery_->enabled());
+    WorkerEvents events = group.poll(check_hangs, recovery_->enabled());
+    if (events.failed && recovery_->enabled()) gather_dying_workers(group, events, *log_, host_);
     if (events.preempted && !preempt_deadline) preempt_deadline = Clock::now() + options_.grace_period;
     // What counts against --max-restarts: across nodes every in-process recovery re-forms a
     // generation and is counted by the loop; on one node the recoveries happen in here.

@@ -1,5 +1,6 @@
 #include "recovery_coordinator.h"
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 
@@ -140,6 +141,7 @@ bool RecoveryCoordinator::may_recover(WorkerGroup& group, const std::vector<std:
   } else if (decision.action == LossAction::kReplaceInProcess) {
     event_losses_ = 0;
     ++charged_events_;
+    event_charged_ = true;
   }
   if (decision.action != LossAction::kReplaceInProcess) {
     log_->warn("in-process recovery is not possible: {}; every worker restarts from the newest checkpoint",
@@ -188,8 +190,16 @@ bool RecoveryCoordinator::recover(WorkerGroup& group, const GenerationPlan& plan
         plan.store_endpoint);
   } else if (group.any_succeeded()) {
     why_not = "a worker of this node already finished";
+  } else if (!multi_node_ && std::none_of(group.workers().begin(), group.workers().end(),
+                                          [](Worker& w) { return !w.ended() && !w.unhealed_replacement; })) {
+    // Every worker died before the first could be replaced (seen one poll apart): nobody holds
+    // the state. Across nodes another node's workers may.
+    why_not = "no worker survived to heal the others from";
   }
   if (!why_not.empty()) {
+    // The restart that follows is this fault event's charge, not a second one.
+    if (!multi_node_ && event_charged_) --charged_events_;
+    event_charged_ = false;
     log_->warn(
         "generation {} formed, but in-process recovery is not possible: {}; this node's workers restart from "
         "the newest checkpoint",
@@ -199,6 +209,7 @@ bool RecoveryCoordinator::recover(WorkerGroup& group, const GenerationPlan& plan
   const auto started = Clock::now();
   ++recoveries_;
   healing_generation_ = plan.generation;
+  event_charged_ = false;
   nlohmann::json record;
   record["lost_generation"] = from.generation;
   record["generation"] = plan.generation;

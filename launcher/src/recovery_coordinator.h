@@ -107,6 +107,7 @@ class RecoveryCoordinator {
   int healing_generation_ = -1;  ///< the generation the last recover() declared (healed or not)
   int event_losses_ = 0;         ///< losses of the fault event in progress
   int charged_events_ = 0;
+  bool event_charged_ = false;  ///< may_recover() charged an event that recover() has not begun
   bool charge_ = true;
   int recoveries_ = 0;
   std::vector<nlohmann::json> records_;

@@ -1,6 +1,7 @@
 #include "worker_process.h"
 
 #include <fstream>
+#include <sstream>
 #include <iterator>
 
 #include <spawn.h>
@@ -159,6 +160,30 @@ bool WorkerProcess::stopped() const {
   if (close == std::string::npos || close + 2 >= stat.size()) return false;
   const char state = stat[close + 2];
   return state == 'T' || state == 't';
+}
+
+bool WorkerProcess::dying() const {
+  if (pid_ <= 0 || reaped_) return false;
+  const std::string dir = "/proc/" + std::to_string(pid_);
+  std::ifstream stat_file(dir + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  if (close != std::string::npos) {
+    // After the command name: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    std::istringstream fields(stat.substr(close + 1));
+    std::string field;
+    for (int i = 0; i < 7 && fields >> field; ++i) {
+      constexpr unsigned long kExiting = 0x4;  // PF_EXITING (include/linux/sched.h)
+      if (i == 6 && (std::stoul(field) & kExiting) != 0) return true;
+    }
+  }
+  std::ifstream status_file(dir + "/status");
+  for (std::string line; std::getline(status_file, line);) {
+    if (line.rfind("SigPnd:", 0) != 0 && line.rfind("ShdPnd:", 0) != 0) continue;
+    constexpr unsigned long long kKill = 1ULL << (SIGKILL - 1);
+    if ((std::stoull(line.substr(7), nullptr, 16) & kKill) != 0) return true;
+  }
+  return false;
 }
 
 }  // namespace tenax::launcher

@@ -65,6 +65,9 @@ class WorkerProcess {
 
   /// True while the process is stopped (SIGSTOP, SIGTSTP, a debugger): /proc state T or t.
   bool stopped() const;
+  /// Whether the process is being killed: a SIGKILL pending, or its exit under way (a process
+  /// with a large address space takes milliseconds to end after SIGKILL).
+  bool dying() const;
   /// True once the zombie has been collected.
   bool reaped() const { return reaped_; }
 
