@@ -765,6 +765,7 @@ class Chaos:
         if kind == "pause-agent":
             pid, ws = agent.pid, agent.workers()
             agent.pause(plan["pause"])
+            rec["nodes"].append(agent.node)
             return (f"SIGSTOP agent pid {pid} of node {agent.node} for {plan['pause']:.2f} s "
                     f"(worker(s) {','.join(map(str, ws)) or 'none'} run on)")
         if kind in ("kill-node", "kill-rdzv-host"):
