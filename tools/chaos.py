@@ -10,7 +10,10 @@
      kill-worker      SIGKILL one worker (a child of an agent; never a waiting warm spare);
      stop-worker      SIGSTOP one worker, on either node, that is making progress (its
                       TENAX_PROGRESS_FILE is fresh), never SIGCONT: the agent's --hang-timeout
-                      must find it and kill it;
+                      must find it and kill it. A rank taken over by a warm spare has no
+                      progress file (the agent starts spares without one), so the agent could
+                      not find it stopped: it is no target, and when every worker is such a
+                      rank, a stop-worker is skipped at once;
      kill-node        SIGKILL an agent and its workers (node loss), then start that agent again
                       after 0.5-3 s;
      pause-agent      SIGSTOP an agent (not its workers) for 0.5-4 s, then SIGCONT: a false
@@ -74,7 +77,10 @@
    how many neither (e.g. a second kill that ended the job); the overlapping kinds are
    reported, not checked. A failed check names the injection (number, time, kind, pids) and
    the agents' lines that followed it (why in-process recovery was not possible, hung
-   workers, errors), after the seed and the tails of the agents' logs.
+   workers, errors), after the seed and the tails of the agents' logs. A stall (the workers'
+   step unchanged: progress files, else the newest commit) longer than --max-stall (default
+   120 s in in-process mode; restart mode only reports the longest) fails the run too, naming
+   the injection before it: a job that heals only after minutes did not heal.
 
 Python 3 standard library only. Everything lands under --out (default /tmp/tenax-chaos-<pid>):
 ref/ (reference run), chaos/ (run dirs, train/, keys, lease, one log per agent incarnation).
@@ -577,6 +583,8 @@ class Chaos:
         self.cut_started = None
         self.second = None     # a double's pending second fault
         self.pending = None    # a kill-during-heal's second kill or a kill-during-save's watch
+        self.longest_stall = None  # (start s, seconds) without a change of the workers' step
+        self.stalls = []       # those over --max-stall
         self.port = args.port or free_port()
         self.addr = lab.addr if lab else ["127.0.0.1", "127.0.0.1"]
         self.agents = []
@@ -670,18 +678,19 @@ class Chaos:
         return None
 
     def why_no_target(self, kind):
-        """Why `kind` finds no target, as "; ..." (or "")."""
-        kind = "kill-worker" if kind == "double" else kind
-        if self.in_process and kind in SINGLE_WORKER_KINDS + ("kill-two", "kill-during-heal"):
-            why = self.not_steady()
-            if why:
-                return f" ({why})"
-        if kind == "stop-worker":
-            ws = self.worker_map()
-            if ws and not any(self.progress_fresh(w, 1.0) for w in ws):
-                return (" (no worker writes a fresh progress file: ranks taken over by warm spares have no "
-                        "TENAX_PROGRESS_FILE, and --hang-timeout could not find them)")
-        return ""
+        """(why `kind` finds no target or "", whether waiting is in vain). A steady in-process
+        job whose workers all came from warm spares has no worker for stop-worker until its next
+        restart: a spare that took a rank has no TENAX_PROGRESS_FILE, so --hang-timeout would
+        never find it stopped, and the job would hang."""
+        if not self.in_process or kind not in SINGLE_WORKER_KINDS + ("kill-two", "kill-during-heal"):
+            return "", False
+        why = self.not_steady()
+        if why:
+            return why, False
+        if kind == "stop-worker" and not any("TENAX_PROGRESS_FILE" in proc_environ(w) for w in self.worker_map()):
+            return ("every worker took its rank as a warm spare and has no TENAX_PROGRESS_FILE, so the agents' "
+                    "--hang-timeout could not find one stopped"), True
+        return "", False
 
     def worker_map(self):
         """{pid: node} of every live worker (no waiting spare)."""
@@ -1040,10 +1049,23 @@ class Chaos:
         next_status = 15.0
         failure = None
         deadline = args.timeout
+        last_step, last_change, stall_said, last_look = None, time.monotonic(), False, 0.0
         while True:
             t = self.now()
             mono = time.monotonic()
             lines = self.poll_logs()
+            # Stalls: no change of the workers' step (a restore from disk changes it too).
+            if mono - last_look >= 0.05:
+                last_look = mono
+                step_now = self.progress_step()
+                if step_now != last_step:
+                    if last_step is not None:
+                        self.note_stall(last_change, mono)
+                    last_step, last_change, stall_said = step_now, mono, False
+                elif args.max_stall and mono - last_change > args.max_stall and not stall_said:
+                    stall_said = True
+                    log(f"   [{t:7.1f} s] no progress for {args.max_stall:g} s (step ~{step_now} since "
+                        f"{last_change - self.t0:.1f} s{self.after_injection(last_change - self.t0)})")
             if self.pending is not None:
                 self.tend_pending(lines)
             if self.heal_at is not None and mono >= self.heal_at:
@@ -1096,10 +1118,11 @@ class Chaos:
                         waiting_since = None
                     else:
                         waiting_since = waiting_since if waiting_since is not None else t
-                        if t - waiting_since > 30:
+                        why, at_once = self.why_no_target(plan["kind"])
+                        if at_once or t - waiting_since > 30:
                             self.skipped.append({"t": t, "kind": plan["kind"]})
-                            log(f"   [{t:7.1f} s] skipped a {plan['kind']}: no eligible target for 30 s"
-                                + self.why_no_target(plan["kind"]))
+                            log(f"   [{t:7.1f} s] skipped a {plan['kind']}: "
+                                + (why if at_once else f"no eligible target for 30 s{' (' + why + ')' if why else ''}"))
                             next_fire = t + plan["interval"]
                             plan = draw()
                             waiting_since = None
@@ -1118,7 +1141,25 @@ class Chaos:
             # Every ms while a kill waits for its moment (a heal's stage, a save in flight).
             time.sleep(0.001 if self.pending is not None else 0.05)
         self.poll_logs()
+        if any(a.exit_code != 0 for a in self.agents):
+            self.note_stall(last_change, time.monotonic())  # the run may have ended in one
         return failure
+
+    def after_injection(self, t):
+        """", after injection #n (kind at s)" for the last injection at or before `t`."""
+        before = [i for i in self.injections if i["t"] <= t + 0.5]
+        return f", after injection #{before[-1]['n']}, {before[-1]['kind']} at {before[-1]['t']:.1f} s" if before else ""
+
+    def note_stall(self, since, until):
+        """Keeps the longest stall, and every one over --max-stall (a problem)."""
+        took = until - since
+        start = since - self.t0
+        if self.longest_stall is None or took > self.longest_stall[1]:
+            self.longest_stall = (start, took)
+        if self.args.max_stall and took > self.args.max_stall:
+            self.stalls.append((start, took))
+            self.problems.append(f"the job made no progress for {took:.0f} s from {start:.1f} s"
+                                 f"{self.after_injection(start)} (--max-stall {self.args.max_stall:g} s)")
 
     def kill_all(self):
         for a in self.agents:
@@ -1229,14 +1270,15 @@ def judge_in_process(chaos):
     return outcomes, problems, sources
 
 
-def outcome_table(kinds, outcomes):
-    """The lines of the per-kind table of in-process outcomes."""
-    rows = [("kind", "injected", "healed in process", "restart from disk", "other", "checks failed")]
+def outcome_table(kinds, outcomes, skipped):
+    """The lines of the per-kind table of in-process outcomes (`skipped`: Chaos.skipped)."""
+    rows = [("kind", "injected", "healed in process", "restart from disk", "other", "checks failed", "skipped")]
     for k in kinds:
         mine = [(o, f) for rec, o, f in outcomes if rec["kind"] == k]
         rows.append((k, str(len(mine)), str(sum(o == "healed" for o, _ in mine)),
                      str(sum(o == "disk" for o, _ in mine)), str(sum(o == "other" for o, _ in mine)),
-                     str(sum(bool(f) for _, f in mine)) if k in SINGLE_WORKER_KINDS else "-"))
+                     str(sum(bool(f) for _, f in mine)) if k in SINGLE_WORKER_KINDS else "-",
+                     str(sum(s["kind"] == k for s in skipped))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["   " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
             for r in rows]
@@ -1311,6 +1353,10 @@ def parse_args(argv):
                    help="training steps (default max(12000, 500 x --injections))")
     p.add_argument("--save-steps", type=int, default=100, help="checkpoint every S steps (default 100)")
     p.add_argument("--logging-steps", type=int, default=500, help="log every L steps (default 500)")
+    p.add_argument("--max-stall", type=float, default=None,
+                   help="a time without training progress (the workers' step unchanged) longer than "
+                   "this many seconds fails the run, naming the injection before it (default 120 under "
+                   "--recovery in-process; under restart the longest is only reported; 0: never fails)")
     p.add_argument("--stop-fraction", type=float, default=0.9,
                    help="no injection once the workers are past this fraction of --max-steps (default 0.9)")
     p.add_argument("--hang-timeout", type=int, default=3, help="the agents' --hang-timeout (default 3)")
@@ -1369,6 +1415,10 @@ def parse_args(argv):
     a.interval = (lo, hi)
     if a.injections < 0:
         fail_usage("--injections must be >= 0")
+    if a.max_stall is None:
+        a.max_stall = 120.0 if a.recovery == "in-process" else 0.0
+    if a.max_stall < 0:
+        fail_usage("--max-stall must be >= 0")
     if a.max_steps is None:
         a.max_steps = max(12000, 500 * a.injections)
     if a.timeout is None:
@@ -1544,7 +1594,7 @@ def main(argv):
         log(f"in process:  per kind (healed: every pid killed is a `lost_pid` of an in-process recovery and no "
             f"rank restored from disk; checked for {', '.join(SINGLE_WORKER_KINDS)}); records from "
             + "; ".join(f"node {n}: {src}" for n, src in sorted(sources.items())))
-        for line in outcome_table(kinds, outcomes):
+        for line in outcome_table(kinds, outcomes, chaos.skipped):
             log(line)
     all_logs = [p for a in chaos.agents for p in a.logs]
     for a in chaos.agents:
@@ -1569,6 +1619,10 @@ def main(argv):
     log(f"rendezvous:  hosting claimed {hosted[0]} time(s) by node 0 and {hosted[1]} by node 1; {deposed} host(s) "
         f"deposed; {moved} search(es) for a lost or moved service; last lease term {lease.get('term')} "
         f"(holder {lease.get('holder')}, generation {lease.get('generation')})")
+    if chaos.longest_stall:
+        start, took = chaos.longest_stall
+        log(f"stalls:      longest {took:.1f} s without progress, from {start:.1f} s{chaos.after_injection(start)}"
+            + (f"; {len(chaos.stalls)} over --max-stall {args.max_stall:g} s" if args.max_stall else ""))
     ref_text = "reused" if args.reference_dir else f"{ref_elapsed:.1f} s"
     log(f"wall time:   reference {ref_text}, chaos {chaos_elapsed:.1f} s, "
         f"total {time.monotonic() - started:.1f} s")
