@@ -1145,10 +1145,15 @@ class Chaos:
             self.note_stall(last_change, time.monotonic())  # the run may have ended in one
         return failure
 
-    def after_injection(self, t):
-        """", after injection #n (kind at s)" for the last injection at or before `t`."""
+    def injection_before(self, t):
+        """The last injection at or before `t` (s into the run; 0.5 s of slack), or None."""
         before = [i for i in self.injections if i["t"] <= t + 0.5]
-        return f", after injection #{before[-1]['n']}, {before[-1]['kind']} at {before[-1]['t']:.1f} s" if before else ""
+        return before[-1] if before else None
+
+    def after_injection(self, t):
+        """", after injection #n, kind at s" for the last injection at or before `t`."""
+        i = self.injection_before(t)
+        return f", after injection #{i['n']}, {i['kind']} at {i['t']:.1f} s" if i else ""
 
     def note_stall(self, since, until):
         """Keeps the longest stall, and every one over --max-stall (a problem)."""
@@ -1157,7 +1162,7 @@ class Chaos:
         if self.longest_stall is None or took > self.longest_stall[1]:
             self.longest_stall = (start, took)
         if self.args.max_stall and took > self.args.max_stall:
-            self.stalls.append((start, took))
+            self.stalls.append((start, took, self.injection_before(start)))
             self.problems.append(f"the job made no progress for {took:.0f} s from {start:.1f} s"
                                  f"{self.after_injection(start)} (--max-stall {self.args.max_stall:g} s)")
 
@@ -1652,11 +1657,20 @@ def main(argv):
                 pass
         if errors:
             log("\n--- the agents' errors (other than the injected faults) ---\n" + "\n".join(errors[-20:]))
-        for rec, _, failed in outcomes or []:
-            if failed:
-                log(f"\n--- injection #{rec['n']} ({rec['kind']} at {rec['t']:.1f} s, {rec['wall']}): {rec['detail']}\n"
-                    f"    what the agents logged next (up to the next injection):\n"
-                    + ("\n".join("    " + line[:400] for line in rec["notes"]) or "    (nothing notable)"))
+        # The injections a problem points at: failed checks, the last before a stall or an
+        # agent's failure; each with what the agents logged after it.
+        flagged = [rec for rec, _, failed in outcomes or [] if failed]
+        flagged += [i for _, _, i in chaos.stalls if i]
+        if failure and chaos.injections:
+            flagged.append(chaos.injections[-1])
+        seen = set()
+        for rec in sorted(flagged, key=lambda r: r["n"]):
+            if rec["n"] in seen:
+                continue
+            seen.add(rec["n"])
+            log(f"\n--- injection #{rec['n']} ({rec['kind']} at {rec['t']:.1f} s, {rec['wall']}): {rec['detail']}\n"
+                f"    what the agents logged next (up to the next injection):\n"
+                + ("\n".join("    " + line[:400] for line in rec["notes"]) or "    (nothing notable)"))
         log("")
         for p in problems:
             log(f"PROBLEM: {p}")
