@@ -2,7 +2,10 @@
 """Chaos/soak driver for Tenax's elastic runtime (`make chaos`; not part of `make test`).
 
 1. Reference: one `tenax run --nproc-per-node 2N` of the synthetic_regression example (N is
-   --nproc-per-node, 1 or 2: the chaos run's world size, so that the comparison is bit-exact).
+   --nproc-per-node, 1 or 2: the chaos run's world size, so that the comparison is bit-exact),
+   under the chaos run's --recovery (in-process mode carries each rank's RNG state in the
+   gradient allreduce, which changes the order of the sums above two ranks: it is bit-identical
+   to an uninterrupted in-process run, not to a restart-mode one).
 2. Chaos: the same training as two `tenax run --nnodes 2:2` agents on this host (N workers
    each, --node-id 0 and 1, run dirs with %n so that the job's keys and the rendezvous lease
    lie in the shared chaos/ directory; node 0 hosts the rendezvous first, either node may take
@@ -40,7 +43,7 @@
      kill-during-save SIGKILL a worker while a checkpoint save is in flight. Detected by
                       polling train/checkpoints every ms for a new `.tmp-step-<S>-g<G>`
                       directory (rank 0 creates it before any shard is written and renames it
-                      to step-<S> at the commit; a save of 100 small steps lasts 10-300 ms
+                      to step-<S> at the commit; a save of the example takes 10-300 ms
                       here) whose step-<S> has no manifest.json yet; if none shows within 5 s,
                       the kill comes the moment the next step-<S>/manifest.json appears (right
                       after a save: logged as "just after the commit", not "in flight"); if
@@ -53,9 +56,10 @@
    a child of the agent too: it is told apart by TENAX_SPARE_ID in /proc/<pid>/environ, and
    once the agent hands it a rank (its environ still says TENAX_SPARE_ID), by the agent's log
    line "is replaced by warm spare S (pid P)". Waiting spares are never targets. In in-process
-   mode a fault waits (up to 30 s, then it is skipped) until the job trains steadily: N workers
-   per node, every progress file fresh, and the step past that of the last injection, so that
-   each fault meets a job that can heal it.
+   mode a worker fault waits (up to 30 s, then it is skipped) until the job trains steadily:
+   N workers per node, every progress file fresh (when every rank came from a spare and none
+   has one: a commit within the last max(3 s, 2 x the longest interval)), and the step past
+   that of the last injection, so that each fault meets a job that can heal it.
    --net netns (the default when partition is among the kinds; needs root, `ip`, `nsenter`
    and `iptables`) runs each agent in a network namespace of its own, joined to the other by
    a veth pair (node i at 10.79.0.<i+1>, its --node-host and TENAX_GLOO_HOSTNAME); a
@@ -65,7 +69,8 @@
    the namespaces are deleted. --net loopback runs both agents on 127.0.0.1 of this host.
 3. Verify: both agents exit 0 and the final checkpoint's model/ tensors are bit-identical to
    the reference (`tenax ckpt diff`): the world size is 2N throughout, so any difference is a
-   resume bug. In in-process mode also, for every single-worker fault (kill-worker,
+   resume or heal bug (the summary names the first checkpoint that differs, found by bisecting
+   the checkpoints both runs committed). In in-process mode also, for every single-worker fault (kill-worker,
    stop-worker, kill-during-save): it was healed in process, i.e. an `in_process_recoveries`
    record of the target's node (run-node<i>/agent.json; for agent incarnations that were
    killed and wrote none, the same records read from the agent's log lines) lists the target
@@ -95,7 +100,7 @@ From make: `make chaos CHAOS_ARGS="--recovery in-process --nproc-per-node 2 --in
 (CHAOS_ARGS goes to this script as it is).
 
 Exit status: 0 bit-identical, both agents exited 0 and (in-process) every single-worker fault
-healed in process; 1 otherwise; 2 usage error.
+healed in process and no stall over --max-stall; 1 otherwise; 2 usage error.
 """
 
 import argparse
