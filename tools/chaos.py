@@ -1599,7 +1599,8 @@ def main(argv):
         + ", ".join(f"{k} {n}" for k, n in basic.items() if n) + ")")
     for k, v in by_kind.items():
         if v:
-            log(f"   {k:<16} at " + ", ".join(f"{i['t']:.1f}s(n{i['node'] if i['node'] >= 0 else '*'},~{i['step']})" for i in v))
+            log(f"   {k:<16} at " + ", ".join(f"{i['t']:.1f}s(n{i['node'] if i['node'] >= 0 else '*'},~{i['step']})"
+                                               for i in v))
     if outcomes is not None:
         log(f"in process:  per kind (healed: every pid killed is a `lost_pid` of an in-process recovery and no "
             f"rank restored from disk; checked for {', '.join(SINGLE_WORKER_KINDS)}); records from "
