@@ -123,6 +123,10 @@ bench-recovery-efficiency: build
 # Partitions run each agent in a network namespace of its own (root; without it the default
 # leaves partitions out). A few minutes; the seed is printed. Examples: CHAOS_ARGS="--seed 123"
 # to replay, CHAOS_ARGS="--injections 3" for a short one, CHAOS_ARGS="--kinds pause-agent,partition".
+# In-process recovery with overlapping faults (two kills 0-100 ms apart, a kill while the job
+# heals, a kill while a checkpoint is saved; each single-worker fault must heal in process, the
+# survivors keeping their pids): CHAOS_ARGS="--recovery in-process --nproc-per-node 2 --injections 100"
+# (without --max-steps it trains 50000 steps, in the reference and again in the chaos run: tens of minutes).
 CHAOS_ARGS ?=
 chaos: build
 	python3 tools/chaos.py --build $(BUILD) $(CHAOS_ARGS)

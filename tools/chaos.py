@@ -1,27 +1,65 @@
 #!/usr/bin/env python3
 """Chaos/soak driver for Tenax's elastic runtime (`make chaos`; not part of `make test`).
 
-1. Reference: one `tenax run --nproc-per-node 2` of the synthetic_regression example.
-2. Chaos: the same training as two `tenax run --nnodes 2:2` agents on this host (one worker
+1. Reference: one `tenax run --nproc-per-node 2N` of the synthetic_regression example (N is
+   --nproc-per-node, 1 or 2: the chaos run's world size, so that the comparison is bit-exact),
+   under the chaos run's --recovery (in-process mode carries each rank's RNG state in the
+   gradient allreduce, which changes the order of the sums above two ranks: it is bit-identical
+   to an uninterrupted in-process run, not to a restart-mode one).
+2. Chaos: the same training as two `tenax run --nnodes 2:2` agents on this host (N workers
    each, --node-id 0 and 1, run dirs with %n so that the job's keys and the rendezvous lease
    lie in the shared chaos/ directory; node 0 hosts the rendezvous first, either node may take
    it over), while a seeded RNG injects, every few seconds, one fault among (--kinds):
-     kill-worker     SIGKILL one worker (a child of an agent);
-     stop-worker     SIGSTOP one worker that is making progress, never SIGCONT: the agent's
-                     --hang-timeout must find it and kill it;
-     kill-node       SIGKILL an agent and its worker (node loss), then start that agent again
-                     after 0.5-3 s;
-     pause-agent     SIGSTOP an agent (not its worker) for 0.5-4 s, then SIGCONT: a false
-                     alarm (a node under memory pressure, a stalled file system, a debugger);
-                     the job must go on, at the cost of at most a restart;
-     kill-rdzv-host  kill-node of the agent that holds the rendezvous lease (`holder` of
-                     chaos/tenax-rdzv.lease): the survivor takes the hosting over (term + 1),
-                     the restarted agent finds the service through the lease;
-     partition       the two nodes (agents and workers) cannot reach each other for 2-8 s
-                     while both still see the shared file system (needs --net netns);
-     double          two faults close together: kill-worker, kill-node or pause-agent on one
-                     node, then kill-worker, pause-agent or kill-node on the other 0-1 s later
-                     (0.6 of the time) or 1-3 s later (while the job re-forms after the first).
+     kill-worker      SIGKILL one worker (a child of an agent; never a waiting warm spare);
+     stop-worker      SIGSTOP one worker, on either node, that is making progress (its
+                      TENAX_PROGRESS_FILE is fresh), never SIGCONT: the agent's --hang-timeout
+                      must find it and kill it. A rank taken over by a warm spare has no
+                      progress file (the agent starts spares without one), so the agent could
+                      not find it stopped: it is no target, and when every worker is such a
+                      rank, a stop-worker is skipped at once;
+     kill-node        SIGKILL an agent and its workers (node loss), then start that agent again
+                      after 0.5-3 s;
+     pause-agent      SIGSTOP an agent (not its workers) for 0.5-4 s, then SIGCONT: a false
+                      alarm (a node under memory pressure, a stalled file system, a debugger);
+                      the job must go on, at the cost of at most a restart;
+     kill-rdzv-host   kill-node of the agent that holds the rendezvous lease (`holder` of
+                      chaos/tenax-rdzv.lease): the survivor takes the hosting over (term + 1),
+                      the restarted agent finds the service through the lease;
+     partition        the two nodes (agents and workers) cannot reach each other for 2-8 s
+                      while both still see the shared file system (needs --net netns);
+     double           two faults close together: kill-worker, kill-node or pause-agent on one
+                      node, then kill-worker, pause-agent or kill-node on the other 0-1 s later
+                      (0.6 of the time) or 1-3 s later (while the job re-forms after the first);
+     kill-two         SIGKILL two workers, on one node or on the two (the RNG chooses; one node
+                      needs N = 2), 0-100 ms apart (the delay is printed);
+     kill-during-heal SIGKILL one worker, then watch the agents' logs (polled every ms) for the
+                      recovery to reach a stage the RNG chose, and SIGKILL a second worker at
+                      that moment: "lost-peer" (a survivor's "generation G lost a peer during
+                      step"), "formed" (an agent's "generation G formed") or "replaced" (an
+                      agent's "in-process recovery: rank R (pid P) is replaced by ..."); the
+                      second is a survivor (a worker from before the first kill), or at the
+                      "replaced" stage, by the RNG's choice, the replacement itself; skipped if
+                      the stage is not seen within 10 s;
+     kill-during-save SIGKILL a worker while a checkpoint save is in flight. Detected by
+                      polling train/checkpoints every ms for a new `.tmp-step-<S>-g<G>`
+                      directory (rank 0 creates it before any shard is written and renames it
+                      to step-<S> at the commit; a save of the example takes 10-300 ms
+                      here) whose step-<S> has no manifest.json yet; if none shows within 5 s,
+                      the kill comes the moment the next step-<S>/manifest.json appears (right
+                      after a save: logged as "just after the commit", not "in flight"); if
+                      neither shows within 10 s, skipped.
+   Every injection is logged with its time (seconds into the chaos run, and the wall clock of
+   the agents' log lines), kind, node(s), pid(s) and the workers' step.
+   --recovery in-process passes `--recovery in-process --spares K` (--spares, default 1) to
+   both agents; its default kinds are kill-worker, stop-worker, kill-two, kill-during-heal and
+   kill-during-save (--recovery restart, the default, keeps the first seven). A warm spare is
+   a child of the agent too: it is told apart by TENAX_SPARE_ID in /proc/<pid>/environ, and
+   once the agent hands it a rank (its environ still says TENAX_SPARE_ID), by the agent's log
+   line "is replaced by warm spare S (pid P)". Waiting spares are never targets. In in-process
+   mode a worker fault waits (up to 30 s, then it is skipped) until the job trains steadily:
+   N workers per node, every progress file fresh (when every rank came from a spare and none
+   has one: a commit within the last max(3 s, 2 x the longest interval)), and the step past
+   that of the last injection, so that each fault meets a job that can heal it.
    --net netns (the default when partition is among the kinds; needs root, `ip`, `nsenter`
    and `iptables`) runs each agent in a network namespace of its own, joined to the other by
    a veth pair (node i at 10.79.0.<i+1>, its --node-host and TENAX_GLOO_HOSTNAME); a
@@ -30,15 +68,39 @@
    probe each way, and undone after the partition and always at exit (Ctrl-C included), when
    the namespaces are deleted. --net loopback runs both agents on 127.0.0.1 of this host.
 3. Verify: both agents exit 0 and the final checkpoint's model/ tensors are bit-identical to
-   the reference (`tenax ckpt diff`): the world size is 2 throughout, so any difference is a
-   resume bug.
+   the reference (`tenax ckpt diff`): the world size is 2N throughout, so any difference is a
+   resume or heal bug (the summary names the first checkpoint that differs, found by bisecting
+   the checkpoints both runs committed). In in-process mode also, for every single-worker fault (kill-worker,
+   stop-worker, kill-during-save): it was healed in process, i.e. an `in_process_recoveries`
+   record of the target's node (run-node<i>/agent.json; for agent incarnations that were
+   killed and wrote none, the same records read from the agent's log lines) lists the target
+   pid among `replaced` (`lost_pid`), and every other worker that was alive at the injection
+   is among the `survivors` (`pid`) of its node's record of that generation: it kept its
+   process. A summary table gives, per kind, the injections, how many were healed in process
+   (every pid killed is a `lost_pid` of a record and no rank restored from disk), how many
+   fell back to a restart from disk (a worker logged "resumed from" after the injection) and
+   how many neither (e.g. a second kill that ended the job); the overlapping kinds are
+   reported, not checked. A failed check names the injection (number, time, kind, pids) and
+   the agents' lines that followed it (why in-process recovery was not possible, hung
+   workers, errors), after the seed and the tails of the agents' logs. A stall (the workers'
+   step unchanged: progress files, else the newest commit) longer than --max-stall (default
+   120 s in in-process mode; restart mode only reports the longest) fails the run too, naming
+   the injection before it: a job that heals only after minutes did not heal.
 
 Python 3 standard library only. Everything lands under --out (default /tmp/tenax-chaos-<pid>):
 ref/ (reference run), chaos/ (run dirs, train/, keys, lease, one log per agent incarnation).
 The seed is always printed; --seed replays the same sequence of choices (kinds, targets,
-delays, intervals); the timing of the runtime itself is not replayable.
+delays, intervals; the choices of the last three kinds come from a second stream derived from
+the seed, so that restart-mode seeds replay as before); the timing of the runtime itself is
+not replayable. Without --max-steps the run trains max(12000, 500 x --injections) steps, so
+that the training outlasts the injections; --timeout defaults to max(900, 300 + 20 x
+--injections) s and --reference-timeout to max(600, --max-steps / 20) s.
 
-Exit status: 0 bit-identical and both agents exited 0; 1 otherwise; 2 usage error.
+From make: `make chaos CHAOS_ARGS="--recovery in-process --nproc-per-node 2 --injections 100"`
+(CHAOS_ARGS goes to this script as it is).
+
+Exit status: 0 bit-identical, both agents exited 0 and (in-process) every single-worker fault
+healed in process and no stall over --max-stall; 1 otherwise; 2 usage error.
 """
 
 import argparse
@@ -56,8 +118,34 @@ import time
 
 import procfs  # tools/procfs.py, beside this script
 
-FAULTS = ("kill-worker", "stop-worker", "kill-node", "pause-agent", "kill-rdzv-host", "partition", "double")
-DEFAULT_KINDS = FAULTS
+FAULTS = ("kill-worker", "stop-worker", "kill-node", "pause-agent", "kill-rdzv-host", "partition", "double",
+          "kill-two", "kill-during-heal", "kill-during-save")
+DEFAULT_KINDS = FAULTS[:7]  # --recovery restart
+IN_PROCESS_KINDS = ("kill-worker", "stop-worker", "kill-two", "kill-during-heal", "kill-during-save")
+# Faults of one worker: under --recovery in-process each must heal in process (checked).
+SINGLE_WORKER_KINDS = ("kill-worker", "stop-worker", "kill-during-save")
+# The stages of an in-process recovery at which kill-during-heal kills its second worker: the
+# first line of that stage in an agent's log (agent and worker lines share it) after the first kill.
+HEAL_STAGES = {
+    "lost-peer": re.compile(r"\[tenax\.trainer\] warning: generation \d+ lost a peer during step"),
+    "formed": re.compile(r"\] (?:info|warning): generation \d+ formed"),
+    "replaced": re.compile(r"in-process recovery: rank \d+ \(pid -?\d+\) is replaced by .+? \(pid (\d+)\)"),
+}
+# launcher/src/recovery_coordinator.cpp's lines, from which the recoveries of an agent
+# incarnation that wrote no agent.json (killed) are read.
+REPLACED_LINE = re.compile(r"in-process recovery: rank (\d+) \(pid (-?\d+)\) is replaced by (.+?) \(pid (\d+)\) "
+                           r"in generation (\d+)")
+KEPT_LINE = re.compile(r"in-process recovery: generation (\d+) formed with \d+ ranks? \(was \d+\); this node's "
+                       r"workers keep their processes \((.*?)\)(?: and heal|$)")
+KEPT_WORKER = re.compile(r"rank (\d+)(?: -> (\d+))? pid (\d+)")
+# A rank restored from disk (sdk/src/trainer_checkpoint.cpp, rank 0 only).
+DISK_RESTORE = re.compile(r"\] info: resumed from ")
+# Lines kept with the injection they follow, for the report of a failed check.
+NOTABLE = re.compile(r"in-process recovery|not possible|treating it as hung|lost a peer|timed out while|"
+                     r"no rank holds training state|resumed from |asking every node to restart|healed from rank|"
+                     r"error:|was killed by signal|exited with|generation \d+ formed")
+SAVE_WATCH_S = 5.0      # kill-during-save: how long to look for a save in flight, then for a commit
+HEAL_WATCH_S = 10.0     # kill-during-heal: how long to wait for the chosen stage
 # The faults a `double` combines (the first on one node, the second on the other).
 DOUBLE_FIRST = ("kill-worker", "kill-node", "pause-agent")
 DOUBLE_SECOND = ("kill-worker", "pause-agent", "kill-node")
@@ -119,6 +207,20 @@ def read_json(path):
             return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def wall_clock():
+    """Now, as the agents' log lines stamp it (local time, HH:MM:SS.mmm)."""
+    now = time.time()
+    return time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1000):03d}"
 
 
 def step_dir(train_dir, step):
@@ -301,7 +403,7 @@ class NetLab:
 
 class Agent:
     """One `tenax run` agent (one node), restarted with the same arguments after a node kill.
-    Each incarnation logs to its own file."""
+    Each incarnation logs to its own file, which new_lines() follows."""
 
     def __init__(self, node, argv, env, log_dir):
         self.node = node
@@ -315,6 +417,8 @@ class Agent:
         self.restart_at = None     # monotonic time of a pending restart (after kill-node)
         self.resume_at = None      # monotonic time of a pending SIGCONT (after pause-agent)
         self.exit_code = None      # the final incarnation's exit code, once it exited by itself
+        self.promoted = {}         # pid -> rank: warm spares the agent handed a rank (its log says so)
+        self.read_at = {}          # log path -> (offset read up to, the unfinished last line)
 
     def start(self):
         path = os.path.join(self.log_dir, f"node{self.node}.{self.incarnation}.log")
@@ -338,10 +442,50 @@ class Agent:
         return self.proc is not None and self.proc.poll() is None
 
     def workers(self):
-        """Live worker processes (children of the agent that are neither zombies nor dead)."""
+        """Live worker processes: children of the agent that are neither zombies nor dead nor
+        warm spares still waiting for a rank."""
         if not self.alive():
             return []
-        return [w for w in proc_children(self.proc.pid) if proc_state(w) not in (None, "Z", "X")]
+        return [w for w in proc_children(self.proc.pid)
+                if proc_state(w) not in (None, "Z", "X") and not self.waiting_spare(w)]
+
+    def waiting_spare(self, pid):
+        """A warm spare (TENAX_SPARE_ID in the environment it started with) that the agent's log
+        does not show taking a rank yet. /proc/<pid>/environ keeps the start-up environment, so
+        a spare that took a rank still carries TENAX_SPARE_ID there: only the log tells."""
+        return pid not in self.promoted and "TENAX_SPARE_ID" in proc_environ(pid)
+
+    def rank_of(self, pid):
+        """The rank `pid` started as (RANK) or took over as a spare; None if unknown."""
+        if pid in self.promoted:
+            return self.promoted[pid]
+        rank = proc_environ(pid).get("RANK")
+        return int(rank) if rank and rank.isdigit() else None
+
+    def new_lines(self):
+        """Complete lines the agent's incarnations (and their workers) logged since the last
+        call, oldest first; a spare handed a rank is noted on the way."""
+        out = []
+        for path in self.logs:
+            offset, partial = self.read_at.get(path, (0, b""))
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    data = f.read()
+            except OSError:
+                continue
+            if not data:
+                continue
+            data = partial + data
+            cut = data.rfind(b"\n") + 1
+            self.read_at[path] = (offset + len(data) - len(partial), data[cut:])
+            for raw in data[:cut].splitlines():
+                line = raw.decode(errors="replace")
+                m = REPLACED_LINE.search(line)
+                if m and m.group(3).startswith("warm spare"):
+                    self.promoted[int(m.group(4))] = int(m.group(1))
+                out.append(line)
+        return out
 
     def pause(self, seconds):
         """SIGSTOP the agent alone (its workers run on); SIGCONT after `seconds` (resume_due)."""
@@ -384,9 +528,15 @@ def run_reference(args, tenax, train_args, ref_dir):
     run_dir = os.path.join(ref_dir, "run")
     train = os.path.join(ref_dir, "train")
     os.makedirs(ref_dir, exist_ok=True)
-    argv = [tenax, "run", "--nproc-per-node", "2", "--run-dir", run_dir, "--"] + train_args(train)
+    world = 2 * args.nproc_per_node
+    # Under the chaos run's --recovery: in-process mode adds each rank's RNG state to the
+    # gradient allreduce's last bucket, which changes the order of the sums above 2 ranks, so
+    # it is bit-identical to an uninterrupted in-process run only (no spares: no faults here).
+    recovery = ["--recovery", "in-process", "--spares", "0"] if args.recovery == "in-process" else []
+    argv = [tenax, "run", "--nproc-per-node", str(world)] + recovery + ["--run-dir", run_dir, "--"] + \
+        train_args(train)
     log_path = os.path.join(ref_dir, "agent.log")
-    log(f"== reference: 1 agent, 2 workers, {args.max_steps} steps (log {log_path})")
+    log(f"== reference: 1 agent, {world} workers, recovery {args.recovery}, {args.max_steps} steps (log {log_path})")
     start = time.monotonic()
     with open(log_path, "wb") as f:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
@@ -425,26 +575,34 @@ class Chaos:
         self.dir = chaos_dir
         self.train = os.path.join(chaos_dir, "train")
         self.rng = random.Random(seed)
+        # The choices of kill-two, kill-during-heal and kill-during-save: a stream of their own,
+        # so that the restart mode's stream, and the replays of its seeds, stayed as they were.
+        self.rng2 = random.Random(f"{seed}/overlap")
         self.lab = lab
-        self.injections = []   # one per injection: t, kind, node, step, detail
+        self.in_process = args.recovery == "in-process"
+        self.injections = []   # one per injection (new_injection())
         self.faults = []       # every fault applied (both of a double's): t, kind, node, step, detail
         self.skipped = []
         self.problems = []     # the harness's own failures (a partition that did not cut)
         self.heal_at = None    # monotonic time to end the current partition
         self.cut_started = None
         self.second = None     # a double's pending second fault
+        self.pending = None    # a kill-during-heal's second kill or a kill-during-save's watch
+        self.longest_stall = None  # (start s, seconds) without a change of the workers' step
+        self.stalls = []       # those over --max-stall
         self.port = args.port or free_port()
         self.addr = lab.addr if lab else ["127.0.0.1", "127.0.0.1"]
         self.agents = []
         for node in (0, 1):
             env = dict(os.environ)
             env["TENAX_GLOO_HOSTNAME"] = self.addr[node]
+            recovery = ["--recovery", "in-process", "--spares", str(args.spares)] if self.in_process else []
             argv = (lab.prefix(node) if lab else []) + [
-                tenax, "run", "--nproc-per-node", "1", "--nnodes", "2:2", "--node-id", str(node),
+                tenax, "run", "--nproc-per-node", str(args.nproc_per_node), "--nnodes", "2:2", "--node-id", str(node),
                 "--rdzv-endpoint", f"{self.addr[0]}:{self.port}", "--node-host", self.addr[node],
                 "--heartbeat-interval", str(args.heartbeat_interval), "--lease-timeout", str(args.lease_timeout),
                 "--join-timeout", str(args.join_timeout), "--max-restarts", str(args.max_restarts),
-                "--hang-timeout", str(args.hang_timeout),
+                "--hang-timeout", str(args.hang_timeout)] + recovery + [
                 "--run-dir", os.path.join(chaos_dir, "run-node%n"), "--"] + train_args(self.train)
             self.agents.append(Agent(node, argv, env, chaos_dir))
         self.t0 = None
@@ -491,10 +649,64 @@ class Chaos:
             return None, lease
         return self.agents[int(m.group(1))], lease
 
+    def not_steady(self):
+        """Why the job does not train steadily right now, or None when it does: N workers on
+        each node (waiting spares not counted), none stopped, progress within the last second
+        and the step past that of the last injection. In-process mode injects a worker fault
+        only then, so that each one meets a job that can heal it. Progress is each worker's
+        progress file; a spare that took a rank has none (the agent gives spares no
+        TENAX_PROGRESS_FILE), so when no worker has one, the checkpoints' `latest` stands in
+        (written at every commit, every --save-steps)."""
+        with_file = 0
+        for a in self.agents:
+            if a.restart_at is not None or a.resume_at is not None or not a.alive():
+                return f"node {a.node}'s agent is down or paused"
+            ws = a.workers()
+            if len(ws) != self.args.nproc_per_node:
+                return f"node {a.node} has {len(ws)} worker(s)"
+            for w in ws:
+                if proc_state(w) in ("T", "t"):
+                    return f"worker pid {w} is stopped"
+                if "TENAX_PROGRESS_FILE" in proc_environ(w):
+                    if not self.progress_fresh(w, 1.0):
+                        return f"worker pid {w} made no progress in the last second"
+                    with_file += 1
+        if with_file == 0:
+            try:
+                age = time.time() - os.stat(os.path.join(self.train, "checkpoints", "latest")).st_mtime
+            except OSError:
+                return "no progress file and no checkpoint yet"
+            if age > max(3.0, 2 * self.args.interval[1]):
+                return f"no worker writes a progress file and the last commit is {age:.0f} s old"
+        if self.injections and self.progress_step() <= self.injections[-1]["step"]:
+            return f"the step is not past that of injection #{self.injections[-1]['n']} yet"
+        return None
+
+    def why_no_target(self, kind):
+        """(why `kind` finds no target or "", whether waiting is in vain). A steady in-process
+        job whose workers all came from warm spares has no worker for stop-worker until its next
+        restart: a spare that took a rank has no TENAX_PROGRESS_FILE, so --hang-timeout would
+        never find it stopped, and the job would hang."""
+        if not self.in_process or kind not in SINGLE_WORKER_KINDS + ("kill-two", "kill-during-heal"):
+            return "", False
+        why = self.not_steady()
+        if why:
+            return why, False
+        if kind == "stop-worker" and not any("TENAX_PROGRESS_FILE" in proc_environ(w) for w in self.worker_map()):
+            return ("every worker took its rank as a warm spare and has no TENAX_PROGRESS_FILE, so the agents' "
+                    "--hang-timeout could not find one stopped"), True
+        return "", False
+
+    def worker_map(self):
+        """{pid: node} of every live worker (no waiting spare)."""
+        return {w: a.node for a in self.agents for w in a.workers()}
+
     def eligible(self, kind):
         """(agent, worker pid or None) targets for `kind` right now."""
         if kind == "partition":
             return [(None, None)] if self.lab and not self.lab.is_cut else []
+        if self.in_process and kind in SINGLE_WORKER_KINDS + ("kill-two", "kill-during-heal") and self.not_steady():
+            return []
         out = []
         for a in self.agents:
             if a.restart_at is not None or not a.alive():
@@ -518,17 +730,56 @@ class Chaos:
                 out.append((a, w))
         return out
 
-    def apply(self, kind, agent, worker, plan):
-        """Injects one fault (not a double) into `agent`/`worker`; returns its description."""
+    def who(self, agent, pid):
+        rank = agent.rank_of(pid)
+        return f"worker pid {pid}{'' if rank is None else f' (rank {rank})'} of node {agent.node}"
+
+    def kill(self, agent, pid, rec):
+        """SIGKILL one worker for `rec`; its description ("... (already gone)" if it was)."""
+        what = self.who(agent, pid)  # before the kill: /proc still knows it
+        gone = not kill_quietly(pid, signal.SIGKILL)
+        rec["pids"].append(pid)
+        rec["nodes"].append(agent.node)
+        return f"SIGKILL {what}" + (" (already gone)" if gone else "")
+
+    def apply(self, kind, agent, worker, plan, rec, targets=()):
+        """Injects one fault (not a double) into `agent`/`worker` for injection `rec`; returns
+        its description. `targets` are the eligible ones (kill-two picks its second there)."""
         if kind == "kill-worker":
-            kill_quietly(worker, signal.SIGKILL)
-            return f"SIGKILL worker pid {worker} of node {agent.node}"
+            return self.kill(agent, worker, rec)
         if kind == "stop-worker":
+            what = self.who(agent, worker)
             kill_quietly(worker, signal.SIGSTOP)
-            return f"SIGSTOP worker pid {worker} of node {agent.node} (left stopped)"
+            rec["pids"].append(worker)
+            rec["nodes"].append(agent.node)
+            return f"SIGSTOP {what} (left stopped)"
+        if kind == "kill-two":
+            same = [(a, w) for a, w in targets if a is agent and w != worker]
+            other = [(a, w) for a, w in targets if a is not agent]
+            if plan["two_same_node"] and same:
+                pool, where = same, "one node"
+            elif other:
+                pool = other
+                where = "two nodes" + (" (the RNG chose one node; it has no second worker)"
+                                       if plan["two_same_node"] else "")
+            else:
+                pool, where = same, "one node (the RNG chose two nodes; the other has no worker)"
+            agent2, worker2 = pool[int(plan["pick_b"] * len(pool)) % len(pool)]
+            first = self.kill(agent, worker, rec)
+            time.sleep(plan["two_gap"])
+            second = self.kill(agent2, worker2, rec)
+            return f"{where}: {first}, then {plan['two_gap'] * 1000:.0f} ms later {second}"
+        if kind == "kill-during-heal":
+            first = self.kill(agent, worker, rec)
+            self.pending = {"kind": kind, "rec": rec, "stage": plan["heal_stage"], "victim": plan["heal_victim"],
+                            "pick": plan["pick_b"], "since": time.monotonic(),
+                            "deadline": time.monotonic() + HEAL_WATCH_S}
+            return (f"{first}; the second kill waits for the {plan['heal_stage']} stage of the recovery "
+                    f"(victim: {plan['heal_victim'] if plan['heal_stage'] == 'replaced' else 'survivor'})")
         if kind == "pause-agent":
             pid, ws = agent.pid, agent.workers()
             agent.pause(plan["pause"])
+            rec["nodes"].append(agent.node)
             return (f"SIGSTOP agent pid {pid} of node {agent.node} for {plan['pause']:.2f} s "
                     f"(worker(s) {','.join(map(str, ws)) or 'none'} run on)")
         if kind in ("kill-node", "kill-rdzv-host"):
@@ -540,7 +791,8 @@ class Chaos:
             pid = agent.pid
             killed = agent.kill_node()
             agent.restart_at = time.monotonic() + plan["delay"]
-            return (f"{prefix}SIGKILL agent pid {pid} of node {agent.node} and worker(s) "
+            rec["nodes"].append(agent.node)
+            return (f"{prefix}SIGKILL agent pid {pid} of node {agent.node} and its children "
                     f"{','.join(map(str, killed)) or 'none'}; restart in {plan['delay']:.2f} s")
         if kind == "partition":
             self.lab.cut()
@@ -550,6 +802,7 @@ class Chaos:
             if probes != ["timeout", "timeout"]:
                 self.problems.append(f"partition at {self.now():.1f} s did not cut the nodes apart: TCP probes "
                                      f"0->1 {probes[0]}, 1->0 {probes[1]} (expected timeouts)")
+            rec["nodes"] += [0, 1]
             return (f"nodes 0 and 1 cut apart for {plan['cut']:.2f} s (TCP probe 0->1: {probes[0]}, "
                     f"1->0: {probes[1]})")
         raise AssertionError(kind)
@@ -559,24 +812,43 @@ class Chaos:
         into.append(rec)
         return rec
 
+    def new_injection(self, kind, agent, before=None):
+        """The record of an injection about to happen: t (s into the run), wall (the agents' log
+        clock), kind, node (the first target's), nodes and pids (every target's, filled as they
+        are hit), step, detail, before ({pid: node} of the live workers just before), notes (the
+        agents' lines that followed, NOTABLE) and disk (ranks restored from disk after it)."""
+        rec = {"n": len(self.injections) + 1, "t": self.now(), "wall": wall_clock(), "kind": kind,
+               "node": agent.node if agent else -1, "nodes": [], "pids": [], "step": self.progress_step(),
+               "detail": "", "before": self.worker_map() if before is None else before, "notes": [], "disk": 0}
+        self.injections.append(rec)
+        return rec
+
+    def log_injection(self, rec):
+        nodes = ",".join(str(n) for n in sorted(set(rec["nodes"]))) or "-"
+        log(f"   [{rec['t']:7.1f} s {rec['wall']}] #{rec['n']:<3} {rec['kind']:<16} at step ~{rec['step']} "
+            f"(node(s) {nodes}; pid(s) {','.join(map(str, rec['pids'])) or '-'}): {rec['detail']}")
+
     def inject(self, plan):
         kind = plan["kind"]
+        if kind == "kill-during-save":
+            return self.watch_save(plan)
         first = plan["first"] if kind == "double" else kind
         targets = self.eligible(first)
-        if not targets:
+        if not targets or (kind == "kill-two" and len(targets) < 2):
             return False
         agent, worker = targets[int(plan["pick"] * len(targets)) % len(targets)]
-        step = self.progress_step()
-        t = self.now()
-        detail = self.apply(first, agent, worker, plan)
-        self.record(t, first, agent, step, detail, self.faults)
+        if kind == "kill-during-heal":
+            self.poll_logs()  # from here on, a stage's line comes after the first kill
+        rec = self.new_injection(kind, agent)
+        detail = self.apply(first, agent, worker, plan, rec, targets)
+        self.record(rec["t"], first, agent, rec["step"], detail, self.faults)
         if kind == "double":
             other = self.agents[1 - agent.node]
             self.second = {"at": time.monotonic() + plan["gap"], "kind": plan["second"], "node": other.node,
                            "pick": plan["pick2"], "delay": plan["delay2"], "pause": plan["pause2"], "gap": plan["gap"]}
             detail = f"{first}: {detail}; then {plan['second']} on node {other.node} in {plan['gap']:.2f} s"
-        self.record(t, kind, agent, step, detail, self.injections)
-        log(f"   [{t:7.1f} s] #{len(self.injections):<3} {kind:<14} at step ~{step}: {detail}")
+        rec["detail"] = detail
+        self.log_injection(rec)
         return True
 
     def inject_second(self):
@@ -601,11 +873,139 @@ class Chaos:
         step = self.progress_step()
         late = now - s["at"]
         t = self.now()
-        detail = self.apply(s["kind"], agent, worker, s)
+        detail = self.apply(s["kind"], agent, worker, s, self.injections[-1])
         self.record(t, s["kind"], agent, step, detail, self.faults)
         self.injections[-1]["detail"] += f"; second: {detail}"
-        log(f"   [{self.now():7.1f} s]      double's second fault ({s['kind']}, {s['gap']:.2f} s after the first"
-            + (f", {late:.2f} s late for want of a target" if late > 0.2 else "") + f"): {detail}")
+        log(f"   [{self.now():7.1f} s {wall_clock()}]      double's second fault ({s['kind']}, {s['gap']:.2f} s "
+            f"after the first" + (f", {late:.2f} s late for want of a target" if late > 0.2 else "") + f"): {detail}")
+
+    def watch_save(self, plan):
+        """kill-during-save, part 1: once the job is steady, start watching for a save in
+        flight (tend_pending() kills when it shows). The target is drawn then, from the workers
+        of that moment, so that the kill itself costs no look at /proc."""
+        targets = self.eligible("kill-during-save")
+        if not targets:
+            return False
+        ckpt = os.path.join(self.train, "checkpoints")
+        try:
+            old = set(os.listdir(ckpt))
+        except OSError:
+            old = set()
+        targets = [(a, w, self.who(a, w)) for a, w in targets]
+        self.pending = {"kind": "kill-during-save", "targets": targets, "pick": plan["pick"],
+                        "before": self.worker_map(), "ckpt": ckpt, "old_tmp": old,
+                        "latest": read_text(os.path.join(ckpt, "latest")), "since": time.monotonic()}
+        return True
+
+    def tend_pending(self, lines):
+        """The pending second kill of a kill-during-heal (once its stage shows in `lines`, the
+        agents' new log lines) or the kill of a kill-during-save (once a save is in flight);
+        called every ms while one is pending."""
+        p = self.pending
+        mono = time.monotonic()
+        if any(a.exit_code is not None or (not a.alive() and a.restart_at is None) for a in self.agents):
+            self.pending = None
+            log(f"   [{self.now():7.1f} s]      {p['kind']}: dropped, an agent exited")
+            return
+        if p["kind"] == "kill-during-heal":
+            self.tend_heal_kill(p, lines, mono)
+        else:
+            self.tend_save_kill(p, mono)
+
+    def tend_heal_kill(self, p, lines, mono):
+        rec = p["rec"]
+        rx = HEAL_STAGES[p["stage"]]
+        hit = next(((a, line, m) for a, line in lines for m in [rx.search(line)] if m), None)
+        if hit is None:
+            if mono > p["deadline"]:
+                self.pending = None
+                note = f"second kill skipped: no {p['stage']} line within {HEAL_WATCH_S:g} s of the first kill"
+                rec["detail"] += "; " + note
+                self.skipped.append({"t": self.now(), "kind": "kill-during-heal's second kill"})
+                log(f"   [{self.now():7.1f} s {wall_clock()}]      #{rec['n']} kill-during-heal: {note}")
+            return
+        agent, line, m = hit
+        replacement = int(m.group(1)) if p["stage"] == "replaced" else None
+        survivors = [(a, w) for a in self.agents for w in a.workers()
+                     if w in rec["before"] and w not in rec["pids"] and proc_state(w) not in ("T", "t")]
+        if replacement is not None and (p["victim"] == "replacement" or not survivors):
+            target, role = (agent, replacement), "the replacement"
+        elif survivors:
+            target, role = survivors[int(p["pick"] * len(survivors)) % len(survivors)], "a survivor"
+        else:
+            self.pending = None
+            rec["detail"] += f"; second kill skipped: no survivor left at the {p['stage']} stage"
+            log(f"   [{self.now():7.1f} s {wall_clock()}]      #{rec['n']} kill-during-heal: no survivor left "
+                f"at the {p['stage']} stage; second kill skipped")
+            return
+        self.pending = None
+        what = self.kill(target[0], target[1], rec)
+        after = (time.monotonic() - p["since"]) * 1000
+        seen = line.split("] ", 2)[-1][:160]
+        detail = (f"{role}: {what}, {after:.0f} ms after the first kill, at the {p['stage']} stage "
+                  f"(node {agent.node} logged: {seen})")
+        rec["detail"] += "; then " + detail
+        log(f"   [{self.now():7.1f} s {wall_clock()}]      #{rec['n']} kill-during-heal's second kill (step "
+            f"~{self.progress_step()}): {detail}")
+
+    def tend_save_kill(self, p, mono):
+        ckpt = p["ckpt"]
+        try:
+            names = os.listdir(ckpt)
+        except OSError:
+            names = []
+        how = None
+        for name in names:
+            m = re.fullmatch(r"\.tmp-step-(\d+)-g(\d+)", name)
+            if m and name not in p["old_tmp"] and not os.path.exists(
+                    os.path.join(ckpt, f"step-{int(m.group(1)):09d}", "manifest.json")):
+                how = f"while the save of step {int(m.group(1))} was in flight ({name} without a manifest)"
+                break
+        waited = mono - p["since"]
+        if how is None and waited > SAVE_WATCH_S:
+            latest = read_text(os.path.join(ckpt, "latest"))
+            if latest and latest != p["latest"]:
+                how = (f"just after the commit of {latest.strip()} (no save in flight seen in "
+                       f"{SAVE_WATCH_S:g} s)")
+        if how is None:
+            if waited > 2 * SAVE_WATCH_S:
+                self.pending = None
+                self.skipped.append({"t": self.now(), "kind": "kill-during-save"})
+                log(f"   [{self.now():7.1f} s]      kill-during-save skipped: neither a save in flight nor a "
+                    f"commit in {2 * SAVE_WATCH_S:g} s")
+            return
+        live = [t for t in p["targets"] if proc_state(t[1]) not in (None, "Z", "X", "T", "t")]
+        if not live:
+            self.pending = None
+            self.skipped.append({"t": self.now(), "kind": "kill-during-save"})
+            log(f"   [{self.now():7.1f} s]      kill-during-save skipped: its targets are gone")
+            return
+        self.pending = None
+        agent, worker, what = live[int(p["pick"] * len(live)) % len(live)]
+        gone = not kill_quietly(worker, signal.SIGKILL)  # first, while the save is still in flight
+        rec = self.new_injection("kill-during-save", agent, before=p["before"])
+        rec["pids"].append(worker)
+        rec["nodes"].append(agent.node)
+        rec["detail"] = (f"SIGKILL {what}{' (already gone)' if gone else ''} {how}, "
+                         f"{waited * 1000:.0f} ms into the watch")
+        self.record(rec["t"], "kill-during-save", agent, rec["step"], rec["detail"], self.faults)
+        self.log_injection(rec)
+
+    def poll_logs(self):
+        """The agents' new log lines as (agent, line). Each line that tells how the job took a
+        fault (NOTABLE) is kept with the last injection, and a rank's restore from disk counted
+        there."""
+        out = []
+        for a in self.agents:
+            for line in a.new_lines():
+                out.append((a, line))
+                if self.injections and NOTABLE.search(line):
+                    rec = self.injections[-1]
+                    if DISK_RESTORE.search(line):
+                        rec["disk"] += 1
+                    if len(rec["notes"]) < 40:
+                        rec["notes"].append(f"node {a.node}: {line}")
+        return out
 
     def heal(self):
         dropped = self.lab.dropped()
@@ -620,13 +1020,17 @@ class Chaos:
         self.t0 = time.monotonic()
         where = (f"network namespaces {self.lab.ns[0]} ({self.addr[0]}) and {self.lab.ns[1]} ({self.addr[1]})"
                  if self.lab else "127.0.0.1")
-        log(f"== chaos: 2 agents x 1 worker on {where}, rendezvous first at {self.addr[0]}:{self.port}, up to "
-            f"{args.injections} injection(s) of {','.join(args.kinds)} every {args.interval[0]:g}-{args.interval[1]:g} s")
+        n = args.nproc_per_node
+        recovery = (f"recovery in-process ({args.spares} warm spare(s) per node)" if self.in_process
+                    else "recovery restart")
+        log(f"== chaos: 2 agents x {n} worker{'s' if n > 1 else ''} on {where}, {recovery}, rendezvous first at "
+            f"{self.addr[0]}:{self.port}, up to {args.injections} injection(s) of {','.join(args.kinds)} every "
+            f"{args.interval[0]:g}-{args.interval[1]:g} s")
         for a in self.agents:
             a.start()
             log(f"   node {a.node}: agent pid {a.pid}, log {a.logs[-1]}")
         stop_at = int(args.stop_fraction * args.max_steps)
-        rng = self.rng
+        rng, rng2 = self.rng, self.rng2
 
         def draw():
             # A fixed number of draws per injection, in a fixed order: --seed replays the choices.
@@ -638,6 +1042,9 @@ class Chaos:
             far = rng.uniform(1.0, 3.0)
             d["gap"] = rng.uniform(0.0, 1.0) if near else far
             d.update(pick2=rng.random(), delay2=rng.uniform(0.5, 3.0), pause2=rng.uniform(0.5, 4.0))
+            d.update(two_same_node=rng2.random() < 0.5, two_gap=rng2.uniform(0.0, 0.1),
+                     heal_stage=rng2.choice(tuple(HEAL_STAGES)), heal_victim=rng2.choice(("survivor", "replacement")),
+                     pick_b=rng2.random())
             return d
 
         plan = draw()
@@ -647,9 +1054,25 @@ class Chaos:
         next_status = 15.0
         failure = None
         deadline = args.timeout
+        last_step, last_change, stall_said, last_look = None, time.monotonic(), False, 0.0
         while True:
             t = self.now()
             mono = time.monotonic()
+            lines = self.poll_logs()
+            # Stalls: no change of the workers' step (a restore from disk changes it too).
+            if mono - last_look >= 0.05:
+                last_look = mono
+                step_now = self.progress_step()
+                if step_now != last_step:
+                    if last_step is not None:
+                        self.note_stall(last_change, mono)
+                    last_step, last_change, stall_said = step_now, mono, False
+                elif args.max_stall and mono - last_change > args.max_stall and not stall_said:
+                    stall_said = True
+                    log(f"   [{t:7.1f} s] no progress for {args.max_stall:g} s (step ~{step_now} since "
+                        f"{last_change - self.t0:.1f} s{self.after_injection(last_change - self.t0)})")
+            if self.pending is not None:
+                self.tend_pending(lines)
             if self.heal_at is not None and mono >= self.heal_at:
                 self.heal()
             for a in self.agents:
@@ -667,6 +1090,10 @@ class Chaos:
                     log(f"   [{t:7.1f} s] node {a.node} agent exited {a.exit_code}")
                     if a.exit_code != 0 and failure is None:
                         failure = f"agent of node {a.node} exited {a.exit_code}"
+                        if self.injections:
+                            last = self.injections[-1]
+                            failure += (f" ({t - last['t']:.1f} s after injection #{last['n']}, {last['kind']} "
+                                        f"at {last['t']:.1f} s, {last['wall']}: {last['detail']})")
                         deadline = min(deadline, t + 120)  # let the other one finish or fail
             if all(a.exit_code is not None for a in self.agents):
                 break
@@ -689,16 +1116,18 @@ class Chaos:
                 if reason:
                     injecting = False
                     log(f"   [{t:7.1f} s] no more injections: {reason}; waiting for both agents to exit")
-                elif t >= next_fire and self.second is None:
+                elif t >= next_fire and self.second is None and self.pending is None:
                     if self.inject(plan):
                         next_fire = t + plan["interval"]
                         plan = draw()
                         waiting_since = None
                     else:
                         waiting_since = waiting_since if waiting_since is not None else t
-                        if t - waiting_since > 30:
+                        why, at_once = self.why_no_target(plan["kind"])
+                        if at_once or t - waiting_since > 30:
                             self.skipped.append({"t": t, "kind": plan["kind"]})
-                            log(f"   [{t:7.1f} s] skipped a {plan['kind']}: no eligible target for 30 s")
+                            log(f"   [{t:7.1f} s] skipped a {plan['kind']}: "
+                                + (why if at_once else f"no eligible target for 30 s{' (' + why + ')' if why else ''}"))
                             next_fire = t + plan["interval"]
                             plan = draw()
                             waiting_since = None
@@ -714,8 +1143,33 @@ class Chaos:
                     f"{len(self.injections)} injection(s); {alive}; rendezvous lease term "
                     f"{(lease or {}).get('term')} held by node {holder.node if holder else '?'}"
                     + ("; partitioned" if self.heal_at else ""))
-            time.sleep(0.05)
+            # Every ms while a kill waits for its moment (a heal's stage, a save in flight).
+            time.sleep(0.001 if self.pending is not None else 0.05)
+        self.poll_logs()
+        if any(a.exit_code != 0 for a in self.agents):
+            self.note_stall(last_change, time.monotonic())  # the run may have ended in one
         return failure
+
+    def injection_before(self, t):
+        """The last injection at or before `t` (s into the run; 0.5 s of slack), or None."""
+        before = [i for i in self.injections if i["t"] <= t + 0.5]
+        return before[-1] if before else None
+
+    def after_injection(self, t):
+        """", after injection #n, kind at s" for the last injection at or before `t`."""
+        i = self.injection_before(t)
+        return f", after injection #{i['n']}, {i['kind']} at {i['t']:.1f} s" if i else ""
+
+    def note_stall(self, since, until):
+        """Keeps the longest stall, and every one over --max-stall (a problem)."""
+        took = until - since
+        start = since - self.t0
+        if self.longest_stall is None or took > self.longest_stall[1]:
+            self.longest_stall = (start, took)
+        if self.args.max_stall and took > self.args.max_stall:
+            self.stalls.append((start, took, self.injection_before(start)))
+            self.problems.append(f"the job made no progress for {took:.0f} s from {start:.1f} s"
+                                 f"{self.after_injection(start)} (--max-stall {self.args.max_stall:g} s)")
 
     def kill_all(self):
         for a in self.agents:
@@ -732,6 +1186,132 @@ def count_in_logs(paths, pattern):
         except OSError:
             pass
     return n
+
+
+def recoveries_in_log(path):
+    """The in-process recoveries an agent incarnation logged, as agent.json's
+    `in_process_recoveries` holds them: generation, replaced [{rank, lost_pid, pid, by}],
+    survivors [{rank, lost_rank, pid}]."""
+    by_gen = {}
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = REPLACED_LINE.search(line)
+                if m:
+                    r = by_gen.setdefault(int(m.group(5)), {"generation": int(m.group(5)), "replaced": [],
+                                                            "survivors": []})
+                    r["replaced"].append({"rank": int(m.group(1)), "lost_pid": int(m.group(2)),
+                                          "by": m.group(3), "pid": int(m.group(4))})
+                    continue
+                m = KEPT_LINE.search(line)
+                if m:
+                    r = by_gen.setdefault(int(m.group(1)), {"generation": int(m.group(1)), "replaced": [],
+                                                            "survivors": []})
+                    r["survivors"] = [{"lost_rank": int(k.group(1)), "rank": int(k.group(2) or k.group(1)),
+                                       "pid": int(k.group(3))} for k in KEPT_WORKER.finditer(m.group(2))]
+    except OSError:
+        pass
+    return [by_gen[g] for g in sorted(by_gen)]
+
+
+def node_recoveries(chaos, agent):
+    """(records, source) of every in-process recovery of `agent`'s node: its last incarnation's
+    from run-node<i>/agent.json (written when the agent exits), those of incarnations that were
+    killed (no agent.json) from their log lines."""
+    summary = read_json(os.path.join(chaos.dir, f"run-node{agent.node}", "agent.json"))
+    logs = agent.logs
+    records = []
+    if summary is not None and agent.exit_code is not None:
+        logs = agent.logs[:-1]
+        source = "agent.json" + (f" and the log lines of {len(logs)} killed incarnation(s)" if logs else "")
+    else:
+        source = "the agent's log lines (no agent.json)"
+        summary = None
+    for path in logs:
+        records += recoveries_in_log(path)
+    if summary is not None:
+        records += summary.get("in_process_recoveries") or []
+    return records, source
+
+
+def judge_in_process(chaos):
+    """Per injection: its outcome (healed in process, restart from disk, other) and, for the
+    single-worker faults, the checks: the target replaced in an in-process recovery of its node,
+    every other worker of that moment kept its process. Returns (outcomes, problems, sources)."""
+    recs, sources = {}, {}
+    for a in chaos.agents:
+        recs[a.node], sources[a.node] = node_recoveries(chaos, a)
+
+    def replaced_in(pid, node):
+        return next((r for r in recs.get(node, []) if any(x.get("lost_pid") == pid for x in r.get("replaced", []))),
+                    None)
+
+    outcomes, problems = [], []
+    for rec in chaos.injections:
+        healed = bool(rec["pids"]) and all(replaced_in(pid, node) for pid, node in zip(rec["pids"], rec["nodes"]))
+        outcome = "disk" if rec["disk"] else "healed" if healed else "other"
+        failed = []
+        if rec["kind"] in SINGLE_WORKER_KINDS and rec["pids"]:
+            pid, node = rec["pids"][0], rec["nodes"][0]
+            r = replaced_in(pid, node)
+            if r is None:
+                failed.append(f"not healed in process: no in-process recovery of node {node} replaced pid {pid}")
+            else:
+                g = r.get("generation")
+                for w, wn in sorted(rec["before"].items()):
+                    if w == pid:
+                        continue
+                    kept = any(sv.get("pid") == w for r2 in recs.get(wn, []) if r2.get("generation") == g
+                               for sv in r2.get("survivors", []))
+                    if kept:
+                        continue
+                    lost = replaced_in(w, wn)
+                    why = (f"it was replaced itself in generation {lost.get('generation')}" if lost
+                           else f"not among node {wn}'s survivors there")
+                    failed.append(f"worker pid {w} of node {wn} did not keep its process through the recovery "
+                                  f"into generation {g} ({why})")
+            if rec["disk"]:
+                failed.append(f"{rec['disk']} line(s) \"resumed from\" after it: the job restored from disk")
+        outcomes.append((rec, outcome, failed))
+        if failed:
+            problems.append(f"injection #{rec['n']} ({rec['kind']} at {rec['t']:.1f} s, {rec['wall']}, node(s) "
+                            f"{','.join(map(str, rec['nodes']))}, pid(s) {','.join(map(str, rec['pids']))}, step "
+                            f"~{rec['step']}): " + "; ".join(failed))
+    return outcomes, problems, sources
+
+
+def outcome_table(kinds, outcomes, skipped):
+    """The lines of the per-kind table of in-process outcomes (`skipped`: Chaos.skipped)."""
+    rows = [("kind", "injected", "healed in process", "restart from disk", "other", "checks failed", "skipped")]
+    for k in kinds:
+        mine = [(o, f) for rec, o, f in outcomes if rec["kind"] == k]
+        rows.append((k, str(len(mine)), str(sum(o == "healed" for o, _ in mine)),
+                     str(sum(o == "disk" for o, _ in mine)), str(sum(o == "other" for o, _ in mine)),
+                     str(sum(bool(f) for _, f in mine)) if k in SINGLE_WORKER_KINDS else "-",
+                     str(sum(s["kind"] == k for s in skipped))))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["   " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+            for r in rows]
+
+
+def first_difference(tenax, ref_train, chaos_train):
+    """(last identical step or None, first differing step) among the checkpoints both runs
+    committed, by bisection (a difference, once there, stays); None when none differs."""
+    common = sorted(set(committed_steps(ref_train)) & set(committed_steps(chaos_train)))
+
+    def same(step):
+        return diff(tenax, step_dir(ref_train, step), step_dir(chaos_train, step))[0] == 0
+
+    if not common or same(common[-1]):
+        return None
+    lo, hi = -1, len(common) - 1  # common[hi] differs; common[lo] is identical (or before the first)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if same(common[mid]):
+            lo = mid
+        else:
+            hi = mid
+    return (common[lo] if lo >= 0 else None), common[hi]
 
 
 def diff(tenax, a, b):
@@ -754,7 +1334,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="chaos.py", description=__doc__.split("\n\n")[0],
         epilog="Examples: python3 tools/chaos.py --build build --injections 3 --seed 42; "
-        "python3 tools/chaos.py --kinds pause-agent,kill-rdzv-host --net loopback")
+        "python3 tools/chaos.py --kinds pause-agent,kill-rdzv-host --net loopback; "
+        "python3 tools/chaos.py --recovery in-process --nproc-per-node 2 --injections 100")
     p.add_argument("--build", default="build", help="build directory holding tenax and the example (default build)")
     p.add_argument("--tenax", help="tenax binary (default BUILD/launcher/tenax)")
     p.add_argument("--example", help="synthetic_regression binary (default: found under BUILD/examples)")
@@ -762,17 +1343,30 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, help="RNG seed (default: time-based; always printed)")
     p.add_argument("--injections", type=int, default=20, help="faults to inject (default 20)")
     p.add_argument("--kinds", "--faults", dest="kinds", default=None,
-                   help="comma-separated fault kinds among " + ",".join(FAULTS) + " (default all; "
+                   help="comma-separated fault kinds among " + ",".join(FAULTS) + " (default: the first seven "
+                   "under --recovery restart, " + ",".join(IN_PROCESS_KINDS) + " under --recovery in-process; "
                    "a kind given twice is drawn twice as often)")
+    p.add_argument("--recovery", choices=("restart", "in-process"), default="restart",
+                   help="the agents' --recovery (default restart); in-process also checks that every "
+                   "single-worker fault healed in process")
+    p.add_argument("--spares", type=int, default=None,
+                   help="the agents' --spares under --recovery in-process (default 1)")
+    p.add_argument("--nproc-per-node", type=int, choices=(1, 2), default=1,
+                   help="workers per chaos agent (default 1); the reference runs 2 x this many")
     p.add_argument("--net", choices=("auto", "netns", "loopback"), default="auto",
                    help="netns: each agent in a network namespace of its own (root; needed for "
                    "partition); loopback: both on 127.0.0.1; auto (default): netns when partition "
                    "is among the kinds")
     p.add_argument("--interval", default="3:8",
                    help="MIN:MAX seconds from one injection to the next (default 3:8)")
-    p.add_argument("--max-steps", type=int, default=12000, help="training steps (default 12000)")
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="training steps (default max(12000, 500 x --injections))")
     p.add_argument("--save-steps", type=int, default=100, help="checkpoint every S steps (default 100)")
     p.add_argument("--logging-steps", type=int, default=500, help="log every L steps (default 500)")
+    p.add_argument("--max-stall", type=float, default=None,
+                   help="a time without training progress (the workers' step unchanged) longer than "
+                   "this many seconds fails the run, naming the injection before it (default 120 under "
+                   "--recovery in-process; under restart the longest is only reported; 0: never fails)")
     p.add_argument("--stop-fraction", type=float, default=0.9,
                    help="no injection once the workers are past this fraction of --max-steps (default 0.9)")
     p.add_argument("--hang-timeout", type=int, default=3, help="the agents' --hang-timeout (default 3)")
@@ -784,20 +1378,31 @@ def parse_args(argv):
                    help="the agents' --lease-timeout in ms (default 1000: the runtime's default, "
                    "2 x interval x liveness 5, for the default interval)")
     p.add_argument("--port", type=int, default=0, help="rendezvous port (default: a free one)")
-    p.add_argument("--timeout", type=float, default=900,
-                   help="seconds for the whole chaos run, then everything is killed (default 900)")
-    p.add_argument("--reference-timeout", type=float, default=600,
-                   help="seconds for the reference run (default 600)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds for the whole chaos run, then everything is killed (default "
+                   "max(900, 300 + 20 x --injections))")
+    p.add_argument("--reference-timeout", type=float, default=None,
+                   help="seconds for the reference run (default max(600, --max-steps / 20))")
     p.add_argument("--reference-dir",
                    help="reuse the train/ directory of an earlier reference run (same --max-steps "
                    "and --save-steps) instead of running one")
     a = p.parse_args(argv)
+    if a.spares is None:
+        a.spares = 1
+    elif a.recovery != "in-process":
+        fail_usage("--spares needs --recovery in-process")
+    if a.spares < 0:
+        fail_usage("--spares must be >= 0")
     defaulted = a.kinds is None
-    a.kinds = list(DEFAULT_KINDS) if defaulted else [f.strip() for f in a.kinds.split(",") if f.strip()]
+    if defaulted:
+        a.kinds = list(IN_PROCESS_KINDS if a.recovery == "in-process" else DEFAULT_KINDS)
+    else:
+        a.kinds = [f.strip() for f in a.kinds.split(",") if f.strip()]
     bad = [f for f in a.kinds if f not in FAULTS]
     if bad or not a.kinds:
         fail_usage(f"--kinds: unknown {','.join(bad) or '(none given)'}; choose from {','.join(FAULTS)}")
-    if defaulted and a.net in ("auto", "loopback") and (a.net == "loopback" or NetLab.missing_tools()):
+    if defaulted and "partition" in a.kinds and a.net in ("auto", "loopback") and (
+            a.net == "loopback" or NetLab.missing_tools()):
         # The default kinds on a machine without network namespaces (not root): every kind but
         # partition, said loudly; an explicit --kinds partition is an error below instead.
         why = "--net loopback" if a.net == "loopback" else NetLab.missing_tools()
@@ -818,14 +1423,28 @@ def parse_args(argv):
     if not 0 < lo <= hi:
         fail_usage(f"--interval must satisfy 0 < MIN <= MAX, got {a.interval!r}")
     a.interval = (lo, hi)
-    if a.max_steps <= 0 or a.save_steps <= 0 or a.save_steps > a.max_steps or a.logging_steps <= 0:
-        fail_usage("need 0 < --save-steps <= --max-steps and --logging-steps > 0")
     if a.injections < 0:
         fail_usage("--injections must be >= 0")
+    if a.max_stall is None:
+        a.max_stall = 120.0 if a.recovery == "in-process" else 0.0
+    if a.max_stall < 0:
+        fail_usage("--max-stall must be >= 0")
+    if a.max_steps is None:
+        a.max_steps = max(12000, 500 * a.injections)
+    if a.timeout is None:
+        a.timeout = max(900.0, 300.0 + 20.0 * a.injections)
+    if a.reference_timeout is None:
+        a.reference_timeout = max(600.0, a.max_steps / 20.0)
+    if a.max_steps <= 0 or a.save_steps <= 0 or a.save_steps > a.max_steps or a.logging_steps <= 0:
+        fail_usage("need 0 < --save-steps <= --max-steps and --logging-steps > 0")
     if a.reference_dir:
         a.reference_dir = os.path.abspath(a.reference_dir)
-        if not os.path.exists(os.path.join(step_dir(a.reference_dir, a.max_steps), "manifest.json")):
+        manifest = read_json(os.path.join(step_dir(a.reference_dir, a.max_steps), "manifest.json"))
+        if manifest is None:
             fail_usage(f"--reference-dir {a.reference_dir} holds no committed step {a.max_steps}")
+        if manifest.get("world_size") != 2 * a.nproc_per_node:
+            fail_usage(f"--reference-dir {a.reference_dir} was written by {manifest.get('world_size')} ranks; "
+                       f"--nproc-per-node {a.nproc_per_node} needs a reference of {2 * a.nproc_per_node}")
     return a
 
 
@@ -924,6 +1543,10 @@ def main(argv):
     if failure:
         problems.append(failure)
     problems += chaos.problems
+    outcomes = sources = None
+    if chaos.in_process:
+        outcomes, heal_problems, sources = judge_in_process(chaos)
+        problems += heal_problems
     codes = [a.exit_code for a in chaos.agents]
     if codes != [0, 0] and not failure:
         problems.append(f"agent exit codes {codes} (expected [0, 0])")
@@ -937,6 +1560,15 @@ def main(argv):
         code, text = diff(tenax, ref_final, chaos_final)
         verdict = (code, text)
         if code != 0:
+            where = first_difference(tenax, ref_train, chaos.train)
+            if where:
+                same, differs = where
+                near = [i for i in chaos.injections if same is None or i["step"] >= same - args.save_steps]
+                text += (f"\nthe first checkpoint that differs is step {differs}"
+                         + (f" (step {same} is identical)" if same is not None else " (the first common one)")
+                         + "; injections from around there: "
+                         + ("; ".join(f"#{i['n']} {i['kind']} at {i['t']:.1f} s, step ~{i['step']}" for i in near[:4])
+                            or "none"))
             problems.append(f"model differs from the reference:\n{text}")
         # The diff must be able to see a difference: the reference's final step against an
         # earlier one of its own.
@@ -967,14 +1599,22 @@ def main(argv):
         + ", ".join(f"{k} {n}" for k, n in basic.items() if n) + ")")
     for k, v in by_kind.items():
         if v:
-            log(f"   {k:<14} at " + ", ".join(f"{i['t']:.1f}s(n{i['node'] if i['node'] >= 0 else '*'},~{i['step']})" for i in v))
+            log(f"   {k:<16} at " + ", ".join(f"{i['t']:.1f}s(n{i['node'] if i['node'] >= 0 else '*'},~{i['step']})"
+                                               for i in v))
+    if outcomes is not None:
+        log(f"in process:  per kind (healed: every pid killed is a `lost_pid` of an in-process recovery and no "
+            f"rank restored from disk; checked for {', '.join(SINGLE_WORKER_KINDS)}); records from "
+            + "; ".join(f"node {n}: {src}" for n, src in sorted(sources.items())))
+        for line in outcome_table(kinds, outcomes, chaos.skipped):
+            log(line)
     all_logs = [p for a in chaos.agents for p in a.logs]
     for a in chaos.agents:
         s = read_json(os.path.join(chaos_dir, f"run-node{a.node}", "agent.json"))
         started_gens = count_in_logs(a.logs, r"\] info: starting \d+ worker")
         exit_text = f"exit {a.exit_code}" if a.exit_code is not None else "killed by chaos.py at the end"
         summary = (f"agent.json: outcome {s.get('outcome')!r}, {s.get('generations')} generation(s), "
-                   f"{s.get('restarts')} restart(s) (of its last incarnation)") if s else "no agent.json"
+                   f"{s.get('restarts')} restart(s), {len(s.get('in_process_recoveries') or [])} in-process "
+                   f"recovery(ies) (of its last incarnation)") if s else "no agent.json"
         log(f"node {a.node}:      {exit_text}; {a.incarnation} agent incarnation(s); "
             f"{started_gens} worker generation(s) started in all; {summary}")
     killed = count_in_logs(all_logs, r"launcher\] error: worker .* was killed by signal 9")
@@ -990,6 +1630,10 @@ def main(argv):
     log(f"rendezvous:  hosting claimed {hosted[0]} time(s) by node 0 and {hosted[1]} by node 1; {deposed} host(s) "
         f"deposed; {moved} search(es) for a lost or moved service; last lease term {lease.get('term')} "
         f"(holder {lease.get('holder')}, generation {lease.get('generation')})")
+    if chaos.longest_stall:
+        start, took = chaos.longest_stall
+        log(f"stalls:      longest {took:.1f} s without progress, from {start:.1f} s{chaos.after_injection(start)}"
+            + (f"; {len(chaos.stalls)} over --max-stall {args.max_stall:g} s" if args.max_stall else ""))
     ref_text = "reused" if args.reference_dir else f"{ref_elapsed:.1f} s"
     log(f"wall time:   reference {ref_text}, chaos {chaos_elapsed:.1f} s, "
         f"total {time.monotonic() - started:.1f} s")
@@ -1019,12 +1663,27 @@ def main(argv):
                 pass
         if errors:
             log("\n--- the agents' errors (other than the injected faults) ---\n" + "\n".join(errors[-20:]))
+        # The injections a problem points at: failed checks, the last before a stall or an
+        # agent's failure; each with what the agents logged after it.
+        flagged = [rec for rec, _, failed in outcomes or [] if failed]
+        flagged += [i for _, _, i in chaos.stalls if i]
+        if failure and chaos.injections:
+            flagged.append(chaos.injections[-1])
+        seen = set()
+        for rec in sorted(flagged, key=lambda r: r["n"]):
+            if rec["n"] in seen:
+                continue
+            seen.add(rec["n"])
+            log(f"\n--- injection #{rec['n']} ({rec['kind']} at {rec['t']:.1f} s, {rec['wall']}): {rec['detail']}\n"
+                f"    what the agents logged next (up to the next injection):\n"
+                + ("\n".join("    " + line[:400] for line in rec["notes"]) or "    (nothing notable)"))
         log("")
         for p in problems:
             log(f"PROBLEM: {p}")
         log(f"RESULT: FAILED (seed {seed})")
         return 1
-    log("RESULT: BIT-IDENTICAL (final model of the chaos run equals the reference, both agents exited 0)")
+    log("RESULT: BIT-IDENTICAL (final model of the chaos run equals the reference, both agents exited 0"
+        + (", every single-worker fault healed in process)" if chaos.in_process else ")"))
     return 0
 
 
