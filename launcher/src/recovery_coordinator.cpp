@@ -38,6 +38,10 @@ elastic::Store& RecoveryCoordinator::store() {
   return *store_;
 }
 
+std::filesystem::path RecoveryCoordinator::spare_progress_file(int spare_id) const {
+  return job_.run_dir / "progress" / ("spare-" + std::to_string(spare_id));
+}
+
 void RecoveryCoordinator::started(const GenerationPlan& plan) {
   ready_generation_ = -1;
   healing_generation_ = -1;
@@ -49,7 +53,13 @@ void RecoveryCoordinator::started(const GenerationPlan& plan) {
       options_.spares,
       [this, plan](int id) {
         WorkerEnvironment values = job_.for_worker(plan, 0);
-        values.progress_file.clear();  // a waiting spare makes no progress and is never hung
+        // A file of its own, which it writes only once it trains in a lost rank's place: a
+        // waiting spare is never judged, a spare at work is, like any worker (--hang-timeout).
+        if (!values.progress_file.empty()) {
+          values.progress_file = spare_progress_file(id).string();
+          std::error_code ec;
+          std::filesystem::remove(values.progress_file, ec);  // a stale one from an earlier spare
+        }
         values.spare_id = id;
         return WorkerProcess::spawn(options_.command, job_.environ_for(values));
       },
@@ -166,6 +176,7 @@ std::string RecoveryCoordinator::replace_worker(Worker& w, const GenerationPlan&
         elastic::format_spare_assignment({w.local_rank, plan.generation, plan.restart_count});
     store().set(elastic::spare_key(job_.node_id, spare->id), std::vector<char>(assignment.begin(), assignment.end()));
     w.process.emplace(std::move(spare->process));
+    if (!w.progress_file.empty()) w.progress_file = spare_progress_file(spare->id);
     how = fmt::format("warm spare {}", spare->id);
   } else {
     WorkerEnvironment values = job_.for_worker(plan, w.local_rank);

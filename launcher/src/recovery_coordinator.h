@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,6 +91,8 @@ class RecoveryCoordinator {
   elastic::Store& store();
   LossFacts loss_facts(WorkerGroup& group, const std::vector<std::size_t>& lost, bool config_error,
                        const GenerationPlan& plan, int restarts_used);
+  /// Where warm spare `spare_id` reports its progress once it takes a rank.
+  std::filesystem::path spare_progress_file(int spare_id) const;
   /// A warm spare or a new process in lost worker `w`'s place; returns how ("warm spare 3").
   std::string replace_worker(Worker& w, const GenerationPlan& plan);
 

@@ -301,6 +301,35 @@ TEST(InProcessRecovery, HungWorkerIsKilledAndReplacedWhileThePeersWaitingOnItLiv
       << r.log;
 }
 
+// A warm spare that took a lost rank's place is judged by --hang-timeout like any worker: once
+// it trains, it reports progress to a file of its own (before the fix it had none, and a hang of
+// it went unseen). Rank 1 is killed, its spare takes over and heals, then the spare is stopped.
+TEST(InProcessRecovery, AWarmSpareAtWorkThatHangsIsFoundAndReplaced) {
+  Job job{"spare-hangs", 2, kLongSteps, 1, "--hang-timeout 2", "--fail-at-step 30 --fail-rank 1"};
+  auto agent = start(job);
+  const std::string marker = "is replaced by warm spare 0 (pid ";
+  std::string log;
+  for (int i = 0; i < 6000 && log.find("0 steps lost") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = agent->log();
+  }
+  const auto at = log.find(marker);
+  ASSERT_NE(at, std::string::npos) << log;
+  const pid_t spare = static_cast<pid_t>(std::stoi(log.substr(at + marker.size())));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(::kill(spare, SIGSTOP), 0) << "the spare at work, pid " << spare;
+  const Result r = finish(*agent, job);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_NE(r.log.find("pid " + std::to_string(spare) + ", host"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("the process is stopped); treating it as hung"), std::string::npos) << r.log;
+  EXPECT_EQ(r.agent["in_process_recoveries"].size(), 2u) << r.agent.dump(2);
+  EXPECT_EQ(r.agent["in_process_recoveries"][1]["replaced"][0]["lost_pid"], spare) << r.agent.dump(2);
+  const Result& ref = reference(2, kLongSteps);
+  ASSERT_EQ(ref.exit_code, 0) << ref.log;
+  tenax::testing::expect_bit_identical_models(final_checkpoint("reference-2-" + std::to_string(kLongSteps), kLongSteps),
+                                              final_checkpoint(job.name, kLongSteps));
+}
+
 // A second loss while the new generation forms: the replacement dies before it has its state.
 TEST(InProcessRecovery, ALossWhileHealingHealsInTheNextGeneration) {
   for (int spares : {0, 1}) {
