@@ -290,8 +290,18 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
     communicator = std::move(given);
   } else if (in_process && id.replacement && base) {
     // Another loss while this replacement starts makes the agent declare a newer generation.
-    JoinedGeneration joined = join_declared_generation(*base, id.generation, node_id, id.local_rank, options.hostname,
-                                                       timeout, timeout, watch.get());
+    JoinedGeneration joined;
+    try {
+      joined = join_declared_generation(*base, id.generation, node_id, id.local_rank, options.hostname, timeout,
+                                        timeout, watch.get());
+    } catch (const Error& e) {
+      // One line, under this process's identity, before it exits: the agent replaces it.
+      logger("tenax.elastic")
+          ->error("{} of node {} (replacing a lost rank from generation {}) cannot join the job: {}",
+                  spare_id >= 0 ? "warm spare " + std::to_string(spare_id) : std::string("a new process"), node_id,
+                  id.generation, e.what());
+      throw;
+    }
     id.generation = joined.generation;
     id.rank = joined.rank;
     id.world_size = joined.world_size;
