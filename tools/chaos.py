@@ -13,10 +13,10 @@
      kill-worker      SIGKILL one worker (a child of an agent; never a waiting warm spare);
      stop-worker      SIGSTOP one worker, on either node, that is making progress (its
                       TENAX_PROGRESS_FILE is fresh), never SIGCONT: the agent's --hang-timeout
-                      must find it and kill it. A rank taken over by a warm spare has no
-                      progress file (the agent starts spares without one), so the agent could
-                      not find it stopped: it is no target, and when every worker is such a
-                      rank, a stop-worker is skipped at once;
+                      must find it and kill it. A worker without a progress file (an agent
+                      older than the one that gives warm spares their own) could not be found
+                      stopped: it is no target, and when every worker is such a one, a
+                      stop-worker is skipped at once;
      kill-node        SIGKILL an agent and its workers (node loss), then start that agent again
                       after 0.5-3 s;
      pause-agent      SIGSTOP an agent (not its workers) for 0.5-4 s, then SIGCONT: a false
@@ -614,7 +614,8 @@ class Chaos:
         """The highest step the workers reported (TENAX_PROGRESS_FILE), else the newest
         committed checkpoint."""
         best = -1
-        for path in glob.glob(os.path.join(self.dir, "run-node*", "progress", "rank-*")):
+        # rank-<r> for the workers an agent started, spare-<id> for warm spares at work.
+        for path in glob.glob(os.path.join(self.dir, "run-node*", "progress", "*-*")):
             try:
                 with open(path) as f:
                     best = max(best, int(f.read().strip() or -1))
@@ -654,9 +655,9 @@ class Chaos:
         each node (waiting spares not counted), none stopped, progress within the last second
         and the step past that of the last injection. In-process mode injects a worker fault
         only then, so that each one meets a job that can heal it. Progress is each worker's
-        progress file; a spare that took a rank has none (the agent gives spares no
-        TENAX_PROGRESS_FILE), so when no worker has one, the checkpoints' `latest` stands in
-        (written at every commit, every --save-steps)."""
+        progress file (progress/spare-<id> for a warm spare at work); when no worker has one
+        (an older agent gave spares none), the checkpoints' `latest` stands in (written at
+        every commit, every --save-steps)."""
         with_file = 0
         for a in self.agents:
             if a.restart_at is not None or a.resume_at is not None or not a.alive():
