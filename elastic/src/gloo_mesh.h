@@ -42,8 +42,9 @@ class GlooMesh final : public gloo::rendezvous::Context {
 
  private:
   void wait_for_key(Store& store, const std::string& key, std::chrono::steady_clock::time_point deadline);
-  /// Duplicates of the connected pairs' sockets (cut() shuts them down).
-  void hold_sockets(gloo::transport::Context& pairs);
+  /// Duplicates of the connected pairs' sockets (cut() shuts them down). Out of line: named by
+  /// tests/tsan.supp.
+  [[gnu::noinline]] void hold_sockets(gloo::transport::Context& pairs);
 
   mutable std::mutex mutex_;
   std::shared_ptr<gloo::transport::Context> pairs_;  // while connecting; then transportContext_
