@@ -168,6 +168,40 @@ TEST(IntegrationMultiNode, KilledWorkerRestartsBothNodesAndEndsBitIdentical) {
   tenax::testing::expect_bit_identical_models(final_checkpoint(reference()), final_checkpoint(t.out));
 }
 
+// Issue 33, point 5: with the budget spent (--max-restarts 0), the rendezvous host gives up and
+// stops the service first; the other agent then gives up too and leaves at once, without a
+// reconnect loop to the service that is gone, its last line saying how it exits and why.
+TEST(IntegrationMultiNode, AnAgentThatGivesUpLeavesAtOnceAndSaysWhy) {
+  const fs::path out = base_dir() / "give-up";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const int port = tenax::testing::free_port();
+  auto args_for = [&](int node) {
+    std::vector<std::string> args =
+        agent_args(out, node, "2", port, kMaxSteps, {"--fail-at-step", "30", "--fail-rank", "0"});
+    const auto at = std::find(args.begin(), args.end(), "--max-restarts");
+    *(at + 1) = "0";
+    return args;
+  };
+  ChildProcess node0(args_for(0), out / "node0.log", kEnv);
+  ChildProcess node1(args_for(1), out / "node1.log", kEnv);
+  ASSERT_EQ(node0.wait(kGuard), 1) << node0.log() << node1.log();
+  const auto host_gone = std::chrono::steady_clock::now();
+  ASSERT_EQ(node1.wait(kGuard), 1) << node0.log() << node1.log();
+  const double after_host = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_gone).count();
+  const std::string log1 = node1.log();
+  EXPECT_LT(after_host, 5.0) << "node 1 left at once after the service was gone\n" << log1;
+  const auto gave_up = log1.find("restart budget spent");
+  ASSERT_NE(gave_up, std::string::npos) << log1;
+  // Its farewell waits at most one heartbeat expiry, so the client may notice the silence once.
+  EXPECT_EQ(log1.find("reconnecting (attempt 2", gave_up), std::string::npos) << "no reconnect loop after giving up\n"
+                                                                              << log1;
+  // The last line says how and why.
+  std::string last = log1.substr(0, log1.find_last_not_of('\n') + 1);
+  last = last.substr(last.rfind('\n') + 1);
+  EXPECT_NE(last.find("tenax run exits 1: restart budget spent"), std::string::npos) << last;
+}
+
 TEST(IntegrationMultiNode, LostNodeLeavesTheOtherToFinishAlone) {
   constexpr int kSteps = 3000;
   TwoNodes t = start_two("lose-node", "1:2", {}, kSteps);
