@@ -230,7 +230,7 @@ void expect_only_the_culprit_replaced(TwoNodes& t, int culprit_rank, pid_t culpr
   const double seconds = detection_seconds(error);
   std::cout << "the culprit was found " << seconds << " s after its last progress (bound " << kDetectionBound
             << " s)\n";
-  EXPECT_GT(seconds, kHangTimeout) << error;
+  EXPECT_GE(seconds, kHangTimeout) << error;  // over the timeout, printed to a tenth
   EXPECT_LE(seconds, kDetectionBound) << error;
   const std::string other_error = first_error_line(other_log);
   EXPECT_TRUE(other_error.empty() || other_error.find("pid " + std::to_string(culprit_pid)) != std::string::npos)
