@@ -40,7 +40,9 @@ HangVerdict judge_hang(const HangFacts& facts, std::chrono::seconds timeout) {
     return v;
   }
   v.waited = b.waiting ? b.waited + age : std::chrono::milliseconds(0);
-  if (v.waited > 2 * timeout) {
+  // Both the wait and the silence: when the agent restarts a survivor's hang clock (it touches
+  // the progress file as a recovery's generation forms), the wait before that does not count.
+  if (std::min(v.waited, facts.progress_age) > 2 * timeout) {
     v.role = HangRole::kLongWaiter;
     v.why = fmt::format(
         "it has waited in a collective for {:.1f} s, over twice the timeout, and no worker of this node is the "

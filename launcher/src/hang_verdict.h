@@ -10,8 +10,8 @@
 // spins or is stuck in a system call); a worker whose beacon is fresh and says it waits on its
 // peers is a waiter and keeps its process: the culprit's agent kills the culprit, and the
 // waiters' collectives then fail and they heal in process. Waiting is not a licence for ever:
-// a waiter blocked for over twice the timeout with no culprit found here is deadlocked inside
-// a collective with everyone running, and is hung. A worker without a beacon (the Python
+// a waiter blocked and silent for over twice the timeout with no culprit found here is
+// deadlocked inside a collective with everyone running, and is hung. A worker without a beacon (the Python
 // helper writes none) is judged by its progress alone, as before beacons.
 // Thread-safety: pure functions.
 #pragma once
@@ -45,7 +45,7 @@ enum class HangRole {
   kProgressing,  ///< progress within the timeout: not judged
   kCulprit,      ///< stopped, silent as a whole, or stuck outside any wait on its peers
   kWaiter,       ///< blocked on its peers: waits for a culprit, here or on another node
-  kLongWaiter,   ///< blocked on its peers for over twice the timeout: deadlocked unless a culprit is found
+  kLongWaiter,   ///< blocked on its peers and silent for over twice the timeout: deadlocked unless a culprit is found
   kUnexplained,  ///< stale, with no beacon to say why: judged by its progress alone
 };
 

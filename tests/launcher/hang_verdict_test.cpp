@@ -74,6 +74,8 @@ TEST(LauncherHangVerdict, EachWorkerIsJudgedByItsProgressItsBeaconAndProc) {
       {"waiting for over twice the timeout", look(7000, false, 100, true, 6000), kTimeout, HangRole::kLongWaiter,
        "a deadlock"},
       {"waiting for exactly twice the timeout", look(7000, false, 100, true, 5900), kTimeout, HangRole::kWaiter, ""},
+      {"waiting long, but silent only since the agent restarted its hang clock (a recovery formed)",
+       look(4000, false, 100, true, 9000), kTimeout, HangRole::kWaiter, ""},
       {"a beacon of 1.9 s is fresh under a 3 s timeout", look(3500, false, 1900, true, 1000), kTimeout,
        HangRole::kWaiter, ""},
       {"a beacon of 1.5 s is stale under a 1 s timeout", look(1500, false, 1500, true, 1000), seconds(1),
