@@ -8,7 +8,8 @@
 // bit-identical to an uninterrupted run, and the culprit is found within the hang timeout plus
 // the agent's hang check period. (Before: both agents declared their own worker hung, no worker
 // survived, and the job restarted from disk.) Steps, ranks and nodes come from a seeded
-// generator (the seed is printed; TENAX_TEST_SEED repeats a run).
+// generator (the seed is printed; TENAX_TEST_SEED repeats a run). One case runs one agent with
+// two workers: on one node nothing told a spinning culprit from its waiting peer either.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -324,5 +325,62 @@ TEST(HangCulprit, ASpinningWorkerIsTheOnlyOneReplaced) { hang_one_worker("spin",
 
 // (d) A training thread asleep in a system call for ever.
 TEST(HangCulprit, AWorkerStuckInASystemCallIsTheOnlyOneReplaced) { hang_one_worker("sleep", "sleep", 4); }
+
+// (e) The same on one node: nothing is stopped there either, so before the beacon the agent
+// could not tell the spinning worker from its waiting peer and took both for hung.
+TEST(HangCulprit, OnOneNodeASpinningWorkerIsTheOnlyOneReplaced) {
+  std::mt19937 random(test_seed() + 5);
+  const int culprit = std::uniform_int_distribution<int>(0, 1)(random);
+  const int step = std::uniform_int_distribution<int>(5, kShortSteps - 5)(random);
+  std::cout << "rank " << culprit << "'s training thread spins after step " << step << "\n";
+  const fs::path expected = final_checkpoint(reference(2, kShortSteps), kShortSteps);
+  const fs::path out = base_dir() / "one-node-spin";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  std::vector<std::string> args = {TENAX_BINARY,
+                                   "run",
+                                   "--nproc-per-node",
+                                   "2",
+                                   "--recovery",
+                                   "in-process",
+                                   "--spares",
+                                   "1",
+                                   "--hang-timeout",
+                                   std::to_string(kHangTimeout),
+                                   "--max-restarts",
+                                   "3",
+                                   "--run-dir",
+                                   (out / "run").string(),
+                                   "--"};
+  const auto example = example_args(
+      out, kShortSteps,
+      {"--hang-at-step", std::to_string(step), "--hang-rank", std::to_string(culprit), "--hang-mode", "spin"});
+  args.insert(args.end(), example.begin(), example.end());
+  ChildProcess agent(args, out / "job.log");
+  const pid_t victim = wait_for_worker(agent, culprit);
+  ASSERT_GT(victim, 0) << agent.log();
+  ASSERT_EQ(agent.wait(kGuard), 0) << agent.log();
+  const std::string log = agent.log();
+  const std::string error = first_error_line(log);
+  EXPECT_NE(error.find("rank " + std::to_string(culprit) + " (pid " + std::to_string(victim)), std::string::npos)
+      << error << "\n"
+      << log;
+  EXPECT_NE(error.find("its training thread spins"), std::string::npos) << error;
+  EXPECT_LE(detection_seconds(error), kDetectionBound) << error;
+  EXPECT_NE(log.find("it waits in a collective for the hung one; it keeps its process"), std::string::npos) << log;
+  const auto s = nlohmann::json::parse(tenax::testing::read_text(out / "run" / "agent.json"), nullptr, false);
+  ASSERT_TRUE(s.is_object()) << log;
+  ASSERT_EQ(s["in_process_recoveries"].size(), 1u) << s.dump(2);
+  const auto& recovery = s["in_process_recoveries"][0];
+  ASSERT_EQ(recovery["replaced"].size(), 1u) << s.dump(2);
+  EXPECT_EQ(recovery["replaced"][0]["rank"], culprit) << s.dump(2);
+  EXPECT_EQ(recovery["replaced"][0]["lost_pid"], victim) << s.dump(2);
+  ASSERT_EQ(recovery["survivors"].size(), 1u) << s.dump(2);
+  EXPECT_EQ(recovery["survivors"][0]["pid"], s["history"][0]["workers"][1 - culprit]["pid"])
+      << "the waiting peer kept its process\n"
+      << s.dump(2);
+  EXPECT_EQ(log.find("resumed from"), std::string::npos) << "healed from memory, not from disk\n" << log;
+  tenax::testing::expect_bit_identical_models(expected, final_checkpoint(out, kShortSteps));
+}
 
 }  // namespace
