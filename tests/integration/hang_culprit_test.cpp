@@ -101,8 +101,8 @@ std::vector<std::string> agent_args(const fs::path& out, int node, int per_node,
                                    std::to_string(node),
                                    "--rdzv-endpoint",
                                    "127.0.0.1:" + std::to_string(port),
-                                   "--heartbeat-interval",
-                                   "100",
+                                   "--heartbeat-interval",  // the default: a loaded machine must not
+                                   "500",                   // look like a lost node (100 ms x 5 did)
                                    "--join-timeout",
                                    "20",
                                    "--max-restarts",
