@@ -616,6 +616,8 @@ class Chaos:
         best = -1
         # rank-<r> for the workers an agent started, spare-<id> for warm spares at work.
         for path in glob.glob(os.path.join(self.dir, "run-node*", "progress", "*-*")):
+            if path.endswith(".wait"):  # the wait beacon beside each progress file
+                continue
             try:
                 with open(path) as f:
                     best = max(best, int(f.read().strip() or -1))

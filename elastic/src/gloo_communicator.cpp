@@ -22,6 +22,7 @@
 #include "gloo_mesh.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
+#include "tenax/elastic/peer_wait.h"
 
 namespace tenax::elastic {
 namespace {
@@ -161,6 +162,8 @@ class GlooCommunicator final : public Communicator {
     check_timeout(timeout, what);
     const std::uint32_t tag = next_tag_++;
     try {
+      // Blocked on the peers until they all arrive: --hang-timeout's beacon reports it.
+      const PeerWaitGuard waiting;
       body(tag);
       return;
     } catch (const gloo::IoException& e) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tenax/core/error.h"
+#include "tenax/elastic/peer_wait.h"
 
 namespace tenax::elastic {
 namespace {
@@ -88,6 +89,7 @@ class MpiCommunicator final : public Communicator {
   void allreduce(void* data, std::size_t count, ElementType type, ReduceOp op,
                  std::chrono::milliseconds /*timeout: see the header*/) override {
     usable("MPI_Allreduce");
+    const PeerWaitGuard waiting;  // --hang-timeout's beacon: blocked on the peers
     const MPI_Datatype datatype = mpi_type(type);
     const MPI_Op reduce = mpi_op(op);
     auto* bytes = static_cast<unsigned char*>(data);
@@ -102,6 +104,7 @@ class MpiCommunicator final : public Communicator {
 
   void broadcast(void* data, std::size_t bytes, int root, std::chrono::milliseconds /*timeout*/) override {
     usable("MPI_Bcast");
+    const PeerWaitGuard waiting;  // --hang-timeout's beacon: blocked on the peers
     if (root < 0 || root >= size_) {
       throw ConfigError("MPI_Bcast on " + who() + ": root " + std::to_string(root) + " is not in [0, " +
                         std::to_string(size_) + ")");
@@ -117,6 +120,7 @@ class MpiCommunicator final : public Communicator {
   void allgather(const void* in, void* out, std::size_t bytes_per_rank,
                  std::chrono::milliseconds /*timeout*/) override {
     usable("MPI_Allgather");
+    const PeerWaitGuard waiting;  // --hang-timeout's beacon: blocked on the peers
     if (bytes_per_rank > kMaxChunk) {
       throw ConfigError("MPI_Allgather on " + who() + ": " + std::to_string(bytes_per_rank) +
                         " bytes per rank is more than MPI's int count allows (" + std::to_string(kMaxChunk) +
@@ -128,6 +132,7 @@ class MpiCommunicator final : public Communicator {
 
   void barrier(std::chrono::milliseconds /*timeout*/) override {
     usable("MPI_Barrier");
+    const PeerWaitGuard waiting;  // --hang-timeout's beacon: blocked on the peers
     check("MPI_Barrier", MPI_Barrier(comm_));
   }
 

@@ -19,6 +19,7 @@
 #include "tenax/core/env.h"
 #include "tenax/core/error.h"
 #include "tenax/core/logging.h"
+#include "tenax/elastic/peer_wait.h"
 
 namespace tenax::elastic {
 namespace {
@@ -309,6 +310,8 @@ class NcclCommunicator final : public Communicator {
     const auto deadline = Clock::now() + timeout;
     call_deadline_ = deadline;
     call_timeout_ = timeout;
+    // Blocked on the peers until the collective completes: --hang-timeout's beacon reports it.
+    const PeerWaitGuard waiting;
     check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ") for " + who());
     check_cuda(cudaEventRecord(ready_, cudaStreamLegacy), "cudaEventRecord on " + who());
     check_cuda(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent on " + who());

@@ -18,6 +18,7 @@
 #include "tenax/elastic/in_process_recovery.h"
 #include "tenax/elastic/kv_service.h"
 #include "generation_watch.h"
+#include "tenax/elastic/peer_wait.h"
 
 namespace tenax::elastic {
 namespace {
@@ -429,6 +430,9 @@ void WorkerContext::rejoin(std::chrono::milliseconds timeout) {
                           ": cannot rejoin in process; this job restarts its processes instead (`tenax run "
                           "--recovery in-process` with the Gloo communicator it builds)");
   }
+  // Blocked on the job from here on (the agents declare the next generation, the peers
+  // connect): --hang-timeout's beacon says so, as it does in the collective that just failed.
+  const PeerWaitGuard waiting;
   // Closing this rank's connections first: a peer blocked on a message from this rank fails
   // now instead of at its collective's timeout.
   communicator_.reset();

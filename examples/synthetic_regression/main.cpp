@@ -9,6 +9,10 @@
 // --fail-signal STOP it SIGSTOPs itself instead: a hung worker for `tenax run --hang-timeout`.
 // --fail-on-heal yes: under `tenax run --recovery in-process`, the first replacement of a lost
 // rank SIGKILLs itself while it heals (a second failure while the new generation forms).
+// --hang-at-step S --hang-rank R [--hang-mode spin|sleep]: rank R hangs after step S, in the first
+// generation only, without a signal: its training thread spins in a busy loop or sleeps in a
+// system call for ever, while the process (and its other threads) lives on; the peers block in
+// the next step's allreduce. For `tenax run --hang-timeout`, which must tell it from them.
 // --sample-log PATH: each process appends to PATH.<pid>, at the start of every optimizer step,
 // "<generation> <step> <world size> <rank> <sample index>...": the samples of its slice of that
 // step's global batch, so that a test can check every sample is seen once per epoch however the
@@ -106,6 +110,32 @@ class StepLines final : public tenax::sdk::TrainerCallback {
   }
 };
 
+/// --hang-at-step: rank `rank`'s training thread stops after step `step` and never comes back
+/// (the agent kills the process). Thread-safety: the training thread, as every callback.
+class HangInjection final : public tenax::sdk::TrainerCallback {
+ public:
+  enum class Mode { kSpin, kSleep };
+  HangInjection(std::int64_t step, int rank, Mode mode, std::int64_t restart_count)
+      : step_(step), rank_(rank), mode_(mode), armed_(restart_count == 0) {}
+  void on_step_end(const tenax::sdk::TrainingArguments&, tenax::sdk::TrainerState& state,
+                   tenax::sdk::TrainerControl&) override {
+    if (!armed_ || state.global_step != step_ || state.rank != rank_) return;
+    tenax::logger("example")->warn("hang injection: rank {} {} after step {} (pid {})", rank_,
+                                   mode_ == Mode::kSpin ? "spins in a busy loop" : "sleeps in a system call", step_,
+                                   ::getpid());
+    // volatile: a loop without side effects may be assumed to end and be removed.
+    for (volatile std::uint64_t spins = 0;; spins = spins + 1) {
+      if (mode_ == Mode::kSleep) ::pause();
+    }
+  }
+
+ private:
+  std::int64_t step_;
+  int rank_;
+  Mode mode_;
+  bool armed_;
+};
+
 /// MLP with dropout, so that restoring the RNG state matters for bit-exact resume.
 class Regressor final : public tenax::sdk::Model {
  public:
@@ -135,6 +165,9 @@ struct Options {
   int fail_rank = 0;
   int fail_signal = SIGKILL;
   bool fail_on_heal = false;
+  std::int64_t hang_at_step = -1;
+  int hang_rank = 0;
+  HangInjection::Mode hang_mode = HangInjection::Mode::kSpin;
   std::int64_t preempt_at_step = -1;
   int preempt_signal = SIGUSR1;
   std::int64_t dataset_size = 4096;
@@ -148,6 +181,7 @@ constexpr const char* kUsage =
     "       [--logging-steps N] [--per-device-batch N] [--learning-rate X] [--seed N]\n"
     "       [--dataset-size N] [--fail-at-step S --fail-rank R [--fail-signal KILL|STOP]]\n"
     "       [--preempt-at-step S [--preempt-signal USR1|TERM]] [--fail-on-heal yes]\n"
+    "       [--hang-at-step S --hang-rank R [--hang-mode spin|sleep]]\n"
     "       [--handle-preemption yes|no] [--sample-log PATH] [--step-lines yes|no]\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -210,7 +244,14 @@ Options parse(int argc, char** argv) {
       o.fail_signal = value == "KILL" ? SIGKILL : SIGSTOP;
     } else if (flag == "--fail-on-heal")
       o.fail_on_heal = as_yes_no();
-    else if (flag == "--step-lines")
+    else if (flag == "--hang-at-step")
+      o.hang_at_step = as_int();
+    else if (flag == "--hang-rank")
+      o.hang_rank = static_cast<int>(as_int());
+    else if (flag == "--hang-mode") {
+      if (value != "spin" && value != "sleep") usage_error("--hang-mode must be spin or sleep, got " + value);
+      o.hang_mode = value == "spin" ? HangInjection::Mode::kSpin : HangInjection::Mode::kSleep;
+    } else if (flag == "--step-lines")
       o.step_lines = as_yes_no();
     else if (flag == "--preempt-at-step")
       o.preempt_at_step = as_int();
@@ -246,6 +287,10 @@ int main(int argc, char** argv) {
       throw tenax::ConfigError("--fail-rank " + std::to_string(options.fail_rank) +
                                " is not a rank of this world (size " + std::to_string(context.world_size()) + ")");
     }
+    if (options.hang_at_step >= 0 && (options.hang_rank < 0 || options.hang_rank >= context.world_size())) {
+      throw tenax::ConfigError("--hang-rank " + std::to_string(options.hang_rank) +
+                               " is not a rank of this world (size " + std::to_string(context.world_size()) + ")");
+    }
 
     tenax::sdk::Trainer trainer(model, options.args, data, context);
     if (options.fail_at_step >= 0) {
@@ -255,6 +300,10 @@ int main(int argc, char** argv) {
     if (options.fail_on_heal) {
       trainer.add_callback(std::make_shared<tenax::examples::FailureWhileHealing>(context.identity().replacement,
                                                                                   context.restart_count()));
+    }
+    if (options.hang_at_step >= 0) {
+      trainer.add_callback(std::make_shared<HangInjection>(options.hang_at_step, options.hang_rank, options.hang_mode,
+                                                           context.restart_count()));
     }
     if (!options.sample_log.empty()) trainer.add_callback(std::make_shared<SampleLog>(options.sample_log, data));
     if (options.step_lines) trainer.add_callback(std::make_shared<StepLines>());

@@ -1,11 +1,14 @@
 #include "worker_group.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 
 #include "agent.h"
 #include "tenax/core/error.h"
+#include "tenax/elastic/wait_beacon.h"
 
 namespace tenax::launcher {
 
@@ -34,6 +37,7 @@ bool WorkerGroup::start(const GenerationPlan& plan, const JobEnvironment& job, b
       std::error_code ec;
       std::filesystem::create_directories(w.progress_file.parent_path(), ec);
       std::filesystem::remove(w.progress_file, ec);  // a stale one from the last generation
+      std::filesystem::remove(elastic::wait_beacon_path(w.progress_file), ec);
     }
     try {
       w.process.emplace(WorkerProcess::spawn(options_.command, job.environ_for(values)));
@@ -83,56 +87,100 @@ WorkerEvents WorkerGroup::poll(bool check_hangs, bool narrow_hangs) {
     }
   }
   if (!events.failed && check_hangs) {
-    for (std::size_t i : find_hung(narrow_hangs)) {
+    for (std::size_t i : find_hung(narrow_hangs, events.failure)) {
       events.failed = true;
       events.lost.push_back(i);
-      if (events.failure.empty()) {
-        events.failure = fmt::format("worker rank {} on {} hung (no progress for {} s)", workers_[i].rank, host_,
-                                     options_.hang_timeout.count());
-      }
     }
   }
   return events;
 }
 
-// --hang-timeout: a worker whose progress file exists and has not changed for that long.
-bool WorkerGroup::hung(Worker& w) const {
-  if (w.progress_file.empty() || w.ended()) return false;
-  std::error_code ec;
-  const auto changed = std::filesystem::last_write_time(w.progress_file, ec);
-  if (ec) return false;  // never reported progress: not judged
-  const auto age = std::filesystem::file_time_type::clock::now() - changed;
-  return age > options_.hang_timeout;
+namespace {
+
+double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
+
+std::chrono::milliseconds age_of(std::filesystem::file_time_type changed, std::filesystem::file_time_type now) {
+  return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(now - changed), std::chrono::milliseconds(0));
 }
 
-std::vector<std::size_t> WorkerGroup::find_hung(bool narrow_allowed) {
-  std::vector<std::size_t> hung_now;
-  for (std::size_t i = 0; i < workers_.size(); ++i) {
-    if (hung(workers_[i])) hung_now.push_back(i);
-  }
-  // A worker blocked in a collective on a hung peer makes no progress either. When only some of
-  // them are stopped (SIGSTOP, a debugger), those are the hung ones; the others keep their
-  // process under in-process recovery. Otherwise there is no telling, and all count as hung.
-  std::vector<std::size_t> stopped;
-  for (std::size_t i : hung_now) {
-    if (workers_[i].process->stopped()) stopped.push_back(i);
-  }
-  const bool narrow = narrow_allowed && !stopped.empty() && stopped.size() < hung_now.size();
-  for (std::size_t i : hung_now) {
-    Worker& w = workers_[i];
-    const bool is_hung = !narrow || std::find(stopped.begin(), stopped.end(), i) != stopped.end();
-    if (is_hung) {
-      log_->error("worker {} made no progress for over {} s ({} unchanged, --hang-timeout {} s{}); treating it as hung",
-                  where(w), options_.hang_timeout.count(), w.progress_file.string(), options_.hang_timeout.count(),
-                  w.process->stopped() ? "; the process is stopped" : "");
-    } else {
-      log_->warn(
-          "worker {} made no progress for over {} s either, but it is running: it waits in a collective for "
-          "the stopped one; it keeps its process",
-          where(w), options_.hang_timeout.count());
+}  // namespace
+
+// --hang-timeout looks at a worker's progress file, and only when that is stale at its wait
+// beacon and /proc: the common case costs one stat per worker and second.
+std::optional<HangFacts> WorkerGroup::hang_facts(Worker& w) const {
+  if (w.progress_file.empty() || w.ended()) return std::nullopt;
+  std::error_code ec;
+  const auto changed = std::filesystem::last_write_time(w.progress_file, ec);
+  if (ec) return std::nullopt;  // never reported progress: not judged
+  const auto now = std::filesystem::file_time_type::clock::now();
+  HangFacts facts;
+  facts.progress_age = age_of(changed, now);
+  if (facts.progress_age <= options_.hang_timeout) return facts;
+  facts.stopped = w.process->stopped();
+  const std::filesystem::path beacon = elastic::wait_beacon_path(w.progress_file);
+  const auto beat = std::filesystem::last_write_time(beacon, ec);
+  if (!ec) {
+    std::ifstream in(beacon);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (const std::optional<elastic::PeerWaitState> said = elastic::parse_wait_beacon(text)) {
+      facts.beacon_age = age_of(beat, now);
+      facts.beacon = *said;
     }
   }
-  return narrow ? stopped : hung_now;
+  // ProgressFile::finish() removes the progress file, then the beacon: a worker caught between
+  // the two stopped reporting on purpose and is not judged.
+  if (!facts.beacon_age && !std::filesystem::exists(w.progress_file, ec)) return std::nullopt;
+  return facts;
+}
+
+std::vector<std::size_t> WorkerGroup::find_hung(bool narrow, std::string& failure) {
+  const auto timeout = options_.hang_timeout;
+  std::vector<HangFacts> facts(workers_.size());
+  std::vector<HangVerdict> verdicts(workers_.size());
+  std::vector<HangRole> roles(workers_.size(), HangRole::kProgressing);
+  std::optional<std::size_t> culprit;  // the first, for the waiters' lines
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    if (std::optional<HangFacts> f = hang_facts(workers_[i])) {
+      facts[i] = *f;
+      verdicts[i] = judge_hang(*f, timeout);
+      roles[i] = verdicts[i].role;
+    }
+    if (roles[i] == HangRole::kProgressing) workers_[i].wait_logged = false;
+    if (roles[i] == HangRole::kCulprit && !culprit) culprit = i;
+  }
+  const std::vector<bool> hung = hung_workers(roles, narrow);
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    if (roles[i] == HangRole::kProgressing) continue;
+    Worker& w = workers_[i];
+    const double stale = seconds(facts[i].progress_age);
+    if (hung[i]) {
+      const std::string& why = verdicts[i].why;
+      log_->error("worker {} made no progress for {:.1f} s ({} unchanged, --hang-timeout {} s{}); treating it as hung",
+                  where(w), stale, w.progress_file.string(), timeout.count(), why.empty() ? "" : "; " + why);
+      if (failure.empty()) {
+        failure = fmt::format("worker rank {} (pid {}) on {} hung (no progress for {:.1f} s{})", w.rank,
+                              w.process->pid(), host_, stale, why.empty() ? "" : ": " + why);
+      }
+      out.push_back(i);
+      continue;
+    }
+    if (w.wait_logged) continue;  // once per silence: it is looked at every second
+    w.wait_logged = true;
+    if (culprit) {
+      log_->warn(
+          "worker {} made no progress for {:.1f} s either, but it is running: it waits in a collective for the {} "
+          "one; it keeps its process",
+          where(w), stale, facts[*culprit].stopped ? "stopped" : "hung");
+    } else {
+      log_->warn(
+          "worker {} made no progress for {:.1f} s, but it waits in a collective ({:.1f} s so far), probably for "
+          "a peer on another node; it keeps its process (it is taken for hung only after over {} s in it with no "
+          "culprit found here)",
+          where(w), stale, seconds(verdicts[i].waited), 2 * timeout.count());
+    }
+  }
+  return out;
 }
 
 std::string WorkerGroup::where(const Worker& w) const {

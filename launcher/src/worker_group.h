@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "hang_verdict.h"
 #include "shutdown_signals.h"
 #include "worker_environment.h"
 #include "worker_process.h"
@@ -30,6 +31,7 @@ struct Worker {
   std::optional<WorkerProcess> process;  ///< empty when it could not be started
   bool stopped_by_agent = false;         ///< still running when the agent began stopping them
   bool unhealed_replacement = false;     ///< took a lost rank's place and has not healed yet
+  bool wait_logged = false;              ///< said it waits in a collective since its progress went stale
 
   bool ended() { return !process || process->poll().has_value(); }
 };
@@ -57,7 +59,8 @@ class WorkerGroup {
   bool start(const GenerationPlan& plan, const JobEnvironment& job, bool as_replacements, std::string& failure);
 
   /// The workers that ended since the last look (logged), the hung ones when `check_hangs`
-  /// (--hang-timeout; `narrow_hangs`: when only some are stopped, only those count, see find_hung).
+  /// (--hang-timeout; `narrow_hangs`: the others live on, so a culprit found explains the silence
+  /// of workers that cannot say why they are silent, see hang_verdict.h).
   WorkerEvents poll(bool check_hangs, bool narrow_hangs);
 
   /// `signal` to every worker's process group, up to `grace` for them to exit, then SIGKILL,
@@ -83,8 +86,11 @@ class WorkerGroup {
   bool empty() const { return workers_.empty(); }
 
  private:
-  bool hung(Worker& w) const;
-  std::vector<std::size_t> find_hung(bool narrow);
+  /// What --hang-timeout judges `w` by; nullopt when it is not judged (it ended, or has no
+  /// progress file: it never reported, or finished the phase that did).
+  std::optional<HangFacts> hang_facts(Worker& w) const;
+  /// The hung workers (logged, with the waiters they keep); `failure` names the first.
+  std::vector<std::size_t> find_hung(bool narrow, std::string& failure);
 
   const RunOptions& options_;
   std::string host_;

@@ -19,6 +19,7 @@
 #include "tenax/core/logging.h"
 #include "tenax/core/trace_point.h"
 #include "tenax/elastic/generation_fence.h"
+#include "tenax/elastic/peer_wait.h"
 #include "tensor_conversion.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
@@ -298,7 +299,13 @@ void Checkpointer::wait_for_snapshot() {
 std::optional<SaveResult> Checkpointer::wait() {
   if (!in_flight_) return std::nullopt;
   wait_for_snapshot();
-  SaveResult result = in_flight_->future.get();
+  SaveResult result;
+  {
+    // The commit waits for every rank's shard: a stopped peer stops it, and --hang-timeout's
+    // beacon must not take this rank, blocked here, for the culprit.
+    const elastic::PeerWaitGuard on_peers;
+    result = in_flight_->future.get();
+  }
   result.snapshot_seconds = in_flight_->snapshot_seconds;
   // Written: the buffers are free to be copied into next time (never the caller's own).
   if (in_flight_->owns_buffers) {
