@@ -181,6 +181,8 @@ std::string RecoveryCoordinator::replace_worker(Worker& w, const GenerationPlan&
   } else {
     WorkerEnvironment values = job_.for_worker(plan, w.local_rank);
     values.replacement = true;
+    // The slot's file may be a warm spare's that held it before: judge the one this process writes.
+    w.progress_file = values.progress_file;
     w.process.emplace(WorkerProcess::spawn(options_.command, job_.environ_for(values)));
     how = "a new process";
   }

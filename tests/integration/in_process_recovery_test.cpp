@@ -330,6 +330,39 @@ TEST(InProcessRecovery, AWarmSpareAtWorkThatHangsIsFoundAndReplaced) {
                                               final_checkpoint(job.name, kLongSteps));
 }
 
+// The slot a warm spare held, lost again, goes to a new process (no spare left, --spares 1 and
+// its refill waits): the agent judges the new process's own progress file, not the spare's
+// (found by the chaos driver: a stopped new process went unseen).
+TEST(InProcessRecovery, ANewProcessInASparesSlotThatHangsIsFoundAndReplaced) {
+  Job job{"new-after-spare-hangs", 2, kLongSteps, 1, "--hang-timeout 2", "--fail-at-step 30 --fail-rank 1"};
+  auto agent = start(job);
+  const std::string spare_marker = "is replaced by warm spare 0 (pid ";
+  std::string log;
+  for (int i = 0; i < 6000 && log.find(spare_marker) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    log = agent->log();
+  }
+  const auto at = log.find(spare_marker);
+  ASSERT_NE(at, std::string::npos) << log;
+  ::kill(static_cast<pid_t>(std::stoi(log.substr(at + spare_marker.size()))), SIGKILL);
+  const std::string new_marker = "is replaced by a new process (pid ";
+  for (int i = 0; i < 6000 && (log.find(new_marker) == std::string::npos ||
+                               log.find("0 steps lost", log.find(new_marker)) == std::string::npos);
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = agent->log();
+  }
+  const auto fresh = log.find(new_marker);
+  ASSERT_NE(fresh, std::string::npos) << log;
+  const pid_t newcomer = static_cast<pid_t>(std::stoi(log.substr(fresh + new_marker.size())));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(::kill(newcomer, SIGSTOP), 0) << "the new process at work, pid " << newcomer;
+  const Result r = finish(*agent, job);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_NE(r.log.find("pid " + std::to_string(newcomer) + ", host"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("the process is stopped"), std::string::npos) << r.log;
+}
+
 // A second loss while the new generation forms: the replacement dies before it has its state.
 TEST(InProcessRecovery, ALossWhileHealingHealsInTheNextGeneration) {
   for (int spares : {0, 1}) {
