@@ -107,6 +107,7 @@ import argparse
 import atexit
 import glob
 import json
+import statistics
 import os
 import random
 import re
@@ -589,6 +590,7 @@ class Chaos:
         self.second = None     # a double's pending second fault
         self.pending = None    # a kill-during-heal's second kill or a kill-during-save's watch
         self.longest_stall = None  # (start s, seconds) without a change of the workers' step
+        self.stall_after = {}      # injection number -> its longest stall (s): what the fault cost
         self.stalls = []       # those over --max-stall
         self.port = args.port or free_port()
         self.addr = lab.addr if lab else ["127.0.0.1", "127.0.0.1"]
@@ -1169,6 +1171,8 @@ class Chaos:
         start = since - self.t0
         if self.longest_stall is None or took > self.longest_stall[1]:
             self.longest_stall = (start, took)
+        if (i := self.injection_before(start)) is not None:
+            self.stall_after[i["n"]] = max(took, self.stall_after.get(i["n"], 0.0))
         if self.args.max_stall and took > self.args.max_stall:
             self.stalls.append((start, took, self.injection_before(start)))
             self.problems.append(f"the job made no progress for {took:.0f} s from {start:.1f} s"
@@ -1283,15 +1287,22 @@ def judge_in_process(chaos):
     return outcomes, problems, sources
 
 
-def outcome_table(kinds, outcomes, skipped):
-    """The lines of the per-kind table of in-process outcomes (`skipped`: Chaos.skipped)."""
-    rows = [("kind", "injected", "healed in process", "restart from disk", "other", "checks failed", "skipped")]
+def outcome_table(kinds, outcomes, skipped, stall_after=None):
+    """The lines of the per-kind table of in-process outcomes (`skipped`: Chaos.skipped;
+    `stall_after`: Chaos.stall_after, the longest stretch without a step after each injection:
+    what the fault cost the job, detection and heal included)."""
+    stall_after = stall_after or {}
+    rows = [("kind", "injected", "healed in process", "restart from disk", "other", "checks failed", "skipped",
+             "stall median", "stall max")]
     for k in kinds:
         mine = [(o, f) for rec, o, f in outcomes if rec["kind"] == k]
+        stalls = sorted(stall_after[rec["n"]] for rec, _, _ in outcomes if rec["kind"] == k and rec["n"] in stall_after)
         rows.append((k, str(len(mine)), str(sum(o == "healed" for o, _ in mine)),
                      str(sum(o == "disk" for o, _ in mine)), str(sum(o == "other" for o, _ in mine)),
                      str(sum(bool(f) for _, f in mine)) if k in SINGLE_WORKER_KINDS else "-",
-                     str(sum(s["kind"] == k for s in skipped))))
+                     str(sum(s["kind"] == k for s in skipped)),
+                     f"{statistics.median(stalls):.2f} s" if stalls else "-",
+                     f"{stalls[-1]:.2f} s" if stalls else "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["   " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
             for r in rows]
@@ -1608,7 +1619,7 @@ def main(argv):
         log(f"in process:  per kind (healed: every pid killed is a `lost_pid` of an in-process recovery and no "
             f"rank restored from disk; checked for {', '.join(SINGLE_WORKER_KINDS)}); records from "
             + "; ".join(f"node {n}: {src}" for n, src in sorted(sources.items())))
-        for line in outcome_table(kinds, outcomes, chaos.skipped):
+        for line in outcome_table(kinds, outcomes, chaos.skipped, chaos.stall_after):
             log(line)
     all_logs = [p for a in chaos.agents for p in a.logs]
     for a in chaos.agents:

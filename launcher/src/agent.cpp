@@ -318,11 +318,8 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restarts) {
     WorkerEvents events = group.poll(check_hangs, recovery_->enabled());
     if (events.failed && recovery_->enabled()) gather_dying_workers(group, events, *log_, host_);
     if (events.preempted && !preempt_deadline) preempt_deadline = Clock::now() + options_.grace_period;
-    // What counts against --max-restarts: across nodes every in-process recovery re-forms a
-    // generation and is counted by the loop; on one node the recoveries happen in here.
-    const int restarts_used = multi_node() ? restarts : restarts + recovery_->charged_events();
     if (events.failed && !preempt_deadline &&
-        recovery_->may_recover(group, events.lost, events.config_error, plan, restarts_used)) {
+        recovery_->may_recover(group, events.lost, events.config_error, plan, restarts)) {
       if (multi_node()) {
         // The other nodes' workers keep theirs too: the rendezvous ends this generation for all.
         source_->request_restart(events.failure);
@@ -362,7 +359,7 @@ GenerationRecord RunLoop::run_generation(GenerationPlan plan, int restarts) {
         if (lost) {
           log_->error("{}; stopping the {} local {} (they cannot go on without a rendezvous; finding it again)",
                       rdzv.message(), n, n == 1 ? "worker" : "workers");
-        } else if (recovery_->enabled() && recovery_->may_recover(group, {}, false, plan, restarts_used)) {
+        } else if (recovery_->enabled() && recovery_->may_recover(group, {}, false, plan, restarts)) {
           log_->warn("{}; the local workers of node {} keep their processes and wait for the next generation",
                      rdzv.message(), job_.node_id);
           GenerationRecord record =

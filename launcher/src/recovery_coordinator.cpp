@@ -16,14 +16,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// After an in-process recovery, how long the agent waits before it starts a new warm spare.
+// After an in-process recovery, how long the agent waits before it starts a new warm spare: a
+// new spare loads libtorch (about half a core-second), which would compete with the heal.
 constexpr std::chrono::seconds kSpareRefillDelay{2};
 
 }  // namespace
 
 RecoveryCoordinator::RecoveryCoordinator(const RunOptions& options, const JobEnvironment& job, bool multi_node,
                                          std::shared_ptr<spdlog::logger> log)
-    : options_(options), job_(job), multi_node_(multi_node), log_(std::move(log)) {}
+    : options_(options),
+      job_(job),
+      multi_node_(multi_node),
+      log_(std::move(log)),
+      machine_(options.recovery, options.max_restarts, multi_node, kSpareRefillDelay) {}
 
 RecoveryCoordinator::~RecoveryCoordinator() = default;
 
@@ -43,9 +48,7 @@ std::filesystem::path RecoveryCoordinator::spare_progress_file(int spare_id) con
 }
 
 void RecoveryCoordinator::started(const GenerationPlan& plan) {
-  ready_generation_ = -1;
-  healing_generation_ = -1;
-  event_losses_ = 0;
+  machine_.started();
   // Warm spares start after the workers, so that they never delay the job's own start.
   spares_.reset();
   if (!enabled() || options_.spares <= 0) return;
@@ -70,7 +73,7 @@ void RecoveryCoordinator::started(const GenerationPlan& plan) {
 void RecoveryCoordinator::tend_spares() {
   if (!spares_) return;
   spares_->poll();
-  if (Clock::now() >= refill_spares_after_) spares_->fill();
+  if (machine_.may_refill_spares(Clock::now())) spares_->fill();
 }
 
 void RecoveryCoordinator::declare_generation(int lost_generation, const GenerationPlan& next) {
@@ -89,73 +92,48 @@ void RecoveryCoordinator::declare_generation(int lost_generation, const Generati
   s.add(elastic::generation_prefix(lost_generation) + elastic::kSupersededKey, 1);
 }
 
-LossFacts RecoveryCoordinator::loss_facts(WorkerGroup& group, const std::vector<std::size_t>& lost, bool config_error,
-                                          const GenerationPlan& plan, int restarts_used) {
-  std::vector<Worker>& workers = group.workers();
-  LossFacts facts;
-  facts.mode = options_.recovery;
-  facts.config_error = config_error;
-  facts.world_size = plan.world_size;
-  facts.restarts_used = restarts_used;
-  facts.max_restarts = options_.max_restarts;
-  // First who has healed: every rank said so in this generation (a replacement that healed
-  // holds state like any survivor), or in an earlier one of this run (a loss while the current
-  // one heals comes before its count is complete).
-  facts.ready = store().add(elastic::ready_key(plan.generation), 0);
-  if (facts.ready >= facts.world_size) {
-    ready_generation_ = plan.generation;
-    for (Worker& w : workers) w.unhealed_replacement = false;  // every rank healed
-  }
-  // The phase: healed in this generation; or this generation heals an earlier loss and has not
-  // finished (the fault event goes on); or it started from disk and has not begun training.
-  if (ready_generation_ == plan.generation) {
-    facts.phase = RecoveryPhase::kSteady;
-  } else if (plan.generation == healing_generation_ || ready_generation_ >= 0) {
-    facts.phase = RecoveryPhase::kHealing;
-    facts.event_losses = event_losses_;
-  } else {
-    facts.phase = RecoveryPhase::kStarting;
-  }
-  if (ready_generation_ >= 0) facts.ready = facts.world_size;
-  // Then who holds state: replacements that have not healed hold none, so if only they are left
-  // on the only node, nobody survived. (Across nodes another node's workers may still hold it.)
-  int holders = 0;
+Loss RecoveryCoordinator::loss_seen(WorkerGroup& group, const std::vector<std::size_t>& lost, bool config_error,
+                                     const GenerationPlan& plan, int restarts) {
+  Loss loss;
+  loss.generation = plan.generation;
+  loss.world_size = plan.world_size;
+  loss.lost = static_cast<int>(lost.size());
+  loss.config_error = config_error;
+  loss.restarts = restarts;
+  loss.ready = store().add(elastic::ready_key(plan.generation), 0);
+  loss.survivors = 0;
+  const std::vector<Worker>& workers = group.workers();
   for (std::size_t i = 0; i < workers.size(); ++i) {
-    const bool is_lost = std::find(lost.begin(), lost.end(), i) != lost.end();
-    holders += !is_lost && !workers[i].unhealed_replacement ? 1 : 0;
+    if (std::find(lost.begin(), lost.end(), i) != lost.end()) continue;
+    ++loss.survivors;
+    loss.unhealed_survivors += workers[i].unhealed_replacement ? 1 : 0;
   }
-  facts.lost = holders == 0 && !multi_node_ ? facts.world_size : static_cast<int>(lost.size());
-  return facts;
+  return loss;
 }
 
 bool RecoveryCoordinator::may_recover(WorkerGroup& group, const std::vector<std::size_t>& lost, bool config_error,
-                                      const GenerationPlan& plan, int restarts_used) {
+                                      const GenerationPlan& plan, int restarts) {
   if (!enabled()) return false;
-  LossFacts facts;
+  Loss loss;
   try {
-    facts = loss_facts(group, lost, config_error, plan, restarts_used);
+    loss = loss_seen(group, lost, config_error, plan, restarts);
   } catch (const Error& e) {
     log_->warn("cannot read which workers heal in process ({}); restarting instead", e.what());
     return false;
   }
-  const LossDecision decision = decide_on_loss(facts);
-  // One node heals inside the generation, which goes on: its next end is charged as usual.
-  // Across nodes the recovery ends the generation, and the loop charges it as decided here.
-  charge_ = multi_node_ || decision.action != LossAction::kReplaceInProcess ? decision.charged : true;
-  if (facts.phase == RecoveryPhase::kHealing) {
-    ++event_losses_;
-    log_->warn(
-        "a loss while generation {} heals the last one: the same fault event ({} loss{}; not charged to "
-        "--max-restarts again)",
-        plan.generation, event_losses_ + 1, event_losses_ + 1 == 1 ? "" : "es");
-  } else if (decision.action == LossAction::kReplaceInProcess) {
-    event_losses_ = 0;
-    ++charged_events_;
-    event_charged_ = true;
+  const RecoveryVerdict verdict = machine_.lost(loss);
+  if (machine_.healed_in(plan.generation)) {
+    for (Worker& w : group.workers()) w.unhealed_replacement = false;  // every rank healed
   }
-  if (decision.action != LossAction::kReplaceInProcess) {
+  if (verdict.same_event) {
+    log_->warn(
+        "a loss while generation {} heals the last one: the same fault event ({} losses; not charged to "
+        "--max-restarts again)",
+        plan.generation, verdict.event_losses);
+  }
+  if (!verdict.heal) {
     log_->warn("in-process recovery is not possible: {}; every worker restarts from the newest checkpoint",
-               decision.why_not);
+               verdict.why_not);
     return false;
   }
   // A hung worker is killed, not waited on: its peers' connections to it close, which wakes them.
@@ -192,37 +170,24 @@ std::string RecoveryCoordinator::replace_worker(Worker& w, const GenerationPlan&
 }
 
 bool RecoveryCoordinator::recover(WorkerGroup& group, const GenerationPlan& plan, const PreviousGeneration& from) {
-  std::string why_not;
-  if (plan.world_size > from.world_size) {
-    why_not = fmt::format("the world grows from {} to {} ranks, and new ranks start from a checkpoint", from.world_size,
-                          plan.world_size);
-  } else if (plan.store_endpoint != from.store_endpoint) {
-    why_not = fmt::format(
-        "the job's store moved to {} (the rendezvous host was lost), and the workers' "
-        "connections to the old one went with it",
-        plan.store_endpoint);
-  } else if (group.any_succeeded()) {
-    why_not = "a worker of this node already finished";
-  } else if (!multi_node_ && std::none_of(group.workers().begin(), group.workers().end(),
-                                          [](Worker& w) { return !w.ended() && !w.unhealed_replacement; })) {
-    // Every worker died before the first could be replaced (seen one poll apart): nobody holds
-    // the state. Across nodes another node's workers may.
-    why_not = "no worker survived to heal the others from";
-  }
-  if (!why_not.empty()) {
-    // The restart that follows is this fault event's charge, not a second one.
-    if (!multi_node_ && event_charged_) --charged_events_;
-    event_charged_ = false;
+  Formation formation;
+  formation.generation = plan.generation;
+  formation.world_size = plan.world_size;
+  formation.previous_world_size = from.world_size;
+  if (plan.store_endpoint != from.store_endpoint) formation.store_moved_to = plan.store_endpoint;
+  formation.worker_finished = group.any_succeeded();
+  formation.holders_alive = static_cast<int>(std::count_if(group.workers().begin(), group.workers().end(),
+                                                           [](Worker& w) { return !w.ended() && !w.unhealed_replacement; }));
+  const RecoveryVerdict verdict = machine_.formed(formation, Clock::now());
+  if (!verdict.heal) {
     log_->warn(
         "generation {} formed, but in-process recovery is not possible: {}; this node's workers restart from "
         "the newest checkpoint",
-        plan.generation, why_not);
+        plan.generation, verdict.why_not);
     return false;
   }
   const auto started = Clock::now();
   ++recoveries_;
-  healing_generation_ = plan.generation;
-  event_charged_ = false;
   nlohmann::json record;
   record["lost_generation"] = from.generation;
   record["generation"] = plan.generation;
@@ -274,9 +239,6 @@ bool RecoveryCoordinator::recover(WorkerGroup& group, const GenerationPlan& plan
   record["survivors"] = std::move(survivor_records);
   record["agent_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
   records_.push_back(std::move(record));
-  // A new spare loads libtorch (about half a core-second): started at once, it would compete
-  // with the heal for this node's cores. The pool refills once the heal has had its moment.
-  refill_spares_after_ = Clock::now() + kSpareRefillDelay;
   return true;
 }
 

@@ -1,6 +1,7 @@
 // In-process recovery on this node (DESIGN.md decision 13; the protocol with the workers is
-// written in elastic/in_process_recovery.h): whether a loss may be healed in process (the
-// policy of recovery_policy.h, fed with what the job's store says), the warm spares, and the one
+// written in elastic/in_process_recovery.h): whether a loss may be healed in process (the state
+// machine of recovery_machine.h, fed with what the job's store and the workers' processes
+// say), the warm spares, and the one
 // way a group of workers goes on in a new generation — survivors keep their processes (re-ranked
 // when the world shrank), every ended worker is replaced by a spare or a new process. One node
 // and many take the same path; only the moment differs: one node declares the next generation
@@ -21,7 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "recovery_policy.h"
+#include "recovery_machine.h"
 #include "spare_pool.h"
 #include "tenax/elastic/store.h"
 #include "worker_group.h"
@@ -58,11 +59,10 @@ class RecoveryCoordinator {
   /// it, the declaration every survivor waits for, and the mark that wakes waits of the old one.
   void declare_generation(int lost_generation, const GenerationPlan& next);
 
-  /// The policy's answer for a loss of `lost` (indices into group; logged when no); when yes,
-  /// the lost workers are killed (a hung one) and reaped. `restarts_used` counts against
-  /// --max-restarts.
+  /// The machine's answer for a loss of `lost` (indices into group; logged when no); when yes,
+  /// the lost workers are killed (a hung one) and reaped. `restarts`: charged by the run loop so far.
   bool may_recover(WorkerGroup& group, const std::vector<std::size_t>& lost, bool config_error,
-                   const GenerationPlan& plan, int restarts_used);
+                   const GenerationPlan& plan, int restarts);
 
   /// `group`, from generation `from`, goes on in `plan`: the generation is declared, live
   /// workers keep their processes (ranks from plan's layout), ended ones are replaced. False,
@@ -79,18 +79,15 @@ class RecoveryCoordinator {
   void stop();
 
   int recoveries() const { return recoveries_; }
-  /// Fault events charged to --max-restarts by in-process recoveries on one node (across nodes
-  /// the loop charges the generations the rendezvous forms).
-  int charged_events() const { return charged_events_; }
   /// Whether the loss judged last since the previous call counts against --max-restarts (true
   /// when none was judged: a plain failure); resets to true.
-  bool take_charge() { return std::exchange(charge_, true); }
+  bool take_charge() { return machine_.take_charge(); }
   const std::vector<nlohmann::json>& records() const { return records_; }
 
  private:
   elastic::Store& store();
-  LossFacts loss_facts(WorkerGroup& group, const std::vector<std::size_t>& lost, bool config_error,
-                       const GenerationPlan& plan, int restarts_used);
+  Loss loss_seen(WorkerGroup& group, const std::vector<std::size_t>& lost, bool config_error,
+                 const GenerationPlan& plan, int restarts);
   /// Where warm spare `spare_id` reports its progress once it takes a rank.
   std::filesystem::path spare_progress_file(int spare_id) const;
   /// A warm spare or a new process in lost worker `w`'s place; returns how ("warm spare 3").
@@ -105,13 +102,7 @@ class RecoveryCoordinator {
   std::string connected_endpoint_;
   std::optional<SparePool> spares_;
   int next_spare_id_ = 0;
-  std::chrono::steady_clock::time_point refill_spares_after_{};
-  int ready_generation_ = -1;    ///< a generation of this group in which every rank healed in process
-  int healing_generation_ = -1;  ///< the generation the last recover() declared (healed or not)
-  int event_losses_ = 0;         ///< losses of the fault event in progress
-  int charged_events_ = 0;
-  bool event_charged_ = false;  ///< may_recover() charged an event that recover() has not begun
-  bool charge_ = true;
+  RecoveryMachine machine_;
   int recoveries_ = 0;
   std::vector<nlohmann::json> records_;
   std::optional<WorkerGroup> carried_;

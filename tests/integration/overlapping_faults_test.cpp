@@ -4,7 +4,9 @@
 // printed; TENAX_TEST_SEED replays it):
 //   - two workers on different nodes, 0-100 ms apart (a switch port taking two ranks);
 //   - a second worker killed the moment the agents declare the generation that heals the first
-//     (the loss lands while the job forms its communicator or heals).
+//     (the loss lands while the job forms its communicator or heals);
+//   - one worker killed while a checkpoint is being written (its peers are inside the save's
+//     collectives, or sending to it).
 // Every run must end as an uninterrupted run of the same world size does, bit for bit, without
 // reading a checkpoint back (the survivors' memory heals everyone) unless both losses took every
 // rank there was, and the one fault event costs at most one restart of --max-restarts per node.
@@ -157,8 +159,8 @@ void kill_rank(const Job& job, int rank) {
 // Every agent finished; the model equals the uninterrupted run's; the fault cost each node at
 // most one restart. When the two losses took every rank, nobody held the state to heal from:
 // the job restarts from its newest checkpoint and says so; else nobody reads a checkpoint back.
-void expect_healed_bit_identically(const Job& job) {
-  const bool every_rank_lost = job.nodes * job.workers == 2;
+void expect_healed_bit_identically(const Job& job, int losses = 2) {
+  const bool every_rank_lost = job.nodes * job.workers == losses;
   for (int node = 0; node < job.nodes; ++node) {
     ASSERT_EQ(job.agents[static_cast<std::size_t>(node)]->wait(kGuard), 0) << "node " << node << "\n" << job.logs();
   }
@@ -246,6 +248,47 @@ TEST_P(OverlappingLosses, AKillWhileTheHealingGenerationFormsHealsInProcess) {
   std::cout << "killing rank " << second << " (pid " << second_pid << ") as the healing generation forms" << std::endl;
   ::kill(second_pid, SIGKILL);
   expect_healed_bit_identically(job);
+}
+
+// A save in flight: the moment a generation's temporary step directory appears (the save began,
+// its commit has not), a random worker is killed.
+TEST_P(OverlappingLosses, AKillDuringASaveHealsInProcess) {
+  const Shape shape = GetParam();
+  const unsigned seed = test_seed();
+  std::cout << "seed " << seed << " (TENAX_TEST_SEED replays it)" << std::endl;
+  std::mt19937 random(seed);
+  reference(shape.nodes * shape.workers);
+  Job job = start_job("kill-in-save-" + std::to_string(shape.nodes) + "x" + std::to_string(shape.workers),
+                      shape.nodes, shape.workers);
+  wait_for_first_save(job);
+  if (HasFatalFailure()) return;
+  const int victim = std::uniform_int_distribution<int>(0, shape.nodes * shape.workers - 1)(random);
+  // Which save: one of the next three, so the kill lands at different steps from run to run.
+  const int skip = std::uniform_int_distribution<int>(0, 2)(random);
+  const pid_t victim_pid = job.worker(victim);
+  ASSERT_GT(victim_pid, 0) << job.logs();
+  const fs::path checkpoints = job.out / "train" / "checkpoints";
+  std::string seen;
+  int saves_seen = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string in_flight;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(checkpoints, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(".tmp-step-", 0) == 0) in_flight = name;
+    }
+    if (!in_flight.empty() && in_flight != seen) {
+      seen = in_flight;
+      if (saves_seen++ == skip) break;
+    }
+    std::this_thread::sleep_for(200us);
+  }
+  ASSERT_EQ(saves_seen, skip + 1) << "no save in flight was seen within 60 s\n" << job.logs();
+  std::cout << "killing rank " << victim << " (pid " << victim_pid << ") while " << seen << " is written"
+            << std::endl;
+  ::kill(victim_pid, SIGKILL);
+  expect_healed_bit_identically(job, /*losses=*/1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, OverlappingLosses, ::testing::Values(Shape{2, 1}, Shape{2, 2}, Shape{3, 1}),
