@@ -180,6 +180,7 @@ int RunLoop::run() {
     facts.signal = signals_.received();
     facts.restarts = restarts;
     facts.charged = recovery_->take_charge();
+    facts.healed_events = recovery_->healed_events();
     facts.max_restarts = options_.max_restarts;
     facts.generation = plan.generation;
     facts.workers = options_.nproc_per_node;

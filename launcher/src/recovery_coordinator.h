@@ -79,6 +79,9 @@ class RecoveryCoordinator {
   void stop();
 
   int recoveries() const { return recoveries_; }
+  /// One node: fault events healed in process so far, charged to --max-restarts (across nodes
+  /// the loop charges the generations the rendezvous forms).
+  int healed_events() const { return machine_.charged_events(); }
   /// Whether the loss judged last since the previous call counts against --max-restarts (true
   /// when none was judged: a plain failure); resets to true.
   bool take_charge() { return machine_.take_charge(); }

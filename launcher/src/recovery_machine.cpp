@@ -76,8 +76,10 @@ RecoveryVerdict RecoveryMachine::lost(const Loss& loss) {
     ++event_losses_;
   } else if (v.heal) {
     event_losses_ = 1;
-    ++charged_events_;
-    event_charged_here_ = true;
+    if (!multi_node_) {
+      ++charged_events_;
+      event_charged_here_ = true;
+    }
   }
   v.event_losses = event_losses_;
   state_ = v.heal ? RecoveryState::kDeclaring : RecoveryState::kRestarting;

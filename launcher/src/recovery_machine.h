@@ -90,8 +90,8 @@ class RecoveryMachine {
   bool may_refill_spares(Clock::time_point now) const { return now >= refill_after_; }
 
   RecoveryState state() const { return state_; }
-  /// Fault events charged while the generation goes on (one node); the run loop's restarts
-  /// plus these are the budget used.
+  /// One node: fault events healed in process, charged while the generations went on; the run
+  /// loop's restarts plus these are the budget used. (Across nodes: 0, the loop counts them.)
   int charged_events() const { return charged_events_; }
   /// Whether the end of the running generation counts against --max-restarts: as the last loss
   /// was judged (true when none was: a plain failure); resets to true.

@@ -83,15 +83,19 @@ Decision decide_after_generation(const GenerationFacts& f) {
               : fmt::format("agent stopped by {}; exiting {}", signal_name(sig), exit_code_for_signal(sig)));
     return d;
   }
-  if (f.charged && f.restarts >= f.max_restarts) {
+  // The budget: restarts, and on one node the fault events healed in process on the way.
+  const int used = f.restarts + f.healed_events;
+  const std::string used_text =
+      restarts_text(used) + (f.healed_events > 0 ? fmt::format(", {} of them healed in process", f.healed_events) : "");
+  if (f.charged && used >= f.max_restarts) {
     // Nothing is retried once the budget is spent, not even a lost rendezvous service: the agent
     // leaves at once (a service that is gone is not waited for).
     Decision d = exit_with(kExitFailure, f.outcome, f.restarts, multi ? Farewell::kLeave : Farewell::kNone);
     say(d, Level::kError,
         multi ? fmt::format("restart budget spent ({}); leaving the rendezvous and giving up (raise --max-restarts to "
                             "allow more)",
-                            restarts_text(f.restarts))
-              : fmt::format("restart budget spent ({}); giving up", restarts_text(f.restarts)));
+                            used_text)
+              : fmt::format("restart budget spent ({}); giving up (raise --max-restarts to allow more)", used_text));
     return d;
   }
   Decision d;
@@ -99,9 +103,10 @@ Decision decide_after_generation(const GenerationFacts& f) {
   d.outcome = f.outcome;
   d.restarts = f.restarts + (f.charged ? 1 : 0);
   d.find_service = multi && f.outcome == Outcome::kRendezvousLost;
+  const int now_used = d.restarts + f.healed_events;
   const std::string count =
-      f.charged ? fmt::format("restart {} of {}", d.restarts, f.max_restarts)
-                : fmt::format("the same fault event, not charged: {} of {} restarts used", d.restarts, f.max_restarts);
+      f.charged ? fmt::format("restart {} of {}", now_used, f.max_restarts)
+                : fmt::format("the same fault event, not charged: {} of {} restarts used", now_used, f.max_restarts);
   say(d, Level::kWarn,
       multi ? fmt::format("re-joining the rendezvous for generation {} ({})", f.generation + 1, count)
             : fmt::format("restarting all {} as generation {} ({})", workers_text(f.workers), f.generation + 1, count));

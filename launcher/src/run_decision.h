@@ -20,6 +20,9 @@ struct GenerationFacts {
   /// Whether this generation's end counts against --max-restarts: false when it ended with a
   /// loss during an in-process heal, part of a fault event already charged (recovery_policy.h).
   bool charged = true;
+  /// One node: fault events healed in process inside the generations so far. They count against
+  /// --max-restarts like restarts (across nodes each one ends a generation and is in `restarts`).
+  int healed_events = 0;
   int max_restarts = 0;     ///< --max-restarts
   int generation = 0;       ///< the generation that ended
   int workers = 1;          ///< workers per node

@@ -398,6 +398,53 @@ TEST(InProcessRecovery, AKilledSpareIsReplacedAndTheJobStillHeals) {
   expect_recovered(r, job, 0);
 }
 
+// Issue 33, point 2: fault events healed in process count against --max-restarts on one node as
+// across nodes. With --max-restarts 1, a loss heals in process (the budget's one restart); the
+// next, after the job healed, finds the budget spent: the job ends with exit 1 and says why, and
+// its newest checkpoint is intact. (Before, one node allowed a further restart from disk.)
+TEST(InProcessRecovery, FaultEventsHealedInProcessSpendTheRestartBudget) {
+  Job job{"budget-spent", 2, kLongSteps, 1, "--max-restarts 1", ""};
+  auto agent = start(job);
+  ASSERT_TRUE(
+      tenax::testing::wait_for_path(final_checkpoint(job.name, 20) / "manifest.json", std::chrono::seconds(120)))
+      << agent->log();
+  const pid_t first = worker_pid(*agent, 1);
+  const pid_t survivor = worker_pid(*agent, 0);
+  ASSERT_GT(first, 0) << agent->log();
+  ASSERT_GT(survivor, 0) << agent->log();
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (agent->log().find("healed from rank") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(agent->log().find("healed from rank"), std::string::npos) << agent->log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // every rank of the healed generation announced
+  ASSERT_EQ(::kill(survivor, SIGKILL), 0);
+  const Result r = finish(*agent, job);
+  ASSERT_EQ(r.exit_code, 1) << r.log;
+  EXPECT_EQ(r.agent["in_process_recoveries"].size(), 1u) << r.agent.dump(2);
+  EXPECT_NE(r.log.find("in-process recovery is not possible: the restart budget is spent (--max-restarts 1)"),
+            std::string::npos)
+      << r.log;
+  std::string last = r.log.substr(0, r.log.find_last_not_of('\n') + 1);
+  last = last.substr(last.rfind('\n') + 1);
+  EXPECT_NE(last.find("tenax run exits 1: restart budget spent (1 restart, 1 of them healed in process)"),
+            std::string::npos)
+      << last;
+  // The newest committed checkpoint verifies.
+  int newest = -1;
+  for (const auto& e : fs::directory_iterator(base_dir() / job.name / "train" / "checkpoints")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && fs::exists(e.path() / "manifest.json")) {
+      newest = std::max(newest, std::stoi(name.substr(5)));
+    }
+  }
+  ASSERT_GE(newest, 20);
+  const std::string verify = std::string(TENAX_BINARY) + " ckpt verify " +
+                             final_checkpoint(job.name, newest).string() + " > /dev/null 2>&1";
+  EXPECT_EQ(std::system(verify.c_str()), 0) << verify;
+}
+
 // In-process recovery is asked for but impossible (every worker is killed at once, by pid):
 // the log says why, and the job restarts from its newest checkpoint as before.
 TEST(InProcessRecovery, WithNoSurvivorTheJobFallsBackToTheDiskPath) {

@@ -135,23 +135,24 @@ TEST(LauncherRecoveryMachine, EveryStateAgainstEveryKindOfLoss) {
       {one, S::kHealing, F::kConfigError, false, false, false, 1, "configuration error"},
       {one, S::kHealing, F::kBudgetSpent, true, false, true, 1, ""},
       {one, S::kHealing, F::kOneTooMany, false, false, false, 1, "5 losses came before the job healed from the first (at most 4"},
-      // Across nodes: every recovery ends the generation, which the run loop charges as decided.
+      // Across nodes: every recovery ends the generation, which the run loop charges as decided
+      // (and counts: the machine's own count stays 0).
       {many, S::kStarting, F::kOneWorker, false, true, true, 0, "only 0 of 4 workers"},
       {many, S::kStarting, F::kAnotherNode, false, true, true, 0, "only 0 of 4 workers"},
       {many, S::kStarting, F::kConfigError, false, true, true, 0, "configuration error"},
-      {many, S::kSteady, F::kOneWorker, true, true, true, 1, ""},
-      {many, S::kSteady, F::kTwoTogether, true, true, true, 1, ""},
-      {many, S::kSteady, F::kEveryHolder, true, true, true, 1, ""},  // another node holds state
-      {many, S::kSteady, F::kAnotherNode, true, true, true, 1, ""},
+      {many, S::kSteady, F::kOneWorker, true, true, true, 0, ""},
+      {many, S::kSteady, F::kTwoTogether, true, true, true, 0, ""},
+      {many, S::kSteady, F::kEveryHolder, true, true, true, 0, ""},  // another node holds state
+      {many, S::kSteady, F::kAnotherNode, true, true, true, 0, ""},
       {many, S::kSteady, F::kConfigError, false, true, true, 0, "configuration error"},
       {many, S::kSteady, F::kBudgetSpent, false, true, true, 0, "restart budget is spent"},
-      {many, S::kHealing, F::kOneWorker, true, false, false, 1, ""},
-      {many, S::kHealing, F::kTwoTogether, true, false, false, 1, ""},
-      {many, S::kHealing, F::kEveryHolder, true, false, false, 1, ""},
-      {many, S::kHealing, F::kAnotherNode, true, false, false, 1, ""},
-      {many, S::kHealing, F::kConfigError, false, false, false, 1, "configuration error"},
-      {many, S::kHealing, F::kBudgetSpent, true, false, false, 1, ""},
-      {many, S::kHealing, F::kOneTooMany, false, false, false, 1, "5 losses came before the job healed from the first (at most 4"},
+      {many, S::kHealing, F::kOneWorker, true, false, false, 0, ""},
+      {many, S::kHealing, F::kTwoTogether, true, false, false, 0, ""},
+      {many, S::kHealing, F::kEveryHolder, true, false, false, 0, ""},
+      {many, S::kHealing, F::kAnotherNode, true, false, false, 0, ""},
+      {many, S::kHealing, F::kConfigError, false, false, false, 0, "configuration error"},
+      {many, S::kHealing, F::kBudgetSpent, true, false, false, 0, ""},
+      {many, S::kHealing, F::kOneTooMany, false, false, false, 0, "5 losses came before the job healed from the first (at most 4"},
   };
   for (const LossRow& r : rows) {
     SCOPED_TRACE(std::string(r.multi_node ? "many nodes, " : "one node, ") + recovery_state_name(r.state) + " × " +
@@ -198,13 +199,13 @@ TEST(LauncherRecoveryMachine, EveryWayTheNextGenerationFormsWhileALossIsDeclared
       {one, true, Formed::kAsPlanned, true, true, 1, ""},
       {one, true, Formed::kNoHolderAlive, false, false, 1, "no worker survived"},
       {one, true, Formed::kStoreMoved, false, false, 1, "store moved"},
-      {many, false, Formed::kAsPlanned, true, true, 1, ""},
-      {many, false, Formed::kWorldGrows, false, true, 1, "the world grows"},
-      {many, false, Formed::kStoreMoved, false, true, 1, "store moved"},
-      {many, false, Formed::kWorkerFinished, false, true, 1, "already finished"},
-      {many, false, Formed::kNoHolderAlive, true, true, 1, ""},  // another node's workers hold state
-      {many, true, Formed::kAsPlanned, true, false, 1, ""},
-      {many, true, Formed::kStoreMoved, false, false, 1, "store moved"},
+      {many, false, Formed::kAsPlanned, true, true, 0, ""},
+      {many, false, Formed::kWorldGrows, false, true, 0, "the world grows"},
+      {many, false, Formed::kStoreMoved, false, true, 0, "store moved"},
+      {many, false, Formed::kWorkerFinished, false, true, 0, "already finished"},
+      {many, false, Formed::kNoHolderAlive, true, true, 0, ""},  // another node's workers hold state
+      {many, true, Formed::kAsPlanned, true, false, 0, ""},
+      {many, true, Formed::kStoreMoved, false, false, 0, "store moved"},
   };
   for (const FormRow& r : rows) {
     SCOPED_TRACE(std::string(r.multi_node ? "many nodes" : "one node") + (r.same_event ? ", same event, " : ", ") +

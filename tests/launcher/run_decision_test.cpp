@@ -128,5 +128,24 @@ TEST(LauncherRunDecision, AnUnchargedEndRestartsWithoutSpendingTheBudget) {
   }
 }
 
+// Issue 33: on one node a fault event healed in process costs one restart of the budget as it
+// does across nodes (where it ends a generation): the loop's restarts plus the healed events.
+// Before, one node allowed --max-restarts healed events and then --max-restarts restarts more.
+TEST(LauncherRunDecision, FaultEventsHealedInProcessOnOneNodeCountAgainstTheBudget) {
+  GenerationFacts f = facts(Outcome::kFailed, false, 0, 0);  // --max-restarts 2, no restart yet
+  f.healed_events = 2;
+  const Decision spent = decide_after_generation(f);
+  EXPECT_EQ(spent.action, RunAction::kExit) << all_lines(spent);
+  EXPECT_EQ(spent.exit_code, 1);
+  EXPECT_NE(all_lines(spent).find("restart budget spent (2 restarts, 2 of them healed in process); giving up"),
+            std::string::npos)
+      << all_lines(spent);
+  f.healed_events = 1;
+  const Decision left = decide_after_generation(f);
+  EXPECT_EQ(left.action, RunAction::kRestart) << all_lines(left);
+  EXPECT_EQ(left.restarts, 1) << "restarts from disk, as agent.json reports them";
+  EXPECT_NE(all_lines(left).find("(restart 2 of 2)"), std::string::npos) << all_lines(left);
+}
+
 }  // namespace
 }  // namespace tenax::launcher
