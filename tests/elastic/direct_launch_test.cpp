@@ -23,6 +23,7 @@
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/elastic/direct_launch.h"
+#include "tenax/elastic/in_process_recovery.h"
 #include "tenax/elastic/job_keys.h"
 #include "tenax/elastic/kv_service.h"
 #include "tenax/elastic/store.h"
@@ -218,6 +219,49 @@ TEST_F(ElasticDirectLaunch, OneTaskNeedsNoStore) {
   EXPECT_NE(r0.output().find("rank 0 of 1 local 0 of 1 generation 0 restart 0 sum 1.500 ranks 0 store no"),
             std::string::npos)
       << r0.output();
+}
+
+// Issue 33, point 3: a replacement (a new process, or a warm spare given a lost rank) that
+// cannot join the job -- here no agent ever declares the generation it waits for -- says why in
+// one line under its own identity before it exits, so that the agent's log shows what became of
+// it. The environment is the one `tenax run` gives a replacement (launcher/src/worker_environment.cpp).
+TEST_F(ElasticDirectLaunch, AReplacementThatCannotJoinSaysWhyInOneLineBeforeItExits) {
+  tenax::elastic::KvService service;
+  const std::string endpoint = service.start("tcp://127.0.0.1:0");
+  const Env replacement = {{"RANK", "1"},
+                           {"WORLD_SIZE", "2"},
+                           {"LOCAL_RANK", "0"},
+                           {"LOCAL_WORLD_SIZE", "1"},
+                           {"TENAX_GENERATION", "3"},
+                           {"TENAX_RDZV_ENDPOINT", endpoint},
+                           {"TENAX_RDZV_TIMEOUT", "1"},
+                           {tenax::elastic::kRecoveryVariable, tenax::elastic::kRecoveryInProcess},
+                           {tenax::elastic::kNodeIdVariable, "node-000001"}};
+  Env new_process = replacement;
+  new_process[tenax::elastic::kReplacementVariable] = "1";
+  Env spare = replacement;
+  spare[tenax::elastic::kSpareIdVariable] = "7";
+  // The agent gives the spare its rank and generation, then (here) declares nothing.
+  auto store = tenax::elastic::connect_store(endpoint, std::chrono::seconds(10));
+  const std::string assignment = "0 3 2";
+  store->set(tenax::elastic::spare_key("node-000001", 7), std::vector<char>(assignment.begin(), assignment.end()));
+  const std::vector<std::pair<std::string, Env>> cases = {{"a new process", new_process},
+                                                          {"warm spare 7", spare}};
+  for (const auto& [who, env] : cases) {
+    SCOPED_TRACE(who);
+    Worker w(env, log(who == "a new process" ? "new" : "spare"));
+    ASSERT_TRUE(w.started());
+    EXPECT_EQ(w.wait(std::chrono::seconds(60)), 1) << w.output();
+    const std::string out = w.output();
+    const std::string line = who + " of node node-000001 (replacing a lost rank from generation 3) cannot join the job:";
+    const auto at = out.find(line);
+    ASSERT_NE(at, std::string::npos) << out;
+    EXPECT_EQ(out.find(line, at + 1), std::string::npos) << "one line\n" << out;
+    const std::size_t begin = out.rfind('\n', at) == std::string::npos ? 0 : out.rfind('\n', at) + 1;
+    const std::string said = out.substr(begin, out.find('\n', at) - begin);
+    EXPECT_NE(said.find("the agent declared no generation 3 within 1000 ms"), std::string::npos) << said;
+    EXPECT_NE(said.find("[tenax.elastic] error:"), std::string::npos) << "an error line: " << said;
+  }
 }
 
 // In this process, which never initialised MPI: asking for an MPI communicator is a clear
