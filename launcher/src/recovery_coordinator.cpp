@@ -93,7 +93,7 @@ void RecoveryCoordinator::declare_generation(int lost_generation, const Generati
 }
 
 Loss RecoveryCoordinator::loss_seen(WorkerGroup& group, const std::vector<std::size_t>& lost, bool config_error,
-                                     const GenerationPlan& plan, int restarts) {
+                                    const GenerationPlan& plan, int restarts) {
   Loss loss;
   loss.generation = plan.generation;
   loss.world_size = plan.world_size;
@@ -176,8 +176,8 @@ bool RecoveryCoordinator::recover(WorkerGroup& group, const GenerationPlan& plan
   formation.previous_world_size = from.world_size;
   if (plan.store_endpoint != from.store_endpoint) formation.store_moved_to = plan.store_endpoint;
   formation.worker_finished = group.any_succeeded();
-  formation.holders_alive = static_cast<int>(std::count_if(group.workers().begin(), group.workers().end(),
-                                                           [](Worker& w) { return !w.ended() && !w.unhealed_replacement; }));
+  formation.holders_alive = static_cast<int>(std::count_if(
+      group.workers().begin(), group.workers().end(), [](Worker& w) { return !w.ended() && !w.unhealed_replacement; }));
   const RecoveryVerdict verdict = machine_.formed(formation, Clock::now());
   if (!verdict.heal) {
     log_->warn(
@@ -226,6 +226,7 @@ bool RecoveryCoordinator::recover(WorkerGroup& group, const GenerationPlan& plan
       replaced.push_back({{"rank", w.rank}, {"lost_pid", old_pid}, {"pid", w.process->pid()}, {"by", how}});
     }
   } catch (const Error& e) {
+    machine_.heal_abandoned();
     log_->error("in-process recovery failed ({}); this node's workers restart from the newest checkpoint", e.what());
     return false;
   }

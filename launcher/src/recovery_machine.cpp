@@ -131,4 +131,11 @@ RecoveryVerdict RecoveryMachine::formed(const Formation& f, Clock::time_point no
   return v;
 }
 
+void RecoveryMachine::heal_abandoned() {
+  state_ = RecoveryState::kRestarting;
+  // One node: the event is in charged_events_ already. Across nodes the loop charged the
+  // generation whose end began it.
+  if (!multi_node_) charge_ = false;
+}
+
 }  // namespace tenax::launcher

@@ -56,17 +56,17 @@ struct Formation {
   int generation = 0;
   int world_size = 1;
   int previous_world_size = 1;
-  std::string store_moved_to;   ///< the job's store's new endpoint when the rendezvous host was lost
-  bool worker_finished = false; ///< a worker of this node already finished
-  int holders_alive = 1;        ///< this node's workers that hold state and are still running
+  std::string store_moved_to;    ///< the job's store's new endpoint when the rendezvous host was lost
+  bool worker_finished = false;  ///< a worker of this node already finished
+  int holders_alive = 1;         ///< this node's workers that hold state and are still running
 };
 
 struct RecoveryVerdict {
-  bool heal = false;     ///< in process; else every worker restarts from the newest checkpoint
-  bool charged = true;   ///< counts against --max-restarts
-  bool same_event = false; ///< the loss came while an earlier one healed
-  int event_losses = 0;  ///< losses of the fault event so far, this one included
-  std::string why_not;   ///< why not in process (empty when healed, or in restart mode)
+  bool heal = false;        ///< in process; else every worker restarts from the newest checkpoint
+  bool charged = true;      ///< counts against --max-restarts
+  bool same_event = false;  ///< the loss came while an earlier one healed
+  int event_losses = 0;     ///< losses of the fault event so far, this one included
+  std::string why_not;      ///< why not in process (empty when healed, or in restart mode)
 };
 
 class RecoveryMachine {
@@ -86,6 +86,9 @@ class RecoveryMachine {
   /// The next generation after a healable loss: heal in it, or restart from disk (the event's
   /// charge, not a second one).
   RecoveryVerdict formed(const Formation& formation, Clock::time_point now);
+  /// The heal of a formed generation could not begin after all (the job's store could not be
+  /// reached): the workers restart from disk, as the fault event's charge, not a second one.
+  void heal_abandoned();
   /// Warm spares refill once the last heal had its moment (a new one competes for the cores).
   bool may_refill_spares(Clock::time_point now) const { return now >= refill_after_; }
 
@@ -108,7 +111,7 @@ class RecoveryMachine {
   int healing_generation_ = -1;  ///< the generation the last heal began in (healed or not)
   int event_losses_ = 0;         ///< losses of the fault event in progress, its first included
   int charged_events_ = 0;
-  bool event_charged_here_ = false; ///< charged_events_ holds an event whose heal has not begun
+  bool event_charged_here_ = false;  ///< charged_events_ holds an event whose heal has not begun
   bool charge_ = true;
   Clock::time_point refill_after_{};
 };

@@ -245,15 +245,15 @@ TEST_F(ElasticDirectLaunch, AReplacementThatCannotJoinSaysWhyInOneLineBeforeItEx
   auto store = tenax::elastic::connect_store(endpoint, std::chrono::seconds(10));
   const std::string assignment = "0 3 2";
   store->set(tenax::elastic::spare_key("node-000001", 7), std::vector<char>(assignment.begin(), assignment.end()));
-  const std::vector<std::pair<std::string, Env>> cases = {{"a new process", new_process},
-                                                          {"warm spare 7", spare}};
+  const std::vector<std::pair<std::string, Env>> cases = {{"a new process", new_process}, {"warm spare 7", spare}};
   for (const auto& [who, env] : cases) {
     SCOPED_TRACE(who);
     Worker w(env, log(who == "a new process" ? "new" : "spare"));
     ASSERT_TRUE(w.started());
     EXPECT_EQ(w.wait(std::chrono::seconds(60)), 1) << w.output();
     const std::string out = w.output();
-    const std::string line = who + " of node node-000001 (replacing a lost rank from generation 3) cannot join the job:";
+    const std::string line =
+        who + " of node node-000001 (replacing a lost rank from generation 3) cannot join the job:";
     const auto at = out.find(line);
     ASSERT_NE(at, std::string::npos) << out;
     EXPECT_EQ(out.find(line, at + 1), std::string::npos) << "one line\n" << out;

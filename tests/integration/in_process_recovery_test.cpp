@@ -440,8 +440,8 @@ TEST(InProcessRecovery, FaultEventsHealedInProcessSpendTheRestartBudget) {
     }
   }
   ASSERT_GE(newest, 20);
-  const std::string verify = std::string(TENAX_BINARY) + " ckpt verify " +
-                             final_checkpoint(job.name, newest).string() + " > /dev/null 2>&1";
+  const std::string verify =
+      std::string(TENAX_BINARY) + " ckpt verify " + final_checkpoint(job.name, newest).string() + " > /dev/null 2>&1";
   EXPECT_EQ(std::system(verify.c_str()), 0) << verify;
 }
 

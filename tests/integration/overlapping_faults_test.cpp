@@ -295,8 +295,8 @@ TEST_P(OverlappingLosses, AKillDuringASaveHealsInProcess) {
   std::cout << "seed " << seed << " (TENAX_TEST_SEED replays it)" << std::endl;
   std::mt19937 random(seed);
   reference(shape.nodes * shape.workers);
-  Job job = start_job("kill-in-save-" + std::to_string(shape.nodes) + "x" + std::to_string(shape.workers),
-                      shape.nodes, shape.workers);
+  Job job = start_job("kill-in-save-" + std::to_string(shape.nodes) + "x" + std::to_string(shape.workers), shape.nodes,
+                      shape.workers);
   wait_for_first_save(job);
   if (HasFatalFailure()) return;
   const int victim = std::uniform_int_distribution<int>(0, shape.nodes * shape.workers - 1)(random);
@@ -322,8 +322,7 @@ TEST_P(OverlappingLosses, AKillDuringASaveHealsInProcess) {
     std::this_thread::sleep_for(200us);
   }
   ASSERT_EQ(saves_seen, skip + 1) << "no save in flight was seen within 60 s\n" << job.logs();
-  std::cout << "killing rank " << victim << " (pid " << victim_pid << ") while " << seen << " is written"
-            << std::endl;
+  std::cout << "killing rank " << victim << " (pid " << victim_pid << ") while " << seen << " is written" << std::endl;
   ::kill(victim_pid, SIGKILL);
   expect_healed_bit_identically(job, /*losses=*/1);
 }

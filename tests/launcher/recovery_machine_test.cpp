@@ -55,13 +55,13 @@ int enter(RecoveryMachine& m, RecoveryState state, bool multi_node, Clock::time_
 }
 
 enum class Fault {
-  kOneWorker,         // one of this node's workers dies or hangs
-  kTwoTogether,       // two of them at once (gathered into one loss)
-  kEveryHolder,       // every worker of this node (unhealed replacements alone: a test of its own)
-  kConfigError,       // a worker exits 2
-  kAnotherNode,       // another node's loss ends the generation (nothing lost here)
-  kBudgetSpent,       // one worker, with --max-restarts used up by the run loop
-  kOneTooMany,        // one worker, a loss beyond kMaxLossesPerEvent before the job healed
+  kOneWorker,    // one of this node's workers dies or hangs
+  kTwoTogether,  // two of them at once (gathered into one loss)
+  kEveryHolder,  // every worker of this node (unhealed replacements alone: a test of its own)
+  kConfigError,  // a worker exits 2
+  kAnotherNode,  // another node's loss ends the generation (nothing lost here)
+  kBudgetSpent,  // one worker, with --max-restarts used up by the run loop
+  kOneTooMany,   // one worker, a loss beyond kMaxLossesPerEvent before the job healed
 };
 
 const char* fault_name(Fault f) {
@@ -134,7 +134,8 @@ TEST(LauncherRecoveryMachine, EveryStateAgainstEveryKindOfLoss) {
       {one, S::kHealing, F::kEveryHolder, false, false, false, 1, "no worker survived"},
       {one, S::kHealing, F::kConfigError, false, false, false, 1, "configuration error"},
       {one, S::kHealing, F::kBudgetSpent, true, false, true, 1, ""},
-      {one, S::kHealing, F::kOneTooMany, false, false, false, 1, "5 losses came before the job healed from the first (at most 4"},
+      {one, S::kHealing, F::kOneTooMany, false, false, false, 1,
+       "5 losses came before the job healed from the first (at most 4"},
       // Across nodes: every recovery ends the generation, which the run loop charges as decided
       // (and counts: the machine's own count stays 0).
       {many, S::kStarting, F::kOneWorker, false, true, true, 0, "only 0 of 4 workers"},
@@ -152,7 +153,8 @@ TEST(LauncherRecoveryMachine, EveryStateAgainstEveryKindOfLoss) {
       {many, S::kHealing, F::kAnotherNode, true, false, false, 0, ""},
       {many, S::kHealing, F::kConfigError, false, false, false, 0, "configuration error"},
       {many, S::kHealing, F::kBudgetSpent, true, false, false, 0, ""},
-      {many, S::kHealing, F::kOneTooMany, false, false, false, 0, "5 losses came before the job healed from the first (at most 4"},
+      {many, S::kHealing, F::kOneTooMany, false, false, false, 0,
+       "5 losses came before the job healed from the first (at most 4"},
   };
   for (const LossRow& r : rows) {
     SCOPED_TRACE(std::string(r.multi_node ? "many nodes, " : "one node, ") + recovery_state_name(r.state) + " × " +
@@ -211,8 +213,8 @@ TEST(LauncherRecoveryMachine, EveryWayTheNextGenerationFormsWhileALossIsDeclared
     SCOPED_TRACE(std::string(r.multi_node ? "many nodes" : "one node") + (r.same_event ? ", same event, " : ", ") +
                  "formed " + std::to_string(static_cast<int>(r.formed)));
     RecoveryMachine m(RecoveryMode::kInProcess, kMaxRestarts, r.multi_node);
-    int generation = enter(m, r.same_event ? RecoveryState::kHealing : RecoveryState::kDeclaring, r.multi_node,
-                           Clock::time_point{});
+    int generation =
+        enter(m, r.same_event ? RecoveryState::kHealing : RecoveryState::kDeclaring, r.multi_node, Clock::time_point{});
     if (r.same_event) {
       ASSERT_TRUE(m.lost(loss_of(r.multi_node, generation, 1)).heal);
       // Across nodes the generation that ended is charged as the loss was judged: not again.
@@ -237,6 +239,28 @@ TEST(LauncherRecoveryMachine, EveryWayTheNextGenerationFormsWhileALossIsDeclared
     // On one node a restart from disk ends the generation: charged once for the whole event.
     if (!r.multi_node) {
       EXPECT_EQ(m.take_charge(), r.loop_charges);
+    }
+  }
+}
+
+// A heal that cannot begin after the generation formed (the job's store unreachable) restarts
+// from disk as the fault event's charge: on one node the event is counted already, so the
+// generation's end is not charged again; across nodes the loop charged it when it ended.
+TEST(LauncherRecoveryMachine, AHealThatCannotBeginCostsNoSecondCharge) {
+  for (const bool multi_node : {false, true}) {
+    SCOPED_TRACE(multi_node ? "many nodes" : "one node");
+    RecoveryMachine m(RecoveryMode::kInProcess, kMaxRestarts, multi_node);
+    enter(m, RecoveryState::kDeclaring, multi_node, Clock::time_point{});
+    // Across nodes the generation that the loss ended was charged by the run loop then.
+    if (multi_node) {
+      EXPECT_TRUE(m.take_charge());
+    }
+    ASSERT_TRUE(m.formed(formation_after(0), Clock::time_point{}).heal);
+    m.heal_abandoned();
+    EXPECT_EQ(m.state(), RecoveryState::kRestarting);
+    EXPECT_EQ(m.charged_events(), multi_node ? 0 : 1);
+    if (!multi_node) {
+      EXPECT_FALSE(m.take_charge()) << "the event's restart from disk is not charged again";
     }
   }
 }
