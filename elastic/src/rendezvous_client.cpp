@@ -249,6 +249,10 @@ class ClientThread {
       return;
     }
     if (silence <= options_.heartbeat().expiry() || now < next_reconnect_) return;
+    // A node that leaves does not look for the service again: its farewell waits a bounded
+    // time (RendezvousClient::leave), and a silent service may be gone for good (its host gave
+    // up first); the service sees this node go when its heartbeats stop.
+    if (shared_.leave_requested != 0) return;
     ++reconnects_;
     log_->warn("no answer from the rendezvous service at {} for {} ms; reconnecting (attempt {}, next in {} ms)",
                endpoint_, ms(silence), reconnects_, backoff_.count());
