@@ -16,6 +16,7 @@
 #include "multi_node_plan.h"
 #include "slurm_job.h"
 #include "ckpt_command.h"
+#include "crash_report.h"
 #include "rdzv_command.h"
 #include "run_options.h"
 #include "tenax/core/build_info.h"
@@ -89,6 +90,7 @@ int run_command(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   using namespace tenax;
+  launcher::install_crash_report("tenax");
   const std::vector<std::string> args(argv + 1, argv + argc);
   // CLI11 reads the command; the command reads the rest (run_options.h, rdzv_command.h, ckpt_command.h).
   CLI::App app("", "tenax");

@@ -145,7 +145,7 @@ std::vector<std::size_t> WorkerGroup::find_hung(bool narrow, std::string& failur
       verdicts[i] = judge_hang(*f, timeout);
       roles[i] = verdicts[i].role;
     }
-    if (roles[i] == HangRole::kProgressing) workers_[i].wait_logged = false;
+    if (roles[i] == HangRole::kProgressing) workers_[i].wait_logged = Worker::WaitLogged::kNothing;
     if (roles[i] == HangRole::kCulprit && !culprit) culprit = i;
   }
   const std::vector<bool> hung = hung_workers(roles, narrow);
@@ -165,19 +165,21 @@ std::vector<std::size_t> WorkerGroup::find_hung(bool narrow, std::string& failur
       out.push_back(i);
       continue;
     }
-    if (w.wait_logged) continue;  // once per silence: it is looked at every second
-    w.wait_logged = true;
     if (culprit) {
+      if (w.wait_logged == Worker::WaitLogged::kWithCulprit) continue;  // once per silence: looked at every second
+      w.wait_logged = Worker::WaitLogged::kWithCulprit;
       log_->warn(
           "worker {} made no progress for {:.1f} s either, but it is running: it waits in a collective for the {} "
           "one; it keeps its process",
           where(w), stale, facts[*culprit].stopped ? "stopped" : "hung");
-    } else {
+    } else if (w.wait_logged == Worker::WaitLogged::kNothing) {
+      w.wait_logged = Worker::WaitLogged::kWithoutCulprit;
       log_->warn(
           "worker {} made no progress for {:.1f} s, but it waits in a collective ({:.1f} s so far), probably for "
-          "a peer on another node; it keeps its process (it is taken for hung only after over {} s in it with no "
-          "culprit found here)",
-          where(w), stale, seconds(verdicts[i].waited), 2 * timeout.count());
+          "{}; it keeps its process (it is taken for hung only after over {} s in it with no culprit found here)",
+          where(w), stale, seconds(verdicts[i].waited),
+          multi_node_ ? "a peer on another node" : "a peer whose silence is not yet past --hang-timeout",
+          2 * timeout.count());
     }
   }
   return out;

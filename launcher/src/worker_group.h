@@ -31,7 +31,10 @@ struct Worker {
   std::optional<WorkerProcess> process;  ///< empty when it could not be started
   bool stopped_by_agent = false;         ///< still running when the agent began stopping them
   bool unhealed_replacement = false;     ///< took a lost rank's place and has not healed yet
-  bool wait_logged = false;              ///< said it waits in a collective since its progress went stale
+  /// What was said, since its progress went stale, about its waiting in a collective: once
+  /// without a culprit, and once more when a culprit is found (on one node that is often a
+  /// second later: the waiter's progress goes stale a moment before the culprit's does).
+  enum class WaitLogged { kNothing, kWithoutCulprit, kWithCulprit } wait_logged = WaitLogged::kNothing;
 
   bool ended() { return !process || process->poll().has_value(); }
 };
