@@ -522,10 +522,14 @@ void RendezvousGenerations::close_service() {
         "{} ms = {} ms x {})",
         last.longest_silence_ms, heartbeat_.expiry().count(), heartbeat_.interval().count(), heartbeat_.liveness());
     rdzv_service_->stop();
-    rdzv_service_.reset();
   }
+  // The keeper's thread asks the service for its generation at every renewal: it is joined
+  // (release) before the service is destroyed. The other way round, a renewal during the
+  // teardown read a freed service (an agent that finished crashed with SIGSEGV, once in CI).
+  // Released only once the service stopped, so that no node claims the lease while it serves.
   if (lease_keeper_) lease_keeper_->release();
   lease_keeper_.reset();
+  rdzv_service_.reset();
 }
 
 }  // namespace

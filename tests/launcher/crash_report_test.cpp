@@ -63,7 +63,11 @@ TEST(CrashReport, AFaultOfItsOwnIsNamedAsABugWithABacktraceAndStillKillsTheProce
 }
 
 TEST(CrashReport, AFatalSignalFromOutsideNamesItsSender) {
-  const Death d = in_child([] { for (;;) ::pause(); }, [](pid_t child) { ::kill(child, SIGSEGV); });
+  const Death d = in_child(
+      [] {
+        for (;;) ::pause();
+      },
+      [](pid_t child) { ::kill(child, SIGSEGV); });
   EXPECT_EQ(d.signal, SIGSEGV) << d.said;
   EXPECT_NE(d.said.find("probe (pid " + std::to_string(d.pid) + "): fatal signal SIGSEGV sent by pid " +
                         std::to_string(::getpid()) + " (a kill from outside"),
