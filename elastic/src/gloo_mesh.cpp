@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <unordered_set>
 
 #include <gloo/common/error.h>
 #include <gloo/transport/context.h>
@@ -76,6 +77,99 @@ std::string socket_endpoint(int fd) {
 
 }  // namespace
 
+
+// The mesh's transport context as Gloo's collectives see it: the TCP context's pairs, and its
+// buffers wrapped so that a cut fails their waits. Gloo's Pair::signalException (the socket
+// ended) fails the buffers still waiting for their peer's notice, but neither a send already
+// queued on the socket nor a receive whose message had begun to arrive: a thread waiting on one
+// of those waited out the collective's whole timeout after its peer was gone, while the next
+// generation waited for this rank (IntegrationMultiNode.APausedAgentUnderInProcessRecovery...
+// under load: rank 0's bucket allreduce sat in Gloo's waitRecv for its 120 s).
+class CuttableContext final : public gloo::transport::Context {
+ public:
+  explicit CuttableContext(std::shared_ptr<gloo::transport::Context> pairs)
+      : gloo::transport::Context(pairs->rank, pairs->size), pairs_(std::move(pairs)) {}
+
+  std::unique_ptr<gloo::transport::Pair>& getPair(int peer) override { return pairs_->getPair(peer); }
+  std::unique_ptr<gloo::transport::Pair>& createPair(int peer) override { return pairs_->createPair(peer); }
+  std::unique_ptr<gloo::transport::UnboundBuffer> createUnboundBuffer(void* ptr, size_t size) override {
+    auto buffer = std::make_unique<Buffer>(*this, pairs_->createUnboundBuffer(ptr, size));
+    std::lock_guard<std::mutex> lock(buffers_mutex_);
+    live_.insert(buffer.get());
+    return buffer;
+  }
+
+  /// Every wait on a live buffer ends now, and every later call on any buffer throws. Idempotent.
+  void cut(const std::string& why) {
+    std::lock_guard<std::mutex> lock(buffers_mutex_);
+    if (!why_.empty()) return;
+    why_ = "the communicator was cut: " + why;
+    for (Buffer* buffer : live_) buffer->abort_waits();
+  }
+
+ private:
+  // Gloo's buffer, forwarded to; its waits and calls throw once the context is cut. An aborted
+  // wait returns false in Gloo (the abort is kept until a wait takes it, so one that starts
+  // after the cut returns at once too); here that becomes the IoException a collective fails with.
+  class Buffer final : public gloo::transport::UnboundBuffer {
+   public:
+    Buffer(CuttableContext& owner, std::unique_ptr<gloo::transport::UnboundBuffer> inner)
+        : gloo::transport::UnboundBuffer(inner->ptr, inner->size), owner_(owner), inner_(std::move(inner)) {}
+    ~Buffer() override {
+      std::lock_guard<std::mutex> lock(owner_.buffers_mutex_);
+      owner_.live_.erase(this);
+    }
+    bool waitRecv(int* rank, std::chrono::milliseconds timeout) override {
+      throw_if_cut();
+      const bool done = inner_->waitRecv(rank, timeout);
+      if (!done) throw_if_cut();
+      return done;
+    }
+    bool waitSend(int* rank, std::chrono::milliseconds timeout) override {
+      throw_if_cut();
+      const bool done = inner_->waitSend(rank, timeout);
+      if (!done) throw_if_cut();
+      return done;
+    }
+    void abortWaitRecv() override { inner_->abortWaitRecv(); }
+    void abortWaitSend() override { inner_->abortWaitSend(); }
+    void send(int peer, uint64_t slot, size_t offset, size_t bytes) override {
+      throw_if_cut();
+      inner_->send(peer, slot, offset, bytes);
+    }
+    void recv(int peer, uint64_t slot, size_t offset, size_t bytes) override {
+      throw_if_cut();
+      inner_->recv(peer, slot, offset, bytes);
+    }
+    void recv(std::vector<int> peers, uint64_t slot, size_t offset, size_t bytes) override {
+      throw_if_cut();
+      inner_->recv(std::move(peers), slot, offset, bytes);
+    }
+    void abort_waits() {
+      inner_->abortWaitRecv();
+      inner_->abortWaitSend();
+    }
+
+   private:
+    void throw_if_cut() {
+      std::string why;
+      {
+        std::lock_guard<std::mutex> lock(owner_.buffers_mutex_);
+        why = owner_.why_;
+      }
+      if (!why.empty()) throw gloo::IoException(why);
+    }
+
+    CuttableContext& owner_;
+    std::unique_ptr<gloo::transport::UnboundBuffer> inner_;
+  };
+
+  std::shared_ptr<gloo::transport::Context> pairs_;
+  std::mutex buffers_mutex_;  // guards live_ and why_; taken before a Gloo buffer's own lock
+  std::unordered_set<Buffer*> live_;
+  std::string why_;  // non-empty once cut
+};
+
 bool GlooMesh::was_cut() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return cut_;
@@ -137,7 +231,9 @@ void GlooMesh::connect(Store& store, const std::shared_ptr<gloo::transport::Devi
   if (cut_) throw PeerLostError("the mesh was cut while it connected");
   hold_sockets(*pairs);
   device_ = device;
-  transportContext_ = std::move(pairs);
+  cuttable_ = std::make_shared<CuttableContext>(std::move(pairs));
+  cuttable_->setTimeout(timeout);
+  transportContext_ = cuttable_;
   pairs_.reset();
 }
 
@@ -166,6 +262,7 @@ void GlooMesh::cut() {
   if (cut_) return;
   cut_ = true;
   for (const UniqueFd& socket : sockets_) ::shutdown(socket.get(), SHUT_RDWR);
+  if (cuttable_ && !pairs_) cuttable_->cut("a peer was lost or the generation was superseded");
   if (pairs_) {
     // Still connecting: Pair::close wakes a wait for a connection, under the pair's own lock.
     for (int peer = 0; peer < size; ++peer) {

@@ -8,7 +8,12 @@
 //   - a pair still connecting is closed (Gloo's Pair::close wakes the wait for the connection);
 //   - a connected pair's socket is shut down, through a duplicate of its descriptor taken when
 //     it connected: Gloo's own event loop then sees the connection end, fails the operations
-//     waiting on it, and the peer at the other end sees it end too.
+//     waiting on it, and the peer at the other end sees it end too;
+//   - every wait of a collective in flight ends, and every later call throws (the buffers Gloo's
+//     collectives make are wrapped, gloo_mesh.cpp's CuttableContext): Gloo's own failure wakes
+//     the buffers still waiting for their peer's notice, but not a send already queued on the
+//     socket nor a receive whose message had begun to arrive, which waited out the collective's
+//     whole timeout (120 s) while the peers' next generation waited for them.
 // The store holds each rank's pair addresses under "rank_<r>" (one address per other rank, in
 // rank order), as connectFullMesh does; only Tenax's own ranks read them.
 // Thread-safety: connect() on one thread, once; cut() from any thread at any time.
@@ -26,6 +31,8 @@
 #include "tenax/elastic/store.h"
 
 namespace tenax::elastic::detail {
+
+class CuttableContext;
 
 class GlooMesh final : public gloo::rendezvous::Context {
  public:
@@ -48,6 +55,7 @@ class GlooMesh final : public gloo::rendezvous::Context {
 
   mutable std::mutex mutex_;
   std::shared_ptr<gloo::transport::Context> pairs_;  // while connecting; then transportContext_
+  std::shared_ptr<CuttableContext> cuttable_;        // transportContext_, once connected
   std::vector<UniqueFd> sockets_;
   bool cut_ = false;
 };

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <future>
 #include <memory>
 #include <string>
@@ -42,6 +43,14 @@ class BorrowedStore final : public Store {
 };
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// A cut shuts this rank's sockets down: its peer's next write fails with EPIPE, which is a
+// SIGPIPE unless ignored, as every worker does (WorkerContext, worker_context.cpp). So does
+// this test process, whose two "ranks" share it.
+const bool kSigpipeIgnored = [] {
+  ::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
 
 TEST(ElasticAbortSignal, RaisingRunsTheCutOnceAndALateCutAtOnce) {
   AbortSignal signal;
@@ -110,6 +119,52 @@ TEST(ElasticAbortSignal, ReleasesACollectiveWaitingOnAPeerThatNeverAnswers) {
   const auto peer_start = Clock::now();
   EXPECT_THROW(rank1->barrier(60s), PeerLostError);
   EXPECT_LT(seconds_since(peer_start), 5.0) << "the peer sees the connection close";
+}
+
+// Gloo fails the buffers still waiting for their peer's notice when a connection ends, but
+// not a receive whose message has begun to arrive nor a send already on the socket: a cut in
+// the middle of a large transfer waited out the collective's whole timeout (the next
+// generation's peers waiting for this rank meanwhile). Both sides of a transfer, cut mid-way.
+TEST(ElasticAbortSignal, ReleasesATransferAlreadyUnderWayOnEitherSide) {
+  for (const int cut_rank : {0, 1}) {
+    SCOPED_TRACE(cut_rank == 0 ? "the receiver is cut" : "the sender is cut");
+    InMemoryStore base;
+    BorrowedStore store0(base), store1(base);
+    GlooOptions options[2];
+    for (GlooOptions& o : options) o.timeout = 60s;
+    // Every rank's generation watch raises its own signal; the other's comes once this one's
+    // call returned (which is what is measured).
+    for (GlooOptions& o : options) o.abort = std::make_shared<AbortSignal>();
+    auto connect1 = std::async(std::launch::async, [&] { return make_gloo_communicator(store1, 1, 2, options[1]); });
+    std::unique_ptr<Communicator> comm[2] = {make_gloo_communicator(store0, 0, 2, options[0]), connect1.get()};
+    // Large enough that the transfer is still under way when the cut comes, on any machine.
+    std::vector<char> data[2] = {std::vector<char>(std::size_t{1} << 30, 0), std::vector<char>(std::size_t{1} << 30, 1)};
+    std::future<void> other = std::async(std::launch::async, [&] {
+      try {
+        comm[1 - cut_rank]->broadcast(data[1 - cut_rank].data(), data[1 - cut_rank].size(), /*root=*/1, 60s);
+      } catch (const Error&) {
+        // its peer's cut ends it too, sooner or later; not what this test measures
+      }
+    });
+    std::thread raiser([&] {
+      std::this_thread::sleep_for(50ms);
+      options[cut_rank].abort->raise("generation 3 was superseded by generation 4");
+    });
+    const auto start = Clock::now();
+    bool released = false;
+    try {
+      comm[cut_rank]->broadcast(data[cut_rank].data(), data[cut_rank].size(), /*root=*/1, 60s);
+    } catch (const PeerLostError& e) {
+      released = std::string(e.what()).find("superseded by generation 4") != std::string::npos;
+      EXPECT_TRUE(released) << e.what();
+    }
+    const double waited = seconds_since(start);
+    raiser.join();
+    options[1 - cut_rank].abort->raise("generation 3 was superseded by generation 4");
+    other.wait();
+    ASSERT_TRUE(released) << "the transfer of 1 GiB finished within 50 ms; the cut came too late to test";
+    EXPECT_LT(waited, 5.0) << "released by the signal, not by the 60 s timeout";
+  }
 }
 
 TEST(ElasticAbortSignal, ACommunicatorOfARaisedSignalRefusesEveryCall) {
