@@ -77,7 +77,6 @@ std::string socket_endpoint(int fd) {
 
 }  // namespace
 
-
 // The mesh's transport context as Gloo's collectives see it: the TCP context's pairs, and its
 // buffers wrapped so that a cut fails their waits. Gloo's Pair::signalException (the socket
 // ended) fails the buffers still waiting for their peer's notice, but neither a send already
