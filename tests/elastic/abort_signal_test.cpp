@@ -135,11 +135,12 @@ TEST(ElasticAbortSignal, ReleasesATransferAlreadyUnderWayOnEitherSide) {
     // Every rank's generation watch raises its own signal; the other's comes once this one's
     // call returned (which is what is measured).
     for (GlooOptions& o : options) o.abort = std::make_shared<AbortSignal>();
-    auto connect1 = std::async(std::launch::async, [&] { return make_gloo_communicator(store1, 1, 2, options[1]); });
-    std::unique_ptr<Communicator> comm[2] = {make_gloo_communicator(store0, 0, 2, options[0]), connect1.get()};
     // Large enough that the transfer is still under way when the cut comes, on any machine.
+    // Declared before the communicators: Gloo's threads may touch them until those are gone.
     std::vector<char> data[2] = {std::vector<char>(std::size_t{1} << 30, 0),
                                  std::vector<char>(std::size_t{1} << 30, 1)};
+    auto connect1 = std::async(std::launch::async, [&] { return make_gloo_communicator(store1, 1, 2, options[1]); });
+    std::unique_ptr<Communicator> comm[2] = {make_gloo_communicator(store0, 0, 2, options[0]), connect1.get()};
     std::future<void> other = std::async(std::launch::async, [&] {
       try {
         comm[1 - cut_rank]->broadcast(data[1 - cut_rank].data(), data[1 - cut_rank].size(), /*root=*/1, 60s);
