@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "hf_field_table.h"
 #include "tenax/core/error.h"
+#include "tenax/core/logging.h"
 
 namespace tenax::sdk {
 namespace {
@@ -92,6 +94,34 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+// A TOML value as hf_value_accepted compares it: a string as it is, a boolean as true/false,
+// an array as [items], a table as {...} (never accepted).
+std::string scalar_text(const toml::node& node) {
+  if (const auto* v = node.as_string()) return v->get();
+  if (const auto* v = node.as_boolean()) return v->get() ? "true" : "false";
+  if (const auto* v = node.as_integer()) return std::to_string(v->get());
+  if (const auto* v = node.as_floating_point()) return nlohmann::json(v->get()).dump();
+  if (const auto* array = node.as_array()) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < array->size(); ++i) out += (i > 0 ? ", " : "") + scalar_text((*array)[i]);
+    return out + "]";
+  }
+  return "{...}";
+}
+
+// "'fp16 = true' is not available in Tenax: <why> (accepted here: false)".
+std::string hf_refusal(const HfField& field, const std::string& shown) {
+  std::string out = "'" + shown + "' is not available in Tenax: " + std::string(field.reason);
+  if (field.accepted.empty()) return out + "; remove the key";
+  return out + " (accepted here: " + hf_accepted_values(field) + ")";
+}
+
+// Tenax's keys, then transformers' names that the table answers: a typo of either is suggested.
+std::vector<std::string> with_hf_names(std::vector<std::string> known) {
+  for (const HfField& f : hf_field_table()) known.emplace_back(f.name);
+  return known;
+}
 
 // Sets `target` from a TOML value; `where` is "FILE:LINE: " and `key` the dotted key.
 void set_from_toml(const FieldTarget& target, const toml::node& node, const std::string& where,
@@ -342,13 +372,26 @@ void ArgumentParser::load_toml(const std::string& text, const std::string& sourc
       const std::string where = at(source, node.source().begin.line > 0 ? node.source() : name.source());
       if (const Field* field = find_key(key)) {
         set_from_toml(field->target, node, where, key);
+      } else if (const HfField* hf = prefix.empty() ? find_hf_field(key) : nullptr) {
+        if (!hf->alias_of.empty()) {
+          const Field* alias = find_key(std::string(hf->alias_of));
+          if (alias == nullptr) throw std::logic_error("hf_field_table: " + key + " is an alias of no key");
+          set_from_toml(alias->target, node, where, key);
+          note(where + "'" + key + "' is read as '" + alias->key + "': " + std::string(hf->reason));
+        } else {
+          const std::string text = scalar_text(node);
+          const std::string shown = key + " = " + (node.is_string() ? nlohmann::json(text).dump() : text);
+          if (!hf_value_accepted(*hf, text)) throw ConfigError(where + hf_refusal(*hf, shown));
+          note(where + "'" + shown + "' changes nothing in Tenax: " + std::string(hf->reason));
+        }
       } else if (is_table(key)) {
         if (!node.is_table()) {
           throw ConfigError(where + "'" + key + "' must be a table ([" + key + "]), got " + toml_type_name(node));
         }
         self(*node.as_table(), key + ".", self);
       } else {
-        throw ConfigError(at(source, name.source()) + "unknown key '" + key + "'" + did_you_mean(key, known, ""));
+        throw ConfigError(at(source, name.source()) + "unknown key '" + key + "'" +
+                          did_you_mean(key, with_hf_names(known), ""));
       }
     }
   };
@@ -368,9 +411,22 @@ void ArgumentParser::apply_overrides(const std::vector<std::string>& flags) {
     std::string name = typed.substr(2);
     std::replace(name.begin(), name.end(), '-', '_');
     const Field* field = find_flag(name);
-    if (field == nullptr) throw ConfigError(typed + ": unknown option" + did_you_mean(name, known, "--"));
+    const HfField* hf = field == nullptr ? find_hf_field(name) : nullptr;
     std::optional<std::string> value;
     if (eq != std::string::npos) value = a.substr(eq + 1);
+    if (hf != nullptr && !hf->alias_of.empty()) {
+      field = find_flag(std::string(hf->alias_of));
+      if (field == nullptr) throw std::logic_error("hf_field_table: " + name + " is an alias of no key");
+      note(typed + " is read as --" + field->flag + ": " + std::string(hf->reason));
+    } else if (hf != nullptr) {
+      // As transformers' parser reads it: `--push_to_hub` alone is true, else the next word.
+      if (!value && i + 1 < flags.size() && !starts_with(flags[i + 1], "--")) value = flags[++i];
+      const std::string shown = typed + (value ? " " + (value->empty() ? std::string("\"\"") : *value) : "");
+      if (!hf_value_accepted(*hf, value.value_or("true"))) throw ConfigError(hf_refusal(*hf, shown));
+      note("'" + shown + "' changes nothing in Tenax: " + std::string(hf->reason));
+      continue;
+    }
+    if (field == nullptr) throw ConfigError(typed + ": unknown option" + did_you_mean(name, with_hf_names(known), "--"));
     if (std::holds_alternative<bool*>(field->target) || std::holds_alternative<std::optional<bool>*>(field->target)) {
       if (!value && i + 1 < flags.size() && parse_bool(flags[i + 1])) value = flags[++i];
       if (!value) value = "true";
@@ -380,6 +436,11 @@ void ArgumentParser::apply_overrides(const std::vector<std::string>& flags) {
     }
     set_from_string(field->target, *value, typed);
   }
+}
+
+void ArgumentParser::note(const std::string& line) {
+  notes_.push_back(line);
+  logger("tenax.config", LogPolicy::kRankZeroOnly)->info("{}", line);
 }
 
 std::string ArgumentParser::to_toml() const {

@@ -11,6 +11,12 @@
 // the line and the key (with the closest known name as a suggestion). A double field accepts
 // an integer; nothing else is converted.
 //
+// transformers' own fields are answered by name (sdk/src/hf_field_table.h): an old spelling
+// (`evaluation_strategy`) is read as the Tenax key; a field whose value asks for what Tenax does
+// anyway (`push_to_hub = false`) is accepted; any other value is refused with the reason and the
+// Tenax way. Each alias and accepted no-op leaves a note (notes(), also logged), so that nothing
+// in a config is dropped without a word.
+//
 // The command line: `--learning_rate 3e-5`, `--learning_rate=3e-5`, `--learning-rate 3e-5`
 // (dashes stand for underscores), booleans as `--bf16`, `--bf16 false` or `--bf16=false`,
 // lists comma-separated (`--report_to jsonl,tensorboard`; `--report_to ""` is empty), nested
@@ -86,6 +92,10 @@ class ArgumentParser {
   /// One line per key: its command-line name, type and current value (for --help).
   std::string keys_help() const;
 
+  /// What the parse read differently from what was written, one line each, as logged: a
+  /// transformers field read under its Tenax key, or accepted with no effect (and why).
+  const std::vector<std::string>& notes() const { return notes_; }
+
  private:
   struct Field {
     std::string key;      // in the file: "learning_rate", "lr_scheduler_kwargs.power", "finetune.max_length"
@@ -96,9 +106,11 @@ class ArgumentParser {
   void add_fields(const std::string& section, const std::vector<std::pair<std::string, FieldTarget>>& fields);
   const Field* find_key(const std::string& key) const;
   const Field* find_flag(const std::string& flag) const;
+  void note(const std::string& line);
 
   TrainingArguments& args_;
   std::vector<Field> fields_;
+  std::vector<std::string> notes_;
 };
 
 /// The known name closest to `name` (edit distance, or one contains the other), or "" when none
