@@ -26,6 +26,8 @@ constexpr std::string_view kGeneration =
 constexpr std::string_view kCheckpointing =
     "activation checkpointing is not available yet: every layer keeps its activations for backward";
 
+// One entry a line or two, as a table reads best (clang-format would give each field a line).
+// clang-format off
 const std::vector<HfField> kTable = {
     // transformers 4.44's TrainingArguments, in its order (the fields Tenax honours are for_each_field's).
     {"overwrite_output_dir", "", {"false"},
@@ -218,6 +220,7 @@ const std::vector<HfField> kTable = {
     {"generation_num_beams", "", {}, kGeneration},
     {"generation_config", "", {}, kGeneration},
 };
+// clang-format on
 
 std::optional<bool> as_bool(const std::string& s) {
   if (s == "true" || s == "True" || s == "1" || s == "yes") return true;

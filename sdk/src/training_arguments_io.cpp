@@ -426,7 +426,8 @@ void ArgumentParser::apply_overrides(const std::vector<std::string>& flags) {
       note("'" + shown + "' changes nothing in Tenax: " + std::string(hf->reason));
       continue;
     }
-    if (field == nullptr) throw ConfigError(typed + ": unknown option" + did_you_mean(name, with_hf_names(known), "--"));
+    if (field == nullptr)
+      throw ConfigError(typed + ": unknown option" + did_you_mean(name, with_hf_names(known), "--"));
     if (std::holds_alternative<bool*>(field->target) || std::holds_alternative<std::optional<bool>*>(field->target)) {
       if (!value && i + 1 < flags.size() && parse_bool(flags[i + 1])) value = flags[++i];
       if (!value) value = "true";

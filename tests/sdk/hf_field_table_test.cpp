@@ -115,18 +115,25 @@ TEST(SdkHfFieldTable, EveryEntryIsAFieldOfAPinnedReleaseWithAReasonAndAValidAlia
 TEST(SdkHfFieldTable, AValueThatAsksForWhatTenaxDoesIsAcceptedWithANote) {
   TrainingArguments args;
   ArgumentParser parser(args);
+  // A TOML table is read in key order, so the notes are looked for, not indexed.
+  const auto noted = [&](const std::string& text) {
+    return std::any_of(parser.notes().begin(), parser.notes().end(),
+                       [&](const std::string& line) { return contains(line, text); });
+  };
   parser.load_toml("push_to_hub = false\noptim = \"adamw_torch\"\neval_delay = 0.0\nrun_name = \"cola\"\n", "job.toml");
-  ASSERT_EQ(parser.notes().size(), 4u);
-  EXPECT_TRUE(contains(parser.notes()[0], "job.toml:1: 'push_to_hub = false' changes nothing in Tenax: Tenax does "
-                                          "not upload to the Hugging Face Hub"))
-      << parser.notes()[0];
-  EXPECT_TRUE(contains(parser.notes()[2], "'eval_delay = 0.0'")) << "the same number: " << parser.notes()[2];
-  EXPECT_TRUE(contains(parser.notes()[3], "'run_name = \"cola\"'")) << parser.notes()[3];
+  EXPECT_EQ(parser.notes().size(), 4u);
+  EXPECT_TRUE(
+      noted("job.toml:1: 'push_to_hub = false' changes nothing in Tenax: Tenax does not upload to the Hugging "
+            "Face Hub"));
+  EXPECT_TRUE(noted("job.toml:2: 'optim = \"adamw_torch\"' changes nothing in Tenax"));
+  EXPECT_TRUE(noted("job.toml:3: 'eval_delay = 0.0' changes nothing")) << "the same number as the accepted 0";
+  EXPECT_TRUE(noted("job.toml:4: 'run_name = \"cola\"' changes nothing")) << "any value of run_name";
 
   parser.apply_overrides({"--push_to_hub", "False", "--do_train", "--do_eval", "--hub_strategy=every_save"});
-  ASSERT_EQ(parser.notes().size(), 8u);
-  EXPECT_TRUE(contains(parser.notes()[4], "'--push_to_hub False' changes nothing")) << parser.notes()[4];
-  EXPECT_TRUE(contains(parser.notes()[5], "'--do_train' changes nothing")) << parser.notes()[5];
+  EXPECT_EQ(parser.notes().size(), 8u);
+  EXPECT_EQ(parser.notes()[4].rfind("'--push_to_hub False' changes nothing in Tenax", 0), 0u) << parser.notes()[4];
+  EXPECT_EQ(parser.notes()[5].rfind("'--do_train' changes nothing in Tenax", 0), 0u) << parser.notes()[5];
+  EXPECT_TRUE(noted("'--hub_strategy every_save' changes nothing"));
 }
 
 TEST(SdkHfFieldTable, AnyOtherValueIsRefusedWithTheReasonAndWhatIsAccepted) {
@@ -150,7 +157,8 @@ TEST(SdkHfFieldTable, AnyOtherValueIsRefusedWithTheReasonAndWhatIsAccepted) {
 TEST(SdkHfFieldTable, ATransformersFieldGetsItsReasonNotASuggestionOfAnotherMeaning) {
   for (const auto& [toml, reason] : std::vector<std::pair<std::string, std::string>>{
            {"fp16 = true\n", "float16 training needs dynamic loss scaling"},
-           {"eval_accumulation_steps = 4\n", "every rank gathers all predictions before compute_metrics; remove the key"},
+           {"eval_accumulation_steps = 4\n",
+            "every rank gathers all predictions before compute_metrics; remove the key"},
            {"hub_strategy = \"end\"\n", "Tenax does not upload to the Hugging Face Hub"},
            {"deepspeed = \"ds.json\"\n", "DeepSpeed is a Python library"},
            {"resume_from_checkpoint = \"runs/x/checkpoint-500\"\n", "resumes from the newest verified checkpoint"}}) {
