@@ -1,8 +1,6 @@
 #include "hf_field_table.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <optional>
 
 namespace tenax::sdk {
 namespace {
@@ -222,20 +220,6 @@ const std::vector<HfField> kTable = {
 };
 // clang-format on
 
-std::optional<bool> as_bool(const std::string& s) {
-  if (s == "true" || s == "True" || s == "1" || s == "yes") return true;
-  if (s == "false" || s == "False" || s == "0" || s == "no") return false;
-  return std::nullopt;
-}
-
-std::optional<double> as_number(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double x = std::strtod(s.c_str(), &end);
-  if (*end != '\0') return std::nullopt;
-  return x;
-}
-
 }  // namespace
 
 const std::vector<HfField>& hf_field_table() { return kTable; }
@@ -243,32 +227,6 @@ const std::vector<HfField>& hf_field_table() { return kTable; }
 const HfField* find_hf_field(std::string_view name) {
   const auto it = std::find_if(kTable.begin(), kTable.end(), [&](const HfField& f) { return f.name == name; });
   return it == kTable.end() ? nullptr : &*it;
-}
-
-bool hf_value_accepted(const HfField& field, const std::string& value) {
-  for (const std::string_view accepted_view : field.accepted) {
-    const std::string accepted(accepted_view);
-    if (accepted == "*" || accepted == value) return true;
-    const auto a = as_bool(accepted);
-    const auto b = as_bool(value);
-    if (a && b && *a == *b) return true;
-    const auto x = as_number(accepted);
-    const auto y = as_number(value);
-    if (x && y && *x == *y) return true;
-  }
-  return false;
-}
-
-std::string hf_accepted_values(const HfField& field) {
-  std::string out;
-  for (std::size_t i = 0; i < field.accepted.size(); ++i) {
-    const std::string_view v = field.accepted[i];
-    if (v == "*") return "any value";
-    if (i > 0) out += i + 1 == field.accepted.size() ? " or " : ", ";
-    const bool bare = v == "true" || v == "false" || v == "[]" || as_number(std::string(v)).has_value();
-    out += bare ? std::string(v) : "'" + std::string(v) + "'";
-  }
-  return out;
 }
 
 }  // namespace tenax::sdk

@@ -15,7 +15,6 @@
 // Thread-safety: the table is immutable.
 #pragma once
 
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +25,8 @@ struct HfField {
   std::string_view alias_of;  ///< non-empty: read as this Tenax key
   /// Values (as a TOML scalar or a command-line word: "false", "0", "", "[]", "random") that ask
   /// for what Tenax does; "*" accepts any value. Empty for an alias and for a field always refused.
+  /// The parser compares a value as it reads its own: a boolean in any of its spellings, a number
+  /// by value ("0" is "0.0").
   std::vector<std::string_view> accepted;
   std::string_view reason;  ///< why, and how to get the effect in Tenax (one sentence or two, no final period)
 };
@@ -35,13 +36,5 @@ const std::vector<HfField>& hf_field_table();
 
 /// The entry for `name`, or nullptr when the table does not know it.
 const HfField* find_hf_field(std::string_view name);
-
-/// Whether `value` (a TOML scalar or a command-line word, normalised by the caller: booleans as
-/// true/false, an empty array as "[]") is one of `field.accepted`: the same text, the same
-/// boolean spelled another way (yes/1), or the same number ("0" and "0.0").
-bool hf_value_accepted(const HfField& field, const std::string& value);
-
-/// `field.accepted` for a message: "false", "'adamw_torch' or 'adamw_torch_fused'", "any value".
-std::string hf_accepted_values(const HfField& field);
 
 }  // namespace tenax::sdk

@@ -1,6 +1,7 @@
 #include "tenax/sdk/training_arguments_io.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -95,6 +96,51 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
+// The spellings transformers' HfArgumentParser takes (its string_to_bool), in any case: a
+// command line written for it (`--bf16 True`, `--push_to_hub False`) reads the same here.
+std::optional<bool> parse_bool(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (s == "true" || s == "t" || s == "yes" || s == "y" || s == "1") return true;
+  if (s == "false" || s == "f" || s == "no" || s == "n" || s == "0") return false;
+  return std::nullopt;
+}
+
+std::optional<double> parse_number(const std::string& s) {
+  char* end = nullptr;
+  const double x = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0') return std::nullopt;
+  return x;
+}
+
+// Whether `value` (a TOML scalar as scalar_text writes it, or a command-line word) is one of the
+// values `field` accepts: the same text, the same boolean, or the same number.
+bool hf_value_accepted(const HfField& field, const std::string& value) {
+  for (const std::string_view accepted_view : field.accepted) {
+    const std::string accepted(accepted_view);
+    if (accepted == "*" || accepted == value) return true;
+    const auto a = parse_bool(accepted);
+    const auto b = parse_bool(value);
+    if (a && b && *a == *b) return true;
+    const auto x = parse_number(accepted);
+    const auto y = parse_number(value);
+    if (x && y && *x == *y) return true;
+  }
+  return false;
+}
+
+// field.accepted for a message: "false", "'adamw_torch' or 'adamw_torch_fused'", "any value".
+std::string hf_accepted_values(const HfField& field) {
+  std::string out;
+  for (std::size_t i = 0; i < field.accepted.size(); ++i) {
+    const std::string v(field.accepted[i]);
+    if (v == "*") return "any value";
+    if (i > 0) out += i + 1 == field.accepted.size() ? " or " : ", ";
+    const bool bare = v == "true" || v == "false" || v == "[]" || parse_number(v).has_value();
+    out += bare ? v : "'" + v + "'";
+  }
+  return out;
+}
+
 // A TOML value as hf_value_accepted compares it: a string as it is, a boolean as true/false,
 // an array as [items], a table as {...} (never accepted).
 std::string scalar_text(const toml::node& node) {
@@ -181,21 +227,14 @@ void set_from_toml(const FieldTarget& target, const toml::node& node, const std:
              target);
 }
 
-std::optional<bool> parse_bool(const std::string& s) {
-  if (s == "true" || s == "1" || s == "yes") return true;
-  if (s == "false" || s == "0" || s == "no") return false;
-  return std::nullopt;
-}
-
 // Sets `target` from a command-line value; `flag` is the flag as the user typed it.
 void set_from_string(const FieldTarget& target, const std::string& value, const std::string& flag) {
   const auto bad = [&](const std::string& what) { return ConfigError(flag + " '" + value + "' is not " + what); };
   std::visit(Overloaded{[&](std::string* v) { *v = value; },
                         [&](double* v) {
-                          char* end = nullptr;
-                          const double x = std::strtod(value.c_str(), &end);
-                          if (value.empty() || *end != '\0') throw bad("a number");
-                          *v = x;
+                          const auto x = parse_number(value);
+                          if (!x) throw bad("a number");
+                          *v = *x;
                         },
                         [&](std::int64_t* v) {
                           char* end = nullptr;

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "config_error.h"
 #include "tenax/core/error.h"
 #include "tenax/sdk/training_arguments_io.h"
 
@@ -54,31 +55,20 @@ std::set<std::string> tenax_keys() {
   return out;
 }
 
-std::string config_error(const std::string& toml) {
+// The error of reading `toml` (as job.toml), or of applying `flags`, into fresh arguments.
+std::string toml_error(const std::string& toml) {
   TrainingArguments args;
   ArgumentParser parser(args);
-  try {
-    parser.load_toml(toml, "job.toml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return test_support::config_error([&] { parser.load_toml(toml, "job.toml"); });
 }
 
 std::string flag_error(const std::vector<std::string>& flags) {
   TrainingArguments args;
   ArgumentParser parser(args);
-  try {
-    parser.apply_overrides(flags);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return test_support::config_error([&] { parser.apply_overrides(flags); });
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using test_support::contains;
 
 TEST(SdkHfFieldTable, EveryFieldOfThePinnedTransformersIsAKeyOrAnswered) {
   const auto releases = pinned_releases();
@@ -137,18 +127,18 @@ TEST(SdkHfFieldTable, AValueThatAsksForWhatTenaxDoesIsAcceptedWithANote) {
 }
 
 TEST(SdkHfFieldTable, AnyOtherValueIsRefusedWithTheReasonAndWhatIsAccepted) {
-  const std::string hub = config_error("output_dir = \"x\"\npush_to_hub = true\n");
+  const std::string hub = toml_error("output_dir = \"x\"\npush_to_hub = true\n");
   EXPECT_TRUE(contains(hub, "job.toml:2: 'push_to_hub = true' is not available in Tenax: Tenax does not upload"))
       << hub;
   EXPECT_TRUE(contains(hub, "huggingface-cli upload")) << "the way to get the effect: " << hub;
   EXPECT_TRUE(contains(hub, "(accepted here: false)")) << hub;
 
-  const std::string optim = config_error("optim = \"sgd\"\n");
+  const std::string optim = toml_error("optim = \"sgd\"\n");
   EXPECT_TRUE(contains(optim, "(accepted here: 'adamw_torch' or 'adamw_torch_fused')")) << optim;
 
   const std::string flag = flag_error({"--push_to_hub"});
   EXPECT_TRUE(contains(flag, "'--push_to_hub' is not available in Tenax")) << "a bare flag is true: " << flag;
-  const std::string fsdp = config_error("fsdp_config = { min_num_params = 1 }\n");
+  const std::string fsdp = toml_error("fsdp_config = { min_num_params = 1 }\n");
   EXPECT_TRUE(contains(fsdp, "'fsdp_config = {...}' is not available in Tenax: fully sharded")) << fsdp;
 }
 
@@ -162,12 +152,12 @@ TEST(SdkHfFieldTable, ATransformersFieldGetsItsReasonNotASuggestionOfAnotherMean
            {"hub_strategy = \"end\"\n", "Tenax does not upload to the Hugging Face Hub"},
            {"deepspeed = \"ds.json\"\n", "DeepSpeed is a Python library"},
            {"resume_from_checkpoint = \"runs/x/checkpoint-500\"\n", "resumes from the newest verified checkpoint"}}) {
-    const std::string e = config_error(toml);
+    const std::string e = toml_error(toml);
     EXPECT_TRUE(contains(e, reason)) << toml << " -> " << e;
     EXPECT_FALSE(contains(e, "did you mean")) << toml << " -> " << e;
     EXPECT_FALSE(contains(e, "unknown")) << toml << " -> " << e;
   }
-  const std::string typo = config_error("push_to_hb = false\n");
+  const std::string typo = toml_error("push_to_hb = false\n");
   EXPECT_TRUE(contains(typo, "unknown key 'push_to_hb' (did you mean 'push_to_hub'?)")) << typo;
   const std::string flag_typo = flag_error({"--fp61", "true"});
   EXPECT_TRUE(contains(flag_typo, "--fp61: unknown option (did you mean '--fp16'?)")) << flag_typo;
@@ -188,8 +178,20 @@ TEST(SdkHfFieldTable, AnOldSpellingIsReadAsItsTenaxKeyWithANote) {
   EXPECT_EQ(args.eval_strategy.name(), "steps");
   EXPECT_TRUE(contains(parser.notes()[2], "--per_gpu_train_batch_size is read as --per_device_train_batch_size"))
       << parser.notes()[2];
-  const std::string wrong_type = config_error("evaluation_strategy = 1\n");
+  const std::string wrong_type = toml_error("evaluation_strategy = 1\n");
   EXPECT_TRUE(contains(wrong_type, "'evaluation_strategy' must be a string")) << wrong_type;
+}
+
+// A command line written for transformers' HfArgumentParser says True and False.
+TEST(SdkHfFieldTable, BooleansAreReadInTransformersSpellings) {
+  TrainingArguments args;
+  ArgumentParser parser(args);
+  parser.apply_overrides({"--bf16", "True", "--full_determinism", "y", "--disable_tqdm=FALSE"});
+  EXPECT_TRUE(args.bf16);
+  EXPECT_TRUE(args.full_determinism);
+  EXPECT_FALSE(args.disable_tqdm);
+  EXPECT_TRUE(contains(flag_error({"--bf16=maybe"}), "--bf16 'maybe' is not a boolean"))
+      << flag_error({"--bf16=maybe"});
 }
 
 // docs/training-arguments.md is the table for users: every field of every pinned release has a row.

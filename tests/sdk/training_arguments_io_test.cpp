@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "config_error.h"
 #include "tenax/core/error.h"
 
 namespace tenax::sdk {
@@ -52,20 +53,8 @@ fs::path write_file(const std::string& name, const std::string& text) {
   return dir / name;
 }
 
-// The ConfigError message of `f()`, or "" when it does not throw one.
-template <typename F>
-std::string config_error(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using test_support::config_error;
+using test_support::contains;
 
 TEST(SdkArgumentParser, TomlSetsEveryFieldType) {
   TrainingArguments args;
