@@ -35,6 +35,7 @@ struct tenax_trainer {
   tenax_context* context = nullptr;  ///< borrowed; outlives the trainer (see tenax_context::trainers)
   std::shared_ptr<tenax::capi::EmbeddedModel> model;
   tenax::sdk::TrainingArguments args;            ///< as the caller configured them
+  bool batch_size_set = false;                   ///< the caller set per_device_train_batch_size: every step checks it
   tenax::sdk::UserState user_state;              ///< the caller's registered arrays; the Trainer borrows it
   std::set<std::string> state_names;             ///< registered in user_state (it has no lookup of its own)
   std::unique_ptr<tenax::sdk::Trainer> trainer;  ///< declared last: destroyed first

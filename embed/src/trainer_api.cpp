@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "arrays.h"
+#include "embedded_arguments.h"
 #include "error_boundary.h"
 #include "handles.h"
 #include "live_handles.h"
@@ -22,7 +23,14 @@ using tenax::capi::out_argument;
 namespace tenax::capi {
 namespace {
 
-sdk::TrainingArguments read_arguments(const char* toml_path, const char* const* overrides, int32_t n_overrides) {
+// The arguments, and whether the caller set per_device_train_batch_size (then every step's batch
+// must have that many rows per micro-batch).
+struct EmbeddedArguments {
+  sdk::TrainingArguments args;
+  bool batch_size_set = false;
+};
+
+EmbeddedArguments read_arguments(const char* toml_path, const char* const* overrides, int32_t n_overrides) {
   if (n_overrides < 0) throw InvalidArgument("n_overrides: " + std::to_string(n_overrides) + " is negative");
   if (n_overrides > 0 && overrides == nullptr) throw InvalidArgument("overrides: NULL with n_overrides > 0");
   sdk::TrainingArguments args;
@@ -59,12 +67,23 @@ sdk::TrainingArguments read_arguments(const char* toml_path, const char* const* 
                       "': an embedded trainer saves when its caller calls tenax_checkpoint_save(step), labelled with "
                       "the caller's step; remove save_strategy (default \"no\")");
   }
-  return args;
+  refuse_unembeddable_arguments(args, parser.set_keys());
+  return {args, parser.set_keys().count("per_device_train_batch_size") > 0};
 }
 
 /// `batch` cut into `parts` micro-batches along the batch dimension (gradient accumulation:
-/// the caller hands one batch per optimizer step whatever gradient_accumulation_steps is).
-std::vector<sdk::Batch> micro_batches(const sdk::Batch& batch, std::int64_t parts) {
+/// the caller hands one batch per optimizer step whatever gradient_accumulation_steps is); of
+/// `rows_per_part` rows each when the caller set per_device_train_batch_size.
+std::vector<sdk::Batch> micro_batches(const sdk::Batch& batch, std::int64_t parts,
+                                      std::optional<std::int64_t> rows_per_part) {
+  if (rows_per_part && batch.size() != *rows_per_part * parts) {
+    throw InvalidArgument("input: a batch of " + std::to_string(batch.size()) +
+                          " rows, but per_device_train_batch_size " + std::to_string(*rows_per_part) +
+                          " x gradient_accumulation_steps " + std::to_string(parts) + " = " +
+                          std::to_string(*rows_per_part * parts) +
+                          " rows per tenax_train_step; hand that many, or set per_device_train_batch_size to match (it "
+                          "is recorded with every checkpoint as the global batch an elastic resume keeps)");
+  }
   if (parts == 1) return {batch};
   const std::int64_t rows = batch.size();
   if (rows % parts != 0) {
@@ -123,7 +142,9 @@ tenax_status tenax_trainer_create(tenax_trainer** trainer, tenax_context* ctx, t
     tenax_context& context = live(ctx, "ctx", "tenax_context");
     tenax_model& m = live(model, "model", "tenax_model");
     auto t = std::make_unique<tenax_trainer>();
-    t->args = tenax::capi::read_arguments(toml_path, overrides, n_overrides);
+    tenax::capi::EmbeddedArguments read = tenax::capi::read_arguments(toml_path, overrides, n_overrides);
+    t->args = std::move(read.args);
+    t->batch_size_set = read.batch_size_set;
     t->context = &context;
     t->model = m.model;
     t->model->initialize(t->args.seed);
@@ -186,7 +207,9 @@ tenax_status tenax_train_step(tenax_trainer* trainer, const tenax_array* input, 
     const torch::Tensor y = tenax::capi::view_of(label, "label");
     const tenax::sdk::Batch batch = t.model->make_batch(x, y);
     tenax::capi::ensure_begun(t, /*resume=*/false);
-    const double value = t.trainer->step(tenax::capi::micro_batches(batch, t.trainer->accumulation_steps()));
+    const std::optional<std::int64_t> rows =
+        t.batch_size_set ? std::optional<std::int64_t>(t.args.per_device_train_batch_size) : std::nullopt;
+    const double value = t.trainer->step(tenax::capi::micro_batches(batch, t.trainer->accumulation_steps(), rows));
     if (loss != nullptr) *loss = value;
   });
 }

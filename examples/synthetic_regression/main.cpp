@@ -17,6 +17,9 @@
 // "<generation> <step> <world size> <rank> <sample index>...": the samples of its slice of that
 // step's global batch, so that a test can check every sample is seen once per epoch however the
 // world changed (the newest generation's lines for a step are the ones that counted).
+// --eval-steps N: evaluates on a held-out set every N steps (eval_loss); --early-stopping-patience
+// P [--early-stopping-threshold X]: EarlyStoppingCallback on eval_loss, whose counter a heal or a
+// resume must carry (with a threshold above any gain, every evaluation after the first counts).
 // --step-lines yes: rank 0 prints "step N/M" after every optimizer step, for the recovery bench's
 // clock. Not --logging-steps 1: a log step costs an allreduce of the loss and an entry in
 // log_history, which every checkpoint manifest and every peer heal carries whole, so over a
@@ -37,6 +40,7 @@
 #include "tenax/core/logging.h"
 #include "tenax/elastic/worker_context.h"
 #include "tenax/core/exit_codes.h"
+#include "tenax/sdk/callbacks/early_stopping.h"
 #include "tenax/sdk/trainer.h"
 #include "fault_injection.h"
 
@@ -174,6 +178,8 @@ struct Options {
   std::int64_t features = 16;
   std::string sample_log;
   bool step_lines = false;
+  std::int64_t early_stopping_patience = 0;  ///< 0: no early stopping
+  double early_stopping_threshold = 0.0;
 };
 
 constexpr const char* kUsage =
@@ -182,7 +188,8 @@ constexpr const char* kUsage =
     "       [--dataset-size N] [--fail-at-step S --fail-rank R [--fail-signal KILL|STOP]]\n"
     "       [--preempt-at-step S [--preempt-signal USR1|TERM]] [--fail-on-heal yes]\n"
     "       [--hang-at-step S --hang-rank R [--hang-mode spin|sleep]]\n"
-    "       [--handle-preemption yes|no] [--sample-log PATH] [--step-lines yes|no]\n";
+    "       [--handle-preemption yes|no] [--sample-log PATH] [--step-lines yes|no]\n"
+    "       [--eval-steps N [--early-stopping-patience P [--early-stopping-threshold X]]]\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "synthetic_regression: " << message << "\n" << kUsage;
@@ -233,6 +240,14 @@ Options parse(int argc, char** argv) {
       o.args.seed = static_cast<std::uint64_t>(as_int());
     else if (flag == "--dataset-size")
       o.dataset_size = as_int();
+    else if (flag == "--eval-steps") {
+      o.args.eval_strategy = "steps";
+      o.args.eval_steps = as_int();
+      o.args.metric_for_best_model = "eval_loss";
+    } else if (flag == "--early-stopping-patience")
+      o.early_stopping_patience = as_int();
+    else if (flag == "--early-stopping-threshold")
+      o.early_stopping_threshold = as_double();
     else if (flag == "--sample-log")
       o.sample_log = value;
     else if (flag == "--fail-at-step")
@@ -293,6 +308,13 @@ int main(int argc, char** argv) {
     }
 
     tenax::sdk::Trainer trainer(model, options.args, data, context);
+    if (options.args.eval_strategy != tenax::sdk::IntervalStrategy::kNo) {
+      trainer.set_eval_dataset(std::make_shared<SyntheticRegression>(256, options.features, options.args.seed + 2));
+    }
+    if (options.early_stopping_patience > 0) {
+      trainer.add_callback(std::make_shared<tenax::sdk::EarlyStoppingCallback>(options.early_stopping_patience,
+                                                                               options.early_stopping_threshold));
+    }
     if (options.fail_at_step >= 0) {
       trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(
           options.fail_at_step, options.fail_rank, context.restart_count(), options.fail_signal));

@@ -29,6 +29,7 @@ constexpr Rule kRules[] = {
     {"adam_beta2", kBreaking, "it changes every update"},
     {"adam_epsilon", kBreaking, "it changes every update"},
     {"max_grad_norm", kBreaking, "it changes every update"},
+    {"label_smoothing_factor", kBreaking, "it changes every loss"},
     {"lr_scheduler_type", kBreaking, "it changes the schedule"},
     {"lr_scheduler_kwargs.num_cycles", kBreaking, "it changes the schedule"},
     {"lr_scheduler_kwargs.lr_end", kBreaking, "it changes the schedule"},
@@ -44,6 +45,7 @@ constexpr Rule kRules[] = {
     {"save_total_limit", kHarmless, "checkpoint retention only"},
     {"metric_for_best_model", kBreaking, "the recorded best checkpoint was chosen by the old metric"},
     {"greater_is_better", kBreaking, "the recorded best checkpoint was chosen the other way round"},
+    {"eval_on_start", kHarmless, "an evaluation before the first step only"},
     {"load_best_model_at_end", kHarmless, "what happens after the last step only"},
     {"use_cpu", kHarmless, "which device computes: the state moves with the run"},
     {"bf16", kBreaking, "it changes the arithmetic of every step"},
@@ -53,10 +55,12 @@ constexpr Rule kRules[] = {
     {"logging_dir", kHarmless, "where metrics go"},
     {"save_async", kHarmless, "how checkpoints are written"},
     {"on_save_error", kHarmless, "failure policy of later saves"},
+    {"restore_callback_states_from_checkpoint", kHarmless, "what this resume restores, not what a step computes"},
     {"handle_preemption_signals", kHarmless, "signal handling only"},
     {"ddp_bucket_cap_mb", kHarmless, "the summation order of the gradient allreduce only, as a new world size"},
     {"ddp_overlap_backward", kHarmless, "when the gradient allreduce runs, not what it computes"},
     {"seed", kBreaking, "it changes the data order and the random streams"},
+    {"data_seed", kBreaking, "it changes the data order"},
 };
 
 const Rule* find_rule(const std::string& name) {

@@ -73,12 +73,8 @@ const std::vector<HfField> kTable = {
     {"save_only_model", "", {"false"},
      "a checkpoint always holds the optimizer, scheduler, RNG and data position, so that a resume is exact; the "
      "final model alone is written by save_pretrained"},
-    {"restore_callback_states_from_checkpoint", "", {"false"},
-     "callback state is not saved in checkpoints yet: a resume starts every callback afresh"},
     {"no_cuda", "use_cpu", {}, "transformers' deprecated name for use_cpu"},
     {"use_mps_device", "", {"false"}, "Apple's MPS devices are not a target of Tenax"},
-    {"data_seed", "", {},
-     "a seed of its own for the sampler is not available: the sampler's order comes from seed"},
     {"jit_mode_eval", "", {"false"}, kPython},
     {"use_ipex", "", {"false"}, kPython},
     {"fp16", "", {"false"},
@@ -124,7 +120,6 @@ const std::vector<HfField> kTable = {
     {"deepspeed", "", {},
      "DeepSpeed is a Python library configured by its JSON file; Tenax shards nothing yet: every rank holds the "
      "whole model and optimizer (DDP)"},
-    {"label_smoothing_factor", "", {"0"}, "label smoothing is not available yet"},
     {"optim", "", {"adamw_torch", "adamw_torch_fused"},
      "the optimizer is AdamW with torch's semantics (fused where libtorch has the kernel); other optimizers are not "
      "available yet"},
@@ -182,7 +177,6 @@ const std::vector<HfField> kTable = {
     {"optim_target_modules", "", {}, "GaLore and the optimizers that target modules are not available"},
     {"batch_eval_metrics", "", {"false"},
      "compute_metrics is called once, on the predictions gathered from every batch and rank"},
-    {"eval_on_start", "", {"false"}, "evaluating before the first step is not available yet"},
     {"eval_use_gather_object", "", {"false"}, "predictions are tensors, gathered as tensors"},
     // Fields of transformers 5.23 that 4.44 has not.
     {"average_tokens_across_devices", "", {"*"},

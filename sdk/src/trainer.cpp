@@ -12,6 +12,7 @@
 
 #include "commit_protocol.h"
 #include "fused_adamw.h"
+#include "label_smoothing.h"
 #include "run_plan.h"
 #include "step_flow.h"
 #include "training_device.h"
@@ -77,10 +78,18 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, std::shar
 
 Trainer::~Trainer() = default;
 
-void Trainer::add_callback(std::shared_ptr<TrainerCallback> callback) { callbacks_.push_back(std::move(callback)); }
+ModelOutput Trainer::forward_with_loss(Model& model, const Batch& batch) const {
+  if (args_.label_smoothing_factor <= 0 || !batch.labels.defined()) return model.forward(batch);
+  // As transformers' Trainer: the labels are kept from the model, which returns logits only.
+  Batch inputs = batch;
+  inputs.labels = torch::Tensor();
+  ModelOutput out = model.forward(inputs);
+  out.loss = detail::label_smoothed_loss(out.logits, batch.labels, args_.label_smoothing_factor);
+  return out;
+}
 
 torch::Tensor Trainer::compute_loss(Model& model, const Batch& batch) {
-  ModelOutput out = model.forward(batch);
+  ModelOutput out = forward_with_loss(model, batch);
   if (!out.loss.defined()) throw Error("the model returned no loss; does the batch carry labels?");
   return out.loss;
 }
@@ -167,6 +176,12 @@ TrainOutput Trainer::train() {
   }
   begin(/*resume=*/true);
   detail::TrainingRun& r = *run_;
+  // transformers evaluates on start at every train() call, a resumed one too; a replacement
+  // that joined the running job does not (its peers are not evaluating).
+  if (args_.eval_on_start && !healed_at_begin_) {
+    evaluate(*eval_dataset_, compute_metrics_);
+    r.window_start = Clock::now();  // samples/s counts training only
+  }
   int preempt_signal = 0;
   while (state_.global_step < r.plan.max_steps && state_.global_step + skipped_steps_ < r.plan.data_step_limit &&
          !control_.should_training_stop) {
@@ -200,6 +215,11 @@ std::optional<std::int64_t> Trainer::begin(bool resume) {
   if (args_.eval_strategy != IntervalStrategy::kNo && !eval_dataset_) {
     throw ConfigError("TrainingArguments.eval_strategy: '" + args_.eval_strategy.name() +
                       "' needs an evaluation dataset; call Trainer::set_eval_dataset() or set eval_strategy = \"no\"");
+  }
+  if (args_.eval_on_start && !eval_dataset_) {
+    throw ConfigError(
+        "TrainingArguments.eval_on_start: true needs an evaluation dataset; call Trainer::set_eval_dataset() or set "
+        "eval_on_start = false");
   }
   if (args_.full_determinism) enable_full_determinism();
   plan_run(resume);
@@ -238,7 +258,7 @@ void Trainer::plan_run(bool resume) {
         *r.plan.accumulation_changed_from, r.plan.global_batch);
   }
   accumulation_steps_ = r.plan.accumulation_steps;
-  if (train_dataset_) r.sampler.emplace(train_dataset_->size(), r.plan.global_batch, args_.seed);
+  if (train_dataset_) r.sampler.emplace(train_dataset_->size(), r.plan.global_batch, args_.resolved_data_seed());
   state_.max_steps = r.plan.max_steps;
   state_.num_train_epochs = r.plan.num_train_epochs;
   state_.logging_steps = args_.logging_steps;
@@ -299,8 +319,9 @@ std::optional<std::int64_t> Trainer::begin_from_disk(bool resume) {
     // The data position is (epoch, cursor); it is ahead of the step by the steps that
     // should_epoch_stop skipped.
     const auto [epoch, cursor] = restored_position_;
-    skipped_steps_ = detail::SavedDataOrder{args_.seed, restored_position_, r.plan.global_batch}.skipped_steps(
-        r.plan.steps_per_epoch, state_.global_step);
+    skipped_steps_ =
+        detail::SavedDataOrder{args_.resolved_data_seed(), restored_position_, r.plan.global_batch}.skipped_steps(
+            r.plan.steps_per_epoch, state_.global_step);
     if (skipped_steps_ < 0) {
       throw StorageError("the checkpoint's data position (epoch " + std::to_string(epoch) + ", sample " +
                          std::to_string(cursor) + ") is behind its step " + std::to_string(state_.global_step));

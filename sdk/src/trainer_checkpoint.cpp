@@ -39,10 +39,11 @@ void Trainer::save(const Logs& metrics, std::optional<std::int64_t> label) {
   // Parameters and optimizer state change only in optimizer.step(), which waits for the
   // snapshot (take_step): the writer copies them late, overlapping the next step's compute.
   // Everything else (sampler, RNG, user state, which callbacks may change) is copied now.
+  export_callback_states();
   const NamedTensors params = named_parameters();
   detail::TrainingSnapshot snapshot =
       detail::capture_snapshot(live_run(params), detail::SnapshotUse::kCheckpoint, state_.global_step + skipped_steps_,
-                               r.plan.steps_per_epoch, args_.seed);
+                               r.plan.steps_per_epoch, args_.resolved_data_seed());
   request.epoch = snapshot.data_order->position.epoch;
   detail::add_to_save_request(std::move(snapshot), /*copy_model_late=*/args_.save_async, request);
   request.arguments = r.arguments;
@@ -110,10 +111,11 @@ std::optional<std::int64_t> Trainer::restore() {
   // the step are touched; the parameters were already read in place.
   const std::optional<detail::SavedDataOrder>& order = snapshot.data_order;
   if (!order) throw StorageError(dir + ": the sampler position is missing or malformed");
-  if (order->seed != args_.seed) {
-    throw ConfigError("TrainingArguments.seed: the checkpoint in " + dir + " was trained with seed " +
-                      std::to_string(order->seed) + ", this run has " + std::to_string(args_.seed) +
-                      "; resuming would change the data order. Use the same seed or another output_dir");
+  if (order->seed != args_.resolved_data_seed()) {
+    throw ConfigError("TrainingArguments.data_seed: the checkpoint in " + dir + " ordered its data with seed " +
+                      std::to_string(order->seed) + ", this run with " + std::to_string(args_.resolved_data_seed()) +
+                      " (data_seed, else seed); resuming would change the data order. Use the same seeds or another "
+                      "output_dir");
   }
   if (order->global_batch != state_.train_batch_size) {  // begin() adapts accumulation first
     throw StorageError(dir + ": the sampler says global batch " + std::to_string(order->global_batch) +
@@ -137,6 +139,7 @@ std::optional<std::int64_t> Trainer::restore() {
             rank, loaded->world_size);
   }
   detail::apply_progress(snapshot, state_);
+  if (args_.restore_callback_states_from_checkpoint) restore_callback_states(dir);
   state_.resumed_from_step = state_.global_step;
   log->info("resumed from {} at step {} (generation {}, restart {}{})", dir, loaded->step, context_.generation(),
             context_.restart_count(),

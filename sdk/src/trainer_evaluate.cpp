@@ -55,7 +55,7 @@ std::string format_metrics(const Logs& metrics) {
 
 PredictionStepOutput Trainer::prediction_step(Model& model, const Batch& batch) {
   torch::NoGradGuard no_grad;
-  ModelOutput out = model.forward(batch);
+  ModelOutput out = forward_with_loss(model, batch);
   // Rows are gathered and metrics computed on the host.
   PredictionStepOutput step;
   if (out.loss.defined()) step.loss = out.loss.detach().to(torch::kCPU);

@@ -111,13 +111,14 @@ bool Trainer::heal_from_peers(Clock::time_point since) {
   NamedTensors outgoing;
   std::int64_t last_committed = -1;
   if (rank == plan->source) {
+    export_callback_states();
     // What is on disk, not what was started: a save in flight when the peer was lost never
     // committed.
     const std::optional<std::int64_t> committed = storage::CheckpointDirectory(r.checkpointer->root()).latest_step();
     last_committed = committed ? *committed : -1;
     outgoing = detail::to_peer_tensors(
         detail::capture_snapshot(live_run(params), detail::SnapshotUse::kHeal, state_.global_step + skipped_steps_,
-                                 r.plan.steps_per_epoch, args_.seed, r.grad_sync->mirrors()),
+                                 r.plan.steps_per_epoch, args_.resolved_data_seed(), r.grad_sync->mirrors()),
         last_committed);
   }
   const std::map<std::string, torch::Tensor> in_place = detail::model_destinations(params);
@@ -134,6 +135,9 @@ bool Trainer::heal_from_peers(Clock::time_point since) {
     detail::apply_model_state(peer.snapshot, live_run(params), "healing from rank " + std::to_string(plan->source));
     r.grad_sync->set_mirrors(peer.snapshot.lookup()(detail::kRngMirrorsName));
     detail::apply_progress(peer.snapshot, state_);
+    // Whatever restore_callback_states_from_checkpoint says: every rank must take the callbacks'
+    // decisions (early stopping) alike.
+    restore_callback_states("healing from rank " + std::to_string(plan->source));
     state_.epoch = peer.snapshot.trainer_state.epoch;
     last_committed = peer.last_committed;
     global_batch = peer.snapshot.trainer_state.train_batch_size;
@@ -193,7 +197,7 @@ void Trainer::adapt_to_world(std::int64_t global_batch) {
                             global_batch, args_.output_dir);
   accumulation_steps_ = r.plan.accumulation_steps;
   if (r.sampler && r.plan.global_batch != r.sampler->global_batch()) {
-    r.sampler.emplace(train_dataset_->size(), r.plan.global_batch, args_.seed);
+    r.sampler.emplace(train_dataset_->size(), r.plan.global_batch, args_.resolved_data_seed());
   }
   state_.world_size = world;
   state_.train_batch_size = r.plan.global_batch;

@@ -18,6 +18,7 @@ nlohmann::json TrainerState::to_json() const {
                         {"world_size", world_size},       {"generation", generation},
                         {"log_history", log_history},     {"best_model_checkpoint", best_model_checkpoint}};
   out["best_metric"] = best_metric ? nlohmann::json(*best_metric) : nlohmann::json(nullptr);
+  out["stateful_callbacks"] = stateful_callbacks;
   return out;
 }
 
@@ -44,6 +45,9 @@ TrainerState TrainerState::from_json(const nlohmann::json& json) {
   }
   if (const auto it = json.find("best_model_checkpoint"); it != json.end() && it->is_string()) {
     state.best_model_checkpoint = it->get<std::string>();
+  }
+  if (const auto it = json.find("stateful_callbacks"); it != json.end() && it->is_object()) {
+    state.stateful_callbacks = *it;
   }
   return state;
 }

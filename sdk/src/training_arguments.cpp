@@ -39,6 +39,9 @@ void TrainingArguments::validate() const {
   require(adam_beta1 >= 0 && adam_beta1 < 1, "adam_beta1", "must be in [0, 1)");
   require(adam_beta2 >= 0 && adam_beta2 < 1, "adam_beta2", "must be in [0, 1)");
   require(adam_epsilon > 0, "adam_epsilon", "must be > 0");
+  require(label_smoothing_factor >= 0 && label_smoothing_factor < 1, "label_smoothing_factor",
+          "must be in [0, 1) (0: no smoothing)");
+  require(data_seed >= -1, "data_seed", "must be >= 0, or -1 for unset (the data order then follows seed)");
   require(warmup_ratio >= 0 && warmup_ratio <= 1, "warmup_ratio", "must be in [0, 1]");
   require(warmup_steps >= 0, "warmup_steps", "must be >= 0");
   require(logging_steps > 0, "logging_steps", "must be >= 1");

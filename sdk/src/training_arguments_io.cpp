@@ -411,11 +411,13 @@ void ArgumentParser::load_toml(const std::string& text, const std::string& sourc
       const std::string where = at(source, node.source().begin.line > 0 ? node.source() : name.source());
       if (const Field* field = find_key(key)) {
         set_from_toml(field->target, node, where, key);
+        set_keys_.insert(field->key);
       } else if (const HfField* hf = prefix.empty() ? find_hf_field(key) : nullptr) {
         if (!hf->alias_of.empty()) {
           const Field* alias = find_key(std::string(hf->alias_of));
           if (alias == nullptr) throw std::logic_error("hf_field_table: " + key + " is an alias of no key");
           set_from_toml(alias->target, node, where, key);
+          set_keys_.insert(alias->key);
           note(where + "'" + key + "' is read as '" + alias->key + "': " + std::string(hf->reason));
         } else {
           const std::string text = scalar_text(node);
@@ -475,6 +477,7 @@ void ArgumentParser::apply_overrides(const std::vector<std::string>& flags) {
       value = flags[++i];
     }
     set_from_string(field->target, *value, typed);
+    set_keys_.insert(field->key);
   }
 }
 

@@ -202,6 +202,7 @@ void apply_progress(const TrainingSnapshot& snapshot, TrainerState& state) {
   state.log_history = saved.log_history;
   state.best_metric = saved.best_metric;
   state.best_model_checkpoint = saved.best_model_checkpoint;
+  state.stateful_callbacks = saved.stateful_callbacks;
 }
 
 }  // namespace tenax::sdk::detail

@@ -558,6 +558,50 @@ static void part_config(tenax_context* ctx) {
     CHECK_OK(tenax_trainer_free(&trainer));
   }
 
+  /* per_device_train_batch_size, when set, is every step's rows per micro-batch (it is recorded
+   * as the global batch that an elastic resume keeps). */
+  {
+    static float x[kRows][kFeatures], y[kRows][1];
+    tenax_array in = array2(x, TENAX_FLOAT32, TENAX_ORDER_C, kRows, kFeatures);
+    tenax_array label = array2(y, TENAX_FLOAT32, TENAX_ORDER_C, kRows, 1);
+    make_data(x, y, 0);
+    overrides[0] = "per_device_train_batch_size=16";
+    overrides[1] = "gradient_accumulation_steps=2";
+    CHECK_OK(tenax_trainer_create(&trainer, ctx, model, toml, overrides, 2));
+    CHECK_OK(tenax_train_step(trainer, &in, &label, NULL)); /* 32 = 16 x 2 */
+    overrides[0] = "per_device_train_batch_size=8";
+    CHECK_OK(tenax_trainer_free(&trainer));
+    CHECK_OK(tenax_trainer_create(&trainer, ctx, model, toml, overrides, 2));
+    CHECK_FAILS(tenax_train_step(trainer, &in, &label, NULL), TENAX_ERR_INVALID_ARGUMENT,
+                "per_device_train_batch_size 8 x gradient_accumulation_steps 2 = 16 rows");
+    CHECK_OK(tenax_trainer_free(&trainer));
+  }
+
+  /* What an embedded trainer cannot do is refused, naming the key, not ignored; a value that
+   * asks for nothing is accepted. */
+  {
+    static const char* const refused[][2] = {
+        {"num_train_epochs=5", "num_train_epochs: not available to an embedded trainer"},
+        {"per_device_eval_batch_size=4", "tenax_predict runs on the batch it is given"},
+        {"eval_strategy=steps", "does not evaluate"},
+        {"eval_steps=10", "eval_steps: not available"},
+        {"eval_on_start=true", "eval_on_start: not available"},
+        {"metric_for_best_model=eval_loss", "metric_for_best_model: not available"},
+        {"save_steps=10", "tenax_checkpoint_save"},
+        {"data_seed=3", "no data order to seed"},
+    };
+    size_t i;
+    for (i = 0; i < sizeof refused / sizeof refused[0]; ++i) {
+      overrides[0] = refused[i][0];
+      CHECK_FAILS(tenax_trainer_create(&trainer, ctx, model, toml, overrides, 1), TENAX_ERR_CONFIG, refused[i][1]);
+      CHECK(trainer == NULL);
+    }
+    overrides[0] = "eval_strategy=no";
+    overrides[1] = "eval_on_start=false";
+    CHECK_OK(tenax_trainer_create(&trainer, ctx, model, toml, overrides, 2));
+    CHECK_OK(tenax_trainer_free(&trainer));
+  }
+
   /* Unknown keys, in the file and in the overrides, are named. */
   overrides[0] = output_dir;
   overrides[1] = "learnin_rate=0.1";
@@ -880,7 +924,8 @@ static void part_recovery(tenax_context* ctx) {
 
 /* Checkpoints are named only by the caller's steps: the Trainer's own save schedule (save_steps,
  * by optimizer step) would mix its names with the solver's, and a resume could then restore the
- * fields of another time. Defaults save nothing on their own; asking for a schedule is refused. */
+ * fields of another time. Defaults save nothing on their own; asking for a schedule (save_strategy,
+ * or save_steps, which used to be ignored) is refused. */
 static void part_labels(tenax_context* ctx) {
   static float x[kRows][kFeatures], y[kRows][1];
   char dir[4200], output_dir[4300], path[4400];
@@ -896,7 +941,10 @@ static void part_labels(tenax_context* ctx) {
   overrides[0] = output_dir;
   overrides[1] = "save_steps=5"; /* would have saved steps 5 and 10 by optimizer step */
   overrides[2] = "disable_tqdm=true";
-  CHECK_OK(tenax_trainer_create(&trainer, ctx, model, NULL, overrides, 3));
+  CHECK_FAILS(tenax_trainer_create(&trainer, ctx, model, NULL, overrides, 3), TENAX_ERR_CONFIG, "save_steps");
+  CHECK(trainer == NULL);
+  overrides[1] = "disable_tqdm=true";
+  CHECK_OK(tenax_trainer_create(&trainer, ctx, model, NULL, overrides, 2));
   for (step = 0; step < 12; ++step) CHECK_OK(tenax_train_step(trainer, &in, &label, NULL));
   CHECK_OK(tenax_checkpoint_save(trainer, 7000));
   CHECK_OK(tenax_trainer_free(&trainer));

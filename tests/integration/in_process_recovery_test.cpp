@@ -363,6 +363,28 @@ TEST(InProcessRecovery, ANewProcessInASparesSlotThatHangsIsFoundAndReplaced) {
   EXPECT_NE(r.log.find("the process is stopped"), std::string::npos) << r.log;
 }
 
+// Early stopping's patience counter travels with the heal (issue 32, point 6). Evaluations every
+// 5 steps with a threshold no gain reaches. As in transformers, the best metric is recorded when a
+// checkpoint is saved (every 20 steps here), so the evaluations up to step 20 all improve on
+// none; from step 25 each one counts, and patience 6 runs out at step 50. Rank 1 dies after step
+// 37 with the counter at 3; its replacement must take 3 from its peer, or it would go on past
+// step 50 alone while rank 0 stops there.
+TEST(InProcessRecovery, EarlyStoppingsCounterTravelsWithTheHeal) {
+  const std::string early = "--eval-steps 5 --early-stopping-patience 6 --early-stopping-threshold 1";
+  const Job whole{"early-stop-reference", 2, kMaxSteps, 0, "", early};
+  const Result ref = run(whole);
+  ASSERT_EQ(ref.exit_code, 0) << ref.log;
+  ASSERT_NE(ref.log.find("early stopping at step 50"), std::string::npos) << ref.log;
+
+  const Job job{"early-stop-heal", 2, kMaxSteps, 1, "", early + " --fail-at-step 37 --fail-rank 1"};
+  const Result r = run(job);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_EQ(r.agent["restarts"], 0) << r.agent.dump(2);
+  EXPECT_EQ(r.agent["in_process_recoveries"].size(), 1u) << r.agent.dump(2);
+  EXPECT_NE(r.log.find("early stopping at step 50"), std::string::npos) << r.log;
+  tenax::testing::expect_bit_identical_models(final_checkpoint(whole.name, 50), final_checkpoint(job.name, 50));
+}
+
 // A second loss while the new generation forms: the replacement dies before it has its state.
 TEST(InProcessRecovery, ALossWhileHealingHealsInTheNextGeneration) {
   for (int spares : {0, 1}) {

@@ -1,13 +1,15 @@
 // The Trainer's flow against transformers' Trainer: gradient accumulation equals one large
 // batch; logging / eval / save strategies by steps and by epoch; TrainerControl flags set by a
-// callback (stop, save, evaluate); best-model tracking and load_best_model_at_end; bf16
-// autocast; full_determinism. Ranks are threads with real Gloo communicators.
+// callback (stop, save, evaluate); best-model tracking and load_best_model_at_end; label
+// smoothing, data_seed and eval_on_start; bf16 autocast; full_determinism. Ranks are threads
+// with real Gloo communicators.
 #include <ATen/Context.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <functional>
 #include <filesystem>
 #include <mutex>
@@ -21,6 +23,7 @@
 #include "tenax/core/error.h"
 #include "tenax/sdk/autocast.h"
 #include "tenax/sdk/callbacks/early_stopping.h"
+#include "tenax/sdk/callbacks/progress_bar.h"
 #include "tenax/sdk/trainer.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/checkpoint_reader.h"
@@ -46,7 +49,11 @@ class Points final : public Dataset {
 // No dropout: the arithmetic alone decides the result. Same weights on every rank thread.
 class Mlp final : public Model {
  public:
-  Mlp() : fc1_(register_module("fc1", torch::nn::Linear(4, 8))), fc2_(register_module("fc2", torch::nn::Linear(8, 3))) {
+  /// `own_label_smoothing`: the model's own loss smooths its labels (torch's cross_entropy option).
+  explicit Mlp(double own_label_smoothing = 0.0)
+      : fc1_(register_module("fc1", torch::nn::Linear(4, 8))),
+        fc2_(register_module("fc2", torch::nn::Linear(8, 3))),
+        own_label_smoothing_(own_label_smoothing) {
     auto gen = at::make_generator<at::CPUGeneratorImpl>(9);
     torch::NoGradGuard no_grad;
     for (auto& p : parameters()) p.copy_(at::randn(p.sizes(), gen) * 0.5);
@@ -54,12 +61,17 @@ class Mlp final : public Model {
   ModelOutput forward(const Batch& batch) override {
     ModelOutput out;
     out.logits = fc2_(torch::tanh(fc1_(batch.inputs)));
-    if (batch.labels.defined()) out.loss = torch::cross_entropy_loss(out.logits, batch.labels);
+    if (batch.labels.defined()) {
+      out.loss = torch::nn::functional::cross_entropy(
+          out.logits, batch.labels,
+          torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(own_label_smoothing_));
+    }
     return out;
   }
 
  private:
   torch::nn::Linear fc1_, fc2_;
+  double own_label_smoothing_;
 };
 
 std::filesystem::path fresh_dir(const std::string& name) { return tenax::testing::fresh_path("flow", name); }
@@ -461,6 +473,82 @@ TEST(TrainerFlow, EarlyStoppingStopsAtTheEvaluationThatExhaustsPatience) {
   EXPECT_EQ(stopped_at, 8);
 }
 
+// transformers' ExportableState: the patience counter is in every checkpoint. Evaluations at
+// steps 2, 4, 6, ...: 0.6 at step 4 is the best, then 0.55, 0.58, 0.57 make patience 3 run out at
+// step 10. The first run stops at step 7 (counter 1, saved with the final checkpoint); the resumed
+// one goes on counting (2 at step 8, 3 at step 10) unless told not to restore it.
+TEST(TrainerFlow, EarlyStoppingsPatienceCounterSurvivesAResume) {
+  auto data = std::make_shared<Points>(64);
+  const std::vector<double> scores = {0.5, 0.6, 0.55, 0.58, 0.57, 0.9};
+  auto run = [&](const std::filesystem::path& dir, std::int64_t stop_at, std::size_t evaluations_done, bool restore) {
+    std::int64_t final_step = -1;
+    std::int64_t counter = -1;
+    testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+      TrainingArguments a = quiet_args(dir);
+      a.per_device_train_batch_size = 4;
+      a.max_steps = 40;
+      a.eval_strategy = "steps";
+      a.eval_steps = 2;
+      a.save_strategy = "steps";
+      a.save_steps = 2;
+      a.metric_for_best_model = "score";
+      a.restore_callback_states_from_checkpoint = restore;
+      Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+      trainer.set_eval_dataset(
+          data, scripted({scores.begin() + static_cast<std::ptrdiff_t>(evaluations_done), scores.end()}));
+      auto early = std::make_shared<EarlyStoppingCallback>(3, 0.0);
+      trainer.add_callback(early);
+      trainer.add_callback(std::make_shared<StopAt>(stop_at));
+      const TrainOutput out = trainer.train();
+      if (ctx.rank() == 0) {
+        final_step = out.global_step;
+        counter = early->patience_counter();
+      }
+    });
+    return std::make_pair(final_step, counter);
+  };
+  EXPECT_EQ(run(fresh_dir("patience-whole"), 100, 0, true), std::make_pair(std::int64_t{10}, std::int64_t{3}));
+
+  const auto dir = fresh_dir("patience-resume");
+  EXPECT_EQ(run(dir, 7, 0, true), std::make_pair(std::int64_t{7}, std::int64_t{1}));
+  EXPECT_EQ(run(dir, 100, 3, true), std::make_pair(std::int64_t{10}, std::int64_t{3}))
+      << "the resume from step 7 restored the counter (1) and stopped where the whole run did";
+
+  const auto fresh_counter = fresh_dir("patience-not-restored");
+  ASSERT_EQ(run(fresh_counter, 7, 0, true).first, 7);
+  EXPECT_EQ(run(fresh_counter, 100, 3, false).first, 18)
+      << "restore_callback_states_from_checkpoint = false starts the counter at 0: steps 8 and 10 count 1 and 2, "
+         "0.9 at step 12 improves, and 14, 16, 18 run patience out";
+}
+
+TEST(TrainerFlow, CallbacksArePoppedAndRemovedByObjectOrByType) {
+  auto data = std::make_shared<Points>(32);
+  testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(fresh_dir("pop-callback"));
+    a.disable_tqdm = false;  // a default ProgressBarCallback
+    a.per_device_train_batch_size = 4;
+    a.max_steps = 2;
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    auto kept = std::make_shared<Recorder>();
+    auto removed = std::make_shared<Recorder>();
+    trainer.add_callback(kept);
+    trainer.add_callback(removed);
+    const std::size_t before = trainer.callbacks().size();
+    EXPECT_NE(trainer.pop_callback<ProgressBarCallback>(), nullptr) << "a default callback, by type";
+    EXPECT_EQ(trainer.pop_callback<ProgressBarCallback>(), nullptr) << "there was one";
+    EXPECT_EQ(trainer.pop_callback(*removed), removed) << "by object";
+    EXPECT_EQ(trainer.pop_callback(*removed), nullptr) << "already gone";
+    trainer.add_callback(removed);
+    trainer.remove_callback(*removed);
+    EXPECT_EQ(trainer.callbacks().size(), before - 2);
+    trainer.train();
+    EXPECT_EQ(removed->save_steps, std::vector<std::int64_t>{}) << "a removed callback is not called";
+    EXPECT_EQ(kept->save_steps, (std::vector<std::int64_t>{2})) << "the final save";
+    trainer.remove_callback<Recorder>();
+    EXPECT_EQ(std::count(trainer.callbacks().begin(), trainer.callbacks().end(), kept), 0);
+  });
+}
+
 TEST(TrainerFlow, AResumeWithABreakingArgumentChangeIsRefusedAndAHarmlessOneIsNot) {
   auto data = std::make_shared<Points>(64);
   const auto dir = fresh_dir("arg-change");
@@ -492,6 +580,171 @@ TEST(TrainerFlow, AResumeWithABreakingArgumentChangeIsRefusedAndAHarmlessOneIsNo
   EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{3, 5})) << "a refused resume changes nothing";
   EXPECT_NO_THROW(run([](TrainingArguments& a) { a.logging_steps = 1; }));
   EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{3, 5, 6})) << "resumed at 5, finished at 6";
+}
+
+// --- transformers' label_smoothing_factor, data_seed, eval_on_start -------------------
+
+TEST(TrainerFlow, LabelSmoothingTrainsAndEvaluatesOnTheSmoothedLoss) {
+  auto data = std::make_shared<Points>(48);
+  auto train = [&](double factor, double own, const std::string& name) {
+    torch::Tensor params;
+    double eval_loss = 0;
+    testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+      auto model = std::make_shared<Mlp>(own);
+      TrainingArguments a = quiet_args(fresh_dir(name));
+      a.per_device_train_batch_size = 4;
+      a.per_device_eval_batch_size = 24;  // one batch per rank: the mean of means is the mean
+      a.max_steps = 5;
+      a.label_smoothing_factor = factor;
+      Trainer trainer(model, a, data, ctx);
+      trainer.train();
+      const Logs metrics = trainer.evaluate(*data);
+      if (ctx.rank() == 0) {
+        params = flat_parameters(*model);
+        eval_loss = metrics.at("eval_loss");
+      }
+    });
+    return std::make_pair(params, eval_loss);
+  };
+  const auto [smoothed, smoothed_eval] = train(0.3, 0.0, "smooth-trainer");
+  const auto [own, own_eval] = train(0.0, 0.3, "smooth-model");
+  const torch::Tensor plain = train(0.0, 0.0, "smooth-none").first;
+  // For sequence classification transformers' LabelSmoother is cross_entropy(label_smoothing).
+  EXPECT_TRUE(torch::allclose(smoothed, own, 1e-5, 1e-6)) << (smoothed - own).abs().max();
+  EXPECT_NEAR(smoothed_eval, own_eval, 1e-5) << "the evaluation loss is smoothed too, as in transformers";
+  EXPECT_FALSE(torch::allclose(smoothed, plain, 1e-4, 1e-5)) << "label_smoothing_factor changed nothing";
+}
+
+TEST(TrainerFlow, DataSeedAloneDecidesTheDataOrder) {
+  auto data = std::make_shared<Points>(64);
+  // Mlp has no dropout: seed only reaches the data order, unless data_seed takes it over.
+  auto train = [&](std::uint64_t seed, std::int64_t data_seed, const std::string& name) {
+    torch::Tensor params;
+    testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+      auto model = std::make_shared<Mlp>();
+      TrainingArguments a = quiet_args(fresh_dir(name));
+      a.per_device_train_batch_size = 4;
+      a.max_steps = 6;
+      a.seed = seed;
+      a.data_seed = data_seed;
+      Trainer trainer(model, a, data, ctx);
+      trainer.train();
+      params = flat_parameters(*model);
+    });
+    return params;
+  };
+  const torch::Tensor seed1_data7 = train(1, 7, "data-seed-1-7");
+  EXPECT_TRUE(torch::equal(seed1_data7, train(2, 7, "data-seed-2-7"))) << "seed changed the order under data_seed";
+  EXPECT_FALSE(torch::equal(seed1_data7, train(1, 8, "data-seed-1-8"))) << "data_seed changed nothing";
+  EXPECT_TRUE(torch::equal(train(7, -1, "data-seed-7-unset"), train(3, 7, "data-seed-3-7")))
+      << "unset, the order is seed's";
+}
+
+TEST(TrainerFlow, AResumeWithAnotherDataSeedIsRefused) {
+  auto data = std::make_shared<Points>(64);
+  const auto dir = fresh_dir("data-seed-resume");
+  auto run = [&](std::int64_t data_seed) {
+    testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+      TrainingArguments a = quiet_args(dir);
+      a.per_device_train_batch_size = 8;
+      a.max_steps = 6;
+      a.save_steps = 3;
+      a.data_seed = data_seed;
+      Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+      trainer.add_callback(std::make_shared<StopAt>(4));
+      trainer.train();
+    });
+  };
+  run(11);
+  ASSERT_EQ(committed_steps(dir), (std::set<std::int64_t>{3, 4}));
+  try {
+    run(12);
+    ADD_FAILURE() << "a changed data_seed was accepted on resume";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("TrainingArguments.data_seed"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{3, 4})) << "a refused resume changes nothing";
+}
+
+TEST(TrainerFlow, EvalOnStartEvaluatesBeforeTheFirstStepOfEveryTrainCall) {
+  auto data = std::make_shared<Points>(32);
+  const auto dir = fresh_dir("eval-on-start");
+  auto run = [&](std::int64_t stop_at) {
+    Recorder seen;
+    testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+      TrainingArguments a = quiet_args(dir);
+      a.per_device_train_batch_size = 4;
+      a.max_steps = 6;
+      a.save_steps = 2;
+      a.eval_strategy = "steps";
+      a.eval_steps = 4;
+      a.eval_on_start = true;
+      Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+      trainer.set_eval_dataset(data);
+      auto recorder = std::make_shared<Recorder>();
+      trainer.add_callback(recorder);
+      trainer.add_callback(std::make_shared<StopAt>(stop_at));
+      trainer.train();
+      if (ctx.rank() == 0) seen = *recorder;
+    });
+    return seen.eval_steps;
+  };
+  EXPECT_EQ(run(3), (std::vector<std::int64_t>{0})) << "before step 1, then nothing until step 4";
+  EXPECT_EQ(run(6), (std::vector<std::int64_t>{3, 4})) << "a resume (from step 3) evaluates on start too";
+
+  testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(fresh_dir("eval-on-start-no-set"));
+    a.max_steps = 2;
+    a.eval_on_start = true;
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    try {
+      trainer.train();
+      ADD_FAILURE() << "eval_on_start without an evaluation dataset was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("TrainingArguments.eval_on_start"), std::string::npos) << e.what();
+    }
+  });
+}
+
+TEST(TrainerFlow, SaveMetricsAndSaveStateWriteTransformersFiles) {
+  auto data = std::make_shared<Points>(32);
+  const auto dir = fresh_dir("save-metrics");
+  testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(dir);
+    a.per_device_train_batch_size = 4;
+    a.max_steps = 3;
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    const TrainOutput out = trainer.train();
+    trainer.log_metrics("train", out.metrics());
+    trainer.save_metrics("train", out.metrics());
+    const Logs eval = trainer.evaluate(*data);
+    trainer.save_metrics("eval", eval);
+    trainer.save_state();
+  });
+  const auto read = [&](const std::string& name) {
+    std::ifstream in(dir / name);
+    EXPECT_TRUE(in) << name << " is missing";
+    return nlohmann::json::parse(in, nullptr, false);
+  };
+  const nlohmann::json train = read("train_results.json");
+  EXPECT_TRUE(train.contains("train_runtime") && train.contains("train_loss") &&
+              train.contains("train_samples_per_second"))
+      << train.dump();
+  const nlohmann::json all = read("all_results.json");
+  EXPECT_TRUE(all.contains("train_loss") && all.contains("eval_loss")) << "merged: " << all.dump();
+  EXPECT_EQ(read("trainer_state.json").value("global_step", -1), 3);
+
+  std::ofstream(dir / "all_results.json") << "[1, 2]";
+  testing::run_contexts(1, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(dir);
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    try {
+      trainer.save_metrics("eval", {{"eval_loss", 1.0}});
+      ADD_FAILURE() << "a broken all_results.json was overwritten";
+    } catch (const StorageError& e) {
+      EXPECT_NE(std::string(e.what()).find("all_results.json"), std::string::npos) << e.what();
+    }
+  });
 }
 
 // --- precision and determinism ---------------------------------------------------------

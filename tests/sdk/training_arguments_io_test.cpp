@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -225,6 +226,21 @@ TEST(SdkArgumentParser, CommandLineBeatsTheFileWhichBeatsTheDefaults) {
     parser_for(args, program).parse({"--config", file.string(), "--config=" + file.string()});
   });
   EXPECT_TRUE(contains(twice, "--config is given twice")) << twice;
+}
+
+// A program that honours only some keys (the C API's embedded trainer) refuses the others by
+// what the parser saw set, whatever the value.
+TEST(SdkArgumentParser, SetKeysAreWhatTheFileAndTheCommandLineNamed) {
+  TrainingArguments args;
+  ArgumentParser parser(args);
+  EXPECT_TRUE(parser.set_keys().empty());
+  parser.load_toml("num_train_epochs = 3.0\nevaluation_strategy = \"no\"\n[lr_scheduler_kwargs]\npower = 2.0\n",
+                   "job.toml");
+  parser.apply_overrides({"--data-seed", "4", "--per_gpu_train_batch_size=2"});
+  EXPECT_EQ(parser.set_keys(), (std::set<std::string>{"num_train_epochs", "lr_scheduler_kwargs.power", "eval_strategy",
+                                                      "data_seed", "per_device_train_batch_size"}))
+      << "a default value set explicitly counts; an old spelling counts under its key";
+  EXPECT_EQ(args.data_seed, 4);
 }
 
 TEST(SdkArgumentParser, FlagFormsDashesBooleansAndLists) {

@@ -13,19 +13,23 @@ namespace tenax::sdk {
 namespace {
 
 TEST(SdkTrainingSnapshot, TrainerStateReadsBackWhatItWrites) {
-  const nlohmann::json saved = {{"global_step", 12},
-                                {"epoch", 1.5},
-                                {"max_steps", 40},
-                                {"num_train_epochs", 2},
-                                {"logging_steps", 5},
-                                {"eval_steps", 10},
-                                {"save_steps", 10},
-                                {"train_batch_size", 8},
-                                {"world_size", 3},
-                                {"generation", 2},
-                                {"log_history", {{{"loss", 0.5}}}},
-                                {"best_model_checkpoint", "out/checkpoints/step-000000010"},
-                                {"best_metric", 0.25}};
+  const nlohmann::json saved = {
+      {"global_step", 12},
+      {"epoch", 1.5},
+      {"max_steps", 40},
+      {"num_train_epochs", 2},
+      {"logging_steps", 5},
+      {"eval_steps", 10},
+      {"save_steps", 10},
+      {"train_batch_size", 8},
+      {"world_size", 3},
+      {"generation", 2},
+      {"log_history", {{{"loss", 0.5}}}},
+      {"best_model_checkpoint", "out/checkpoints/step-000000010"},
+      {"best_metric", 0.25},
+      {"stateful_callbacks",
+       {{"EarlyStoppingCallback",
+         {{"args", {{"early_stopping_patience", 3}}}, {"attributes", {{"early_stopping_patience_counter", 2}}}}}}}};
   const TrainerState state = TrainerState::from_json(saved);
   EXPECT_EQ(state.to_json(), saved);
   const TrainerState back = TrainerState::from_json(state.to_json());

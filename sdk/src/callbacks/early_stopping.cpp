@@ -80,4 +80,20 @@ void EarlyStoppingCallback::on_evaluate(const TrainingArguments& args, TrainerSt
   }
 }
 
+nlohmann::json EarlyStoppingCallback::state() const {
+  return {{"args", {{"early_stopping_patience", patience_}, {"early_stopping_threshold", threshold_}}},
+          {"attributes", {{"early_stopping_patience_counter", counter_}}}};
+}
+
+void EarlyStoppingCallback::restore_state(const nlohmann::json& state) {
+  const nlohmann::json counter = state.is_object() && state.contains("attributes") && state["attributes"].is_object()
+                                     ? state["attributes"].value("early_stopping_patience_counter", nlohmann::json())
+                                     : nlohmann::json();
+  if (!counter.is_number_integer() || counter.get<std::int64_t>() < 0) {
+    throw StorageError("EarlyStoppingCallback: the saved state has no early_stopping_patience_counter >= 0: " +
+                       state.dump());
+  }
+  counter_ = counter.get<std::int64_t>();
+}
+
 }  // namespace tenax::sdk

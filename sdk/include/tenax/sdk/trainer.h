@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,9 @@ struct TrainOutput {
   /// should exit tenax::kExitPreempted (3) so that the launcher asks for a requeue.
   bool preempted = false;
   int preempt_signal = 0;
+  /// transformers' train() metrics, for log_metrics / save_metrics("train", ...): train_runtime,
+  /// train_samples_per_second, train_loss.
+  std::map<std::string, double> metrics() const;
 };
 
 class Trainer {
@@ -78,6 +82,29 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   void add_callback(std::shared_ptr<TrainerCallback> callback);
+  /// transformers' pop_callback: removes `callback` (this very object) and returns it; null when
+  /// it is not one of this trainer's. Change the callbacks before train(), the same way on every rank.
+  std::shared_ptr<TrainerCallback> pop_callback(const TrainerCallback& callback);
+  /// The first callback of type T (a default one too: ProgressBarCallback, JsonlMetricsCallback,
+  /// TensorBoardCallback), removed and returned; null when there is none.
+  template <typename T>
+  std::shared_ptr<T> pop_callback() {
+    for (auto it = callbacks_.begin(); it != callbacks_.end(); ++it) {
+      if (auto typed = std::dynamic_pointer_cast<T>(*it)) {
+        callbacks_.erase(it);
+        return typed;
+      }
+    }
+    return nullptr;
+  }
+  /// pop_callback without the result (transformers' remove_callback).
+  void remove_callback(const TrainerCallback& callback) { pop_callback(callback); }
+  template <typename T>
+  void remove_callback() {
+    pop_callback<T>();
+  }
+  /// The callbacks, in the order they are called.
+  const std::vector<std::shared_ptr<TrainerCallback>>& callbacks() const { return callbacks_; }
   /// Application state saved and restored atomically with the model (borrowed; it must
   /// outlive train()). Set it before train(), the same way on every rank.
   void set_user_state(UserState& user_state) { user_state_ = &user_state; }
@@ -162,6 +189,15 @@ class Trainer {
   /// on_log is not acted upon: these are the caller's values, not a training step's). Not
   /// collective: the sinks write on rank 0 only.
   void log(const Logs& logs, std::optional<std::int64_t> step = std::nullopt);
+  /// transformers' log_metrics, save_metrics and save_state, on rank 0 only (the others return):
+  /// `split` metrics as an aligned block in the log ("***** eval metrics *****", *_runtime as
+  /// h:mm:ss.ss, other values to 4 decimals); <output_dir>/<split>_results.json, and merged into
+  /// <output_dir>/all_results.json when `combined`; <output_dir>/trainer_state.json (the state a
+  /// checkpoint's manifest records). Each file is replaced atomically. Throws StorageError naming
+  /// the file, or a broken all_results.json.
+  void log_metrics(const std::string& split, const Logs& metrics) const;
+  void save_metrics(const std::string& split, const Logs& metrics, bool combined = true) const;
+  void save_state() const;
   /// The gradient accumulation steps of this run (set by begin(): an elastic resize changes it).
   std::int64_t accumulation_steps() const { return accumulation_steps_; }
 
@@ -183,7 +219,8 @@ class Trainer {
   Model& model() { return *model_; }
 
  protected:
-  /// The loss of one micro-batch (default: the model's own loss).
+  /// The loss of one micro-batch: the model's own, or with label_smoothing_factor > 0 transformers'
+  /// label-smoothed loss of its logits.
   virtual torch::Tensor compute_loss(Model& model, const Batch& batch);
   /// Forward and backward of one micro-batch (the loss divided by the number of micro-batches
   /// per step when accumulating); returns that detached loss.
@@ -198,6 +235,9 @@ class Trainer {
 
  private:
   NamedTensors named_parameters() const;
+  /// The model's output with the loss compute_loss and prediction_step report: the model's own,
+  /// or the label-smoothed one (as transformers, whose evaluation loss is smoothed too).
+  ModelOutput forward_with_loss(Model& model, const Batch& batch) const;
   /// step() without in-process recovery (train() loops over it and recovers by itself).
   double take_step(const std::vector<Batch>& micro_batches);
   /// The live state a TrainingSnapshot is captured from and applied to (training_snapshot.h).
@@ -249,6 +289,11 @@ class Trainer {
   /// `since`: when the failure was noticed (for the log's recovery time). False, on every rank,
   /// when no rank holds state to send (every one is a replacement): nothing changed.
   bool heal_from_peers(std::chrono::steady_clock::time_point since);
+  /// TrainerState::stateful_callbacks from the callbacks that export their state: before a
+  /// snapshot is captured (a save, a heal's source).
+  void export_callback_states();
+  /// The callbacks' state from TrainerState::stateful_callbacks, as restored from `where`.
+  void restore_callback_states(const std::string& where);
   /// After a rejoin: this rank's number, and the plan for the world's size, which a lost node
   /// shrank (the same `global_batch` through gradient accumulation).
   void adapt_to_world(std::int64_t global_batch);

@@ -42,6 +42,11 @@ struct TrainerState {
   /// checkpoint saved at that step ("" until one is). Saved in every checkpoint.
   std::optional<double> best_metric;
   std::string best_model_checkpoint;
+  /// The state of the callbacks that export it (ExportableState), by state_name(): one object,
+  /// or a list when several callbacks share the name, as transformers' TrainerState keeps it.
+  /// Filled at every save and heal; what a resume restores when
+  /// TrainingArguments::restore_callback_states_from_checkpoint.
+  nlohmann::json stateful_callbacks = nlohmann::json::object();
   bool is_world_process_zero() const { return rank == 0; }
   /// What a checkpoint's manifest records (not rank and resumed_from_step: they are this process's).
   nlohmann::json to_json() const;
@@ -60,6 +65,21 @@ struct TrainerControl {
 };
 
 using Logs = std::map<std::string, double>;
+
+/// A callback whose state a checkpoint keeps, so that a resume or an in-process heal goes on
+/// with it (transformers' ExportableState): EarlyStoppingCallback's patience counter, say. A
+/// callback opts in by deriving from both TrainerCallback and ExportableState.
+class ExportableState {
+ public:
+  virtual ~ExportableState() = default;
+  /// The key its state is saved under; transformers uses the class name.
+  virtual std::string state_name() const = 0;
+  /// {"args": {...}, "attributes": {...}}, as transformers writes it: what the callback was made
+  /// with, and what it has learnt since.
+  virtual nlohmann::json state() const = 0;
+  /// Takes back what state() gave. Throws StorageError when `state` is not one of its own.
+  virtual void restore_state(const nlohmann::json& state) = 0;
+};
 
 class TrainerCallback {
  public:

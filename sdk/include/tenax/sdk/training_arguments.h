@@ -56,6 +56,9 @@ struct TrainingArguments {
   double adam_beta2 = 0.999;
   double adam_epsilon = 1e-8;
   double max_grad_norm = 1.0;  ///< <= 0 disables clipping
+  /// In [0, 1): single-label classification losses against (1 - f) x the label + f x uniform,
+  /// as transformers' LabelSmoother computes them (0: the model's own loss).
+  double label_smoothing_factor = 0.0;
   /// linear, cosine, cosine_with_restarts, polynomial, constant, constant_with_warmup
   Choice<LrSchedulerType> lr_scheduler_type = LrSchedulerType::kLinear;
   /// transformers' lr_scheduler_kwargs, typed. Used only by the schedules that take them.
@@ -80,6 +83,9 @@ struct TrainingArguments {
   /// For metric_for_best_model. Unset (transformers' None): true unless metric_for_best_model
   /// ends in "loss", as transformers infers it; resolved_greater_is_better() applies the rule.
   std::optional<bool> greater_is_better;
+  /// Evaluate once before the first step (and before the first step after a resume), as
+  /// transformers does; needs an eval dataset.
+  bool eval_on_start = false;
   /// At the end, load the checkpoint with the best metric_for_best_model (needs eval and save
   /// strategies that coincide, as in transformers).
   bool load_best_model_at_end = false;
@@ -103,6 +109,11 @@ struct TrainingArguments {
   /// at the next save point). A failed final save always raises, and so does a save fenced
   /// off by a newer generation (RendezvousError: this process is in a stale partition).
   Choice<SaveErrorPolicy> on_save_error = SaveErrorPolicy::kContinue;
+  /// A resume gives the callbacks that export their state (ExportableState: early stopping's
+  /// patience counter) the state the checkpoint saved. transformers' default is false; Tenax's is
+  /// true, because a resume is meant to go on as if nothing had happened. A heal in process
+  /// always restores it: every rank must take the same decisions.
+  bool restore_callback_states_from_checkpoint = true;
   /// Tenax: SIGTERM / SIGUSR1 make every rank stop at the same step, save a checkpoint and
   /// return from train() with TrainOutput::preempted (the program then exits 3 to be requeued).
   bool handle_preemption_signals = true;
@@ -112,6 +123,8 @@ struct TrainingArguments {
   /// goes on (DDP's overlap); false: every bucket after backward. The same bits either way.
   bool ddp_overlap_backward = true;
   std::uint64_t seed = 42;
+  /// The seed of the data order alone (transformers' data_seed); < 0 (unset): seed's.
+  std::int64_t data_seed = -1;
 
   /// Throws ConfigError naming the first invalid field and the accepted values.
   void validate() const;
@@ -119,6 +132,8 @@ struct TrainingArguments {
   std::int64_t resolved_warmup_steps(std::int64_t total_steps) const;
   /// Eval every this many steps (eval_steps, or logging_steps when 0).
   std::int64_t resolved_eval_steps() const { return eval_steps > 0 ? eval_steps : logging_steps; }
+  /// The seed of the sampler's order: data_seed when set, else seed.
+  std::uint64_t resolved_data_seed() const { return data_seed >= 0 ? static_cast<std::uint64_t>(data_seed) : seed; }
   /// greater_is_better when set, else whether metric_for_best_model does not end in "loss".
   bool resolved_greater_is_better() const;
   std::string resolved_logging_dir() const { return logging_dir.empty() ? output_dir + "/runs" : logging_dir; }
@@ -145,6 +160,7 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("adam_beta2", args.adam_beta2);
   visit("adam_epsilon", args.adam_epsilon);
   visit("max_grad_norm", args.max_grad_norm);
+  visit("label_smoothing_factor", args.label_smoothing_factor);
   visit("lr_scheduler_type", args.lr_scheduler_type);
   visit("lr_scheduler_kwargs.num_cycles", args.lr_scheduler_kwargs.num_cycles);
   visit("lr_scheduler_kwargs.lr_end", args.lr_scheduler_kwargs.lr_end);
@@ -160,6 +176,7 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("save_total_limit", args.save_total_limit);
   visit("metric_for_best_model", args.metric_for_best_model);
   visit("greater_is_better", args.greater_is_better);
+  visit("eval_on_start", args.eval_on_start);
   visit("load_best_model_at_end", args.load_best_model_at_end);
   visit("use_cpu", args.use_cpu);
   visit("bf16", args.bf16);
@@ -169,10 +186,12 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("logging_dir", args.logging_dir);
   visit("save_async", args.save_async);
   visit("on_save_error", args.on_save_error);
+  visit("restore_callback_states_from_checkpoint", args.restore_callback_states_from_checkpoint);
   visit("handle_preemption_signals", args.handle_preemption_signals);
   visit("ddp_bucket_cap_mb", args.ddp_bucket_cap_mb);
   visit("ddp_overlap_backward", args.ddp_overlap_backward);
   visit("seed", args.seed);
+  visit("data_seed", args.data_seed);
 }
 
 }  // namespace tenax::sdk

@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -95,6 +96,10 @@ class ArgumentParser {
   /// What the parse read differently from what was written, one line each, as logged: a
   /// transformers field read under its Tenax key, or accepted with no effect (and why).
   const std::vector<std::string>& notes() const { return notes_; }
+  /// The keys the file and the command line set, by their file name ("learning_rate",
+  /// "lr_scheduler_kwargs.power"; an old spelling under the key it is read as): for a program
+  /// that honours only some of them and must refuse the others rather than ignore them.
+  const std::set<std::string>& set_keys() const { return set_keys_; }
 
  private:
   struct Field {
@@ -111,6 +116,7 @@ class ArgumentParser {
   TrainingArguments& args_;
   std::vector<Field> fields_;
   std::vector<std::string> notes_;
+  std::set<std::string> set_keys_;
 };
 
 /// The known name closest to `name` (edit distance, or one contains the other), or "" when none

@@ -14,8 +14,11 @@
 // keeps no best value of its own; with a threshold, a small gain that does not count as an
 // improvement still becomes the new best_metric, as in transformers.
 //
-// The counter lives in the callback, not in TrainerState, so it starts at 0 again after a
-// resume (transformers saves it among its "stateful callbacks"; Tenax does not yet).
+// The counter is the callback's state (ExportableState, in transformers' layout: args
+// early_stopping_patience and early_stopping_threshold, attribute early_stopping_patience_counter):
+// every checkpoint and heal carries it, so a resume goes on counting where the run stopped
+// (TrainingArguments::restore_callback_states_from_checkpoint, default true). A restore takes
+// the counter; patience and threshold stay this run's.
 // Thread-safety: training thread only. Not collective: every rank sees the same metrics (they
 // are all-reduced) and so takes the same decision.
 //
@@ -30,7 +33,7 @@
 
 namespace tenax::sdk {
 
-class EarlyStoppingCallback : public TrainerCallback {
+class EarlyStoppingCallback : public TrainerCallback, public ExportableState {
  public:
   /// Stop after `patience` evaluations in a row without an improvement larger than
   /// `threshold`. Throws ConfigError when patience < 1 or threshold is negative or not finite.
@@ -43,6 +46,11 @@ class EarlyStoppingCallback : public TrainerCallback {
   /// the first hook called (a hand-written loop).
   void on_evaluate(const TrainingArguments& args, TrainerState& state, TrainerControl& control,
                    const Logs& metrics) override;
+
+  std::string state_name() const override { return "EarlyStoppingCallback"; }
+  nlohmann::json state() const override;
+  /// Throws StorageError when the counter is missing or not a non-negative integer.
+  void restore_state(const nlohmann::json& state) override;
 
   /// Evaluations since the last improvement.
   std::int64_t patience_counter() const { return counter_; }
