@@ -81,5 +81,8 @@ PY
 echo "$stamp" >"$tmp/.fetched-from"
 rm -rf "$prefix"
 mv "$tmp" "$prefix"
+# The wheels (~1 GB) are not needed once unpacked; a CI machine's disk is not large (a build
+# with a full disk fails in the linker). A change of the requirements downloads them again.
+rm -rf "$wheels"
 echo "setup_cuda_libtorch: $prefix <- $(basename "$req")" >&2
 echo "$prefix"
