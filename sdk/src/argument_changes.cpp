@@ -55,6 +55,7 @@ constexpr Rule kRules[] = {
     {"logging_dir", kHarmless, "where metrics go"},
     {"save_async", kHarmless, "how checkpoints are written"},
     {"on_save_error", kHarmless, "failure policy of later saves"},
+    {"resume_from_checkpoint", kHarmless, "which checkpoint a run starts from, not how it trains"},
     {"restore_callback_states_from_checkpoint", kHarmless, "what this resume restores, not what a step computes"},
     {"handle_preemption_signals", kHarmless, "signal handling only"},
     {"ddp_bucket_cap_mb", kHarmless, "the summation order of the gradient allreduce only, as a new world size"},

@@ -331,6 +331,50 @@ std::filesystem::path Checkpointer::save(SaveRequest request) {
   throw StorageError(result.error);
 }
 
+namespace {
+
+// One checkpoint read whole, or the fault that stopped it; `in_place` says whether it wrote into
+// caller-owned memory before it failed.
+std::optional<LoadedCheckpoint> try_load(const std::filesystem::path& dir,
+                                         const std::function<bool(const std::string&)>& wanted,
+                                         const Checkpointer::LoadDestination& destination, std::string& fault,
+                                         bool& in_place) {
+  auto reader = storage::CheckpointReader::open(dir);
+  if (!reader.is_ok()) {
+    fault = reader.status().to_string();
+    return std::nullopt;
+  }
+  const storage::Manifest& manifest = reader.value().manifest();
+  LoadedCheckpoint loaded;
+  loaded.dir = dir;
+  loaded.step = manifest.step;
+  loaded.epoch = manifest.epoch;
+  loaded.world_size = manifest.world_size;
+  loaded.trainer_state = manifest.trainer_state;
+  loaded.arguments = manifest.arguments;
+  std::vector<storage::ReadTarget> targets;
+  for (const auto& [name, entry] : manifest.tensors) {
+    if (!wanted(name)) continue;
+    const auto dtype = to_torch_dtype(entry.dtype);
+    torch::Tensor t = destination ? destination(name) : torch::Tensor();
+    if (t.defined() && t.is_cpu() && t.is_contiguous() && t.scalar_type() == dtype && t.sizes().equals(entry.shape)) {
+      in_place = true;
+    } else {
+      t = torch::empty(entry.shape, torch::TensorOptions().dtype(dtype));
+    }
+    targets.push_back({name, t.data_ptr(), static_cast<std::size_t>(t.nbytes())});
+    loaded.tensors.emplace(name, std::move(t));
+  }
+  const Status read = reader.value().read_all_into(targets);
+  if (!read.is_ok()) {
+    fault = read.to_string();
+    return std::nullopt;
+  }
+  return loaded;
+}
+
+}  // namespace
+
 std::optional<LoadedCheckpoint> Checkpointer::load_latest(const std::function<bool(const std::string&)>& wanted,
                                                           const LoadDestination& destination) const {
   auto log = logger("tenax.checkpoint");
@@ -341,43 +385,12 @@ std::optional<LoadedCheckpoint> Checkpointer::load_latest(const std::function<bo
   std::vector<std::string> faults;
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     const std::filesystem::path dir = directory.step_dir(*it);
-    auto reader = storage::CheckpointReader::open(dir);
-    if (!reader.is_ok()) {
-      log->warn("skipping checkpoint {}: {}; falling back to the previous one", dir.string(),
-                reader.status().to_string());
-      faults.push_back(reader.status().to_string());
-      continue;
-    }
-    const storage::Manifest& manifest = reader.value().manifest();
-    LoadedCheckpoint loaded;
-    loaded.dir = dir;
-    loaded.step = manifest.step;
-    loaded.epoch = manifest.epoch;
-    loaded.world_size = manifest.world_size;
-    loaded.trainer_state = manifest.trainer_state;
-    loaded.arguments = manifest.arguments;
-    std::vector<storage::ReadTarget> targets;
+    std::string fault;
     bool in_place = false;
-    for (const auto& [name, entry] : manifest.tensors) {
-      if (!wanted(name)) continue;
-      const auto dtype = to_torch_dtype(entry.dtype);
-      torch::Tensor t = destination ? destination(name) : torch::Tensor();
-      if (t.defined() && t.is_cpu() && t.is_contiguous() && t.scalar_type() == dtype && t.sizes().equals(entry.shape)) {
-        in_place = true;
-      } else {
-        t = torch::empty(entry.shape, torch::TensorOptions().dtype(dtype));
-      }
-      targets.push_back({name, t.data_ptr(), static_cast<std::size_t>(t.nbytes())});
-      loaded.tensors.emplace(name, std::move(t));
-    }
-    const Status read = reader.value().read_all_into(targets);
-    if (!read.is_ok()) {
-      clobbered = clobbered || in_place;
-      log->warn("skipping checkpoint {}: {}; falling back to the previous one", dir.string(), read.to_string());
-      faults.push_back(read.to_string());
-      continue;
-    }
-    return loaded;
+    if (auto loaded = try_load(dir, wanted, destination, fault, in_place)) return loaded;
+    clobbered = clobbered || in_place;
+    log->warn("skipping checkpoint {}: {}; falling back to the previous one", dir.string(), fault);
+    faults.push_back(fault);
   }
   if (clobbered) {
     throw StorageError("no checkpoint in " + root_.string() + " could be loaded (" + std::to_string(faults.size()) +
@@ -387,6 +400,16 @@ std::optional<LoadedCheckpoint> Checkpointer::load_latest(const std::function<bo
                        root_.string() + " aside to start over");
   }
   return std::nullopt;
+}
+
+LoadedCheckpoint Checkpointer::load_from(const std::filesystem::path& step_dir,
+                                         const std::function<bool(const std::string&)>& wanted,
+                                         const LoadDestination& destination) const {
+  std::string fault;
+  bool in_place = false;
+  if (auto loaded = try_load(step_dir, wanted, destination, fault, in_place)) return std::move(*loaded);
+  throw StorageError("the checkpoint " + step_dir.string() + " cannot be loaded: " + fault + " (`tenax ckpt verify " +
+                     step_dir.string() + "` says more)");
 }
 
 }  // namespace tenax::sdk

@@ -137,9 +137,6 @@ const std::vector<HfField> kTable = {
     {"skip_memory_metrics", "", {"true"}, "memory metrics are not collected"},
     {"use_legacy_prediction_loop", "", {"false"}, "Tenax has one prediction loop"},
     {"push_to_hub", "", {"false"}, kHub},
-    {"resume_from_checkpoint", "", {},
-     "a Tenax program resumes from the newest verified checkpoint in output_dir on its own; choosing another is not "
-     "available yet (give a new output_dir to start fresh)"},
     {"hub_model_id", "", {}, kHub},
     {"hub_strategy", "", {"every_save"}, kHub},
     {"hub_token", "", {}, kHub},

@@ -245,7 +245,17 @@ void Trainer::plan_run(bool resume) {
       std::make_unique<detail::TrainingRun>(args_.output_dir, context_, checkpoint_options, grad_sync_options(args_));
   detail::TrainingRun& r = *run_;
 
-  const std::optional<detail::SavedRun> saved_run = resume ? detail::newest_saved_run(*r.checkpointer) : std::nullopt;
+  std::optional<detail::SavedRun> saved_run;
+  if (resume) {
+    const storage::CheckpointDirectory directory(r.checkpointer->root());
+    const std::vector<std::int64_t> committed =
+        std::filesystem::exists(r.checkpointer->root()) ? directory.committed_steps() : std::vector<std::int64_t>{};
+    r.resume = detail::choose_resume(args_.resume_from_checkpoint, r.checkpointer->root(), committed,
+                                     [&](std::int64_t step) { return directory.step_dir(step); });
+    if (!r.resume.note.empty()) log->warn("{}", r.resume.note);
+    saved_run = r.resume.from == detail::ResumeChoice::From::kGiven ? detail::saved_run_at(r.resume.dir)
+                                                                    : detail::newest_saved_run(*r.checkpointer);
+  }
   if (saved_run) detail::check_resumed_arguments(saved_run->arguments, args_, saved_run->dir);
   r.plan = detail::plan_run(args_, world,
                             train_dataset_ ? std::optional<std::int64_t>(train_dataset_->size()) : std::nullopt,

@@ -17,7 +17,8 @@ std::map<std::string, std::vector<ExportableState*>> exporters(
     const std::vector<std::shared_ptr<TrainerCallback>>& callbacks) {
   std::map<std::string, std::vector<ExportableState*>> out;
   for (const auto& cb : callbacks) {
-    if (auto* exportable = dynamic_cast<ExportableState*>(cb.get())) out[exportable->state_name()].push_back(exportable);
+    if (auto* exportable = dynamic_cast<ExportableState*>(cb.get()))
+      out[exportable->state_name()].push_back(exportable);
   }
   return out;
 }
@@ -27,7 +28,8 @@ std::map<std::string, std::vector<ExportableState*>> exporters(
 void Trainer::add_callback(std::shared_ptr<TrainerCallback> callback) { callbacks_.push_back(std::move(callback)); }
 
 std::shared_ptr<TrainerCallback> Trainer::pop_callback(const TrainerCallback& callback) {
-  const auto it = std::find_if(callbacks_.begin(), callbacks_.end(), [&](const auto& cb) { return cb.get() == &callback; });
+  const auto it =
+      std::find_if(callbacks_.begin(), callbacks_.end(), [&](const auto& cb) { return cb.get() == &callback; });
   if (it == callbacks_.end()) return nullptr;
   std::shared_ptr<TrainerCallback> out = *it;
   callbacks_.erase(it);
@@ -54,8 +56,7 @@ void Trainer::restore_callback_states(const std::string& where) {
   for (const auto& [name, states] : saved.items()) {
     const auto group = groups.find(name);
     if (group == groups.end()) {
-      log->warn("{} holds the state of a callback {} that this trainer does not have; it is not restored", where,
-                name);
+      log->warn("{} holds the state of a callback {} that this trainer does not have; it is not restored", where, name);
       continue;
     }
     const std::vector<nlohmann::json> list =

@@ -95,12 +95,17 @@ std::optional<std::int64_t> Trainer::restore() {
   // state is allocated by the load and adopted as is.
   const NamedTensors params = named_parameters();
   const std::map<std::string, torch::Tensor> in_place = detail::model_destinations(params);
-  auto loaded = run_->checkpointer->load_latest(
-      [&](const std::string& name) { return detail::restored_from_checkpoint(name, rank, user_state_); },
-      [&](const std::string& name) {
-        const auto it = in_place.find(name);
-        return it == in_place.end() ? torch::Tensor() : it->second;
-      });
+  const auto wanted = [&](const std::string& name) {
+    return detail::restored_from_checkpoint(name, rank, user_state_);
+  };
+  const auto destination = [&](const std::string& name) {
+    const auto it = in_place.find(name);
+    return it == in_place.end() ? torch::Tensor() : it->second;
+  };
+  const detail::ResumeChoice& choice = run_->resume;
+  auto loaded = choice.from == detail::ResumeChoice::From::kGiven
+                    ? std::optional<LoadedCheckpoint>(run_->checkpointer->load_from(choice.dir, wanted, destination))
+                    : run_->checkpointer->load_latest(wanted, destination);
   if (!loaded) return std::nullopt;
   const std::string dir = loaded->dir.string();
   detail::check_resumed_arguments(loaded->arguments, args_, dir);  // an older one may have loaded

@@ -25,7 +25,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 std::string formatted(const std::string& key, double value) {
   if (ends_with(key, "_runtime") && std::isfinite(value) && value >= 0) {
     const auto seconds = static_cast<std::int64_t>(value);
-    const auto centis = static_cast<std::int64_t>((value - static_cast<double>(seconds)) * 100);  // cut, as Python's int()
+    const auto centis =
+        static_cast<std::int64_t>((value - static_cast<double>(seconds)) * 100);  // cut, as Python's int()
     return fmt::format("{}:{:02}:{:02}.{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60, centis);
   }
   if (std::isfinite(value) && value == std::floor(value) && std::abs(value) < 1e15) {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>
 
+#include "resume_choice.h"
 #include "run_plan.h"
 #include "user_state_mirror.h"
 #include "tenax/elastic/worker_context.h"
@@ -74,6 +75,8 @@ class TrainingRun {
   std::int64_t last_saved = -1;  ///< the optimizer step of the last save
   nlohmann::json arguments;      ///< the arguments as every checkpoint records them (fixed for the run)
   bool ended = false;
+  /// Which checkpoint begin() restores (resume_from_checkpoint against output_dir).
+  ResumeChoice resume;
   /// False only in a replacement until it has healed: it has no training state to offer.
   bool holds_state = true;
   /// train() under `tenax run --recovery in-process`: RNG mirrored every step, losses healed.

@@ -23,6 +23,17 @@ void append(NamedTensors& to, NamedTensors from) {
   for (auto& entry : from) to.push_back(std::move(entry));
 }
 
+SavedRun saved_run_of(const storage::CheckpointReader& reader, const std::filesystem::path& dir) {
+  SavedRun run;
+  run.dir = dir.string();
+  const nlohmann::json& state = reader.manifest().trainer_state;
+  if (state.contains("train_batch_size") && state["train_batch_size"].is_number_integer()) {
+    run.global_batch = state["train_batch_size"].get<std::int64_t>();
+  }
+  run.arguments = reader.manifest().arguments;
+  return run;
+}
+
 }  // namespace
 
 torch::Tensor SavedDataOrder::to_tensor() const {
@@ -88,17 +99,19 @@ std::optional<SavedRun> newest_saved_run(const Checkpointer& checkpointer) {
   const auto steps = directory.committed_steps();
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     auto reader = storage::CheckpointReader::open(directory.step_dir(*it));
-    if (!reader.is_ok()) continue;
-    SavedRun run;
-    run.dir = directory.step_dir(*it).string();
-    const nlohmann::json& state = reader.value().manifest().trainer_state;
-    if (state.contains("train_batch_size") && state["train_batch_size"].is_number_integer()) {
-      run.global_batch = state["train_batch_size"].get<std::int64_t>();
-    }
-    run.arguments = reader.value().manifest().arguments;
-    return run;
+    if (reader.is_ok()) return saved_run_of(reader.value(), directory.step_dir(*it));
   }
   return std::nullopt;
+}
+
+SavedRun saved_run_at(const std::filesystem::path& step_dir) {
+  auto reader = storage::CheckpointReader::open(step_dir);
+  if (!reader.is_ok()) {
+    throw StorageError("TrainingArguments.resume_from_checkpoint: " + step_dir.string() +
+                       " is not a checkpoint that opens: " + reader.status().to_string() + " (`tenax ckpt verify " +
+                       step_dir.string() + "` says more)");
+  }
+  return saved_run_of(reader.value(), step_dir);
 }
 
 void check_resumed_arguments(const nlohmann::json& recorded, const TrainingArguments& args, const std::string& dir) {

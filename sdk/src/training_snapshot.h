@@ -106,6 +106,8 @@ struct SavedRun {
   nlohmann::json arguments;
 };
 std::optional<SavedRun> newest_saved_run(const Checkpointer& checkpointer);
+/// The checkpoint in `step_dir` (resume_from_checkpoint's); throws StorageError when it does not open.
+SavedRun saved_run_at(const std::filesystem::path& step_dir);
 /// A resume with arguments that would make it another run is refused (ConfigError) before
 /// anything is loaded (argument_changes.h says which); the harmless changes are logged.
 void check_resumed_arguments(const nlohmann::json& recorded, const TrainingArguments& args, const std::string& dir);

@@ -151,7 +151,7 @@ TEST(SdkHfFieldTable, ATransformersFieldGetsItsReasonNotASuggestionOfAnotherMean
             "every rank gathers all predictions before compute_metrics; remove the key"},
            {"hub_strategy = \"end\"\n", "Tenax does not upload to the Hugging Face Hub"},
            {"deepspeed = \"ds.json\"\n", "DeepSpeed is a Python library"},
-           {"resume_from_checkpoint = \"runs/x/checkpoint-500\"\n", "resumes from the newest verified checkpoint"}}) {
+           {"ignore_data_skip = true\n", "restores the data position exactly"}}) {
     const std::string e = toml_error(toml);
     EXPECT_TRUE(contains(e, reason)) << toml << " -> " << e;
     EXPECT_FALSE(contains(e, "did you mean")) << toml << " -> " << e;

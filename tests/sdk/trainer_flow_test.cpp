@@ -706,6 +706,54 @@ TEST(TrainerFlow, EvalOnStartEvaluatesBeforeTheFirstStepOfEveryTrainCall) {
   });
 }
 
+// resume_from_checkpoint: another run's step 4 starts this run, which then goes on exactly as
+// that run did; a restart of it goes on from its own newest, not from step 4 again; going back
+// to an older step with newer ones beside it, or starting over where checkpoints are, is refused.
+TEST(TrainerFlow, ResumeFromCheckpointStartsARunOnceThenTheRunsOwnCheckpointsRule) {
+  auto data = std::make_shared<Points>(64);
+  const auto first = fresh_dir("resume-from-first");
+  const auto second = fresh_dir("resume-from-second");
+  auto run = [&](const std::filesystem::path& dir, const std::string& resume_from) {
+    torch::Tensor params;
+    std::int64_t resumed_from = -2;
+    testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+      auto model = std::make_shared<Mlp>();
+      TrainingArguments a = quiet_args(dir);
+      a.per_device_train_batch_size = 4;
+      a.max_steps = 6;
+      a.save_steps = 2;
+      a.resume_from_checkpoint = resume_from;
+      Trainer trainer(model, a, data, ctx);
+      const TrainOutput out = trainer.train();
+      if (ctx.rank() == 0) {
+        params = flat_parameters(*model);
+        resumed_from = out.resumed_from_step;
+      }
+    });
+    return std::make_pair(params, resumed_from);
+  };
+  const auto [whole, not_resumed] = run(first, "");
+  EXPECT_EQ(not_resumed, -1);
+  const std::string step4 = storage::CheckpointDirectory(first / "checkpoints").step_dir(4).string();
+  const auto [warm, from4] = run(second, step4);
+  EXPECT_EQ(from4, 4);
+  EXPECT_TRUE(torch::equal(warm, whole)) << "steps 5 and 6 from another run's step 4 are that run's steps 5 and 6";
+  EXPECT_EQ(committed_steps(second), (std::set<std::int64_t>{6})) << "saves go to this run's output_dir";
+  EXPECT_EQ(run(second, step4).second, 6) << "a restart goes on from the run's own newest checkpoint";
+
+  const std::string step2 = storage::CheckpointDirectory(first / "checkpoints").step_dir(2).string();
+  for (const auto& [argument, says] : std::vector<std::pair<std::string, std::string>>{
+           {step2, "newer checkpoints (steps 4, 6)"}, {"false", "a start from scratch"}}) {
+    try {
+      run(first, argument);
+      ADD_FAILURE() << argument << " was followed";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(committed_steps(first), (std::set<std::int64_t>{2, 4, 6})) << "a refusal changes nothing";
+}
+
 TEST(TrainerFlow, SaveMetricsAndSaveStateWriteTransformersFiles) {
   auto data = std::make_shared<Points>(32);
   const auto dir = fresh_dir("save-metrics");

@@ -184,6 +184,13 @@ class Checkpointer {
   std::optional<LoadedCheckpoint> load_latest(const std::function<bool(const std::string&)>& wanted,
                                               const LoadDestination& destination = {}) const;
 
+  /// Reads every tensor `wanted` from the checkpoint in `step_dir` (any directory, not only
+  /// under root()), as load_latest reads one; no fallback: a fault throws StorageError naming the
+  /// directory (a checkpoint the caller chose must load, or nothing is trained).
+  LoadedCheckpoint load_from(const std::filesystem::path& step_dir,
+                             const std::function<bool(const std::string&)>& wanted,
+                             const LoadDestination& destination = {}) const;
+
   const std::filesystem::path& root() const { return root_; }
 
  private:

@@ -109,6 +109,12 @@ struct TrainingArguments {
   /// at the next save point). A failed final save always raises, and so does a save fenced
   /// off by a newer generation (RendezvousError: this process is in a stale partition).
   Choice<SaveErrorPolicy> on_save_error = SaveErrorPolicy::kContinue;
+  /// Where the run starts (transformers' resume_from_checkpoint, which Tenax reads from the
+  /// arguments): "" or "true", the newest committed checkpoint in output_dir; a checkpoint's step
+  /// directory, used while output_dir holds none of its own (after the first save a restart goes
+  /// on from the run's own newest); "false", from scratch, where output_dir holds no checkpoint.
+  /// What cannot be followed safely is refused (sdk/src/resume_choice.h).
+  std::string resume_from_checkpoint;
   /// A resume gives the callbacks that export their state (ExportableState: early stopping's
   /// patience counter) the state the checkpoint saved. transformers' default is false; Tenax's is
   /// true, because a resume is meant to go on as if nothing had happened. A heal in process
@@ -186,6 +192,7 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("logging_dir", args.logging_dir);
   visit("save_async", args.save_async);
   visit("on_save_error", args.on_save_error);
+  visit("resume_from_checkpoint", args.resume_from_checkpoint);
   visit("restore_callback_states_from_checkpoint", args.restore_callback_states_from_checkpoint);
   visit("handle_preemption_signals", args.handle_preemption_signals);
   visit("ddp_bucket_cap_mb", args.ddp_bucket_cap_mb);
