@@ -47,9 +47,9 @@ const std::vector<HfField> kTable = {
      "transformers' deprecated name for per_device_train_batch_size"},
     {"per_gpu_eval_batch_size", "per_device_eval_batch_size", {},
      "transformers' deprecated name for per_device_eval_batch_size"},
-    {"eval_accumulation_steps", "", {},
-     "moving predictions off the device every N steps is not available: every rank gathers all predictions before "
-     "compute_metrics"},
+    {"eval_accumulation_steps", "", {"*"},
+     "predictions already leave the device after every evaluation batch (as with eval_accumulation_steps = 1), so "
+     "any value gives the same metrics"},
     {"eval_delay", "", {"0"},
      "delaying the first evaluation is not available: evaluation follows eval_strategy and eval_steps from the start"},
     {"torch_empty_cache_steps", "", {},

@@ -43,8 +43,8 @@ ResumeChoice choose_resume(const std::string& resume_from_checkpoint, const std:
     const std::vector<std::int64_t> newer(committed_steps.begin() + static_cast<std::ptrdiff_t>(i) + 1,
                                           committed_steps.end());
     throw ConfigError("TrainingArguments.resume_from_checkpoint: " + resume_from_checkpoint + " is step " +
-                      std::to_string(committed_steps[i]) + " of this output_dir, which holds newer checkpoints (steps " +
-                      steps_text(newer) +
+                      std::to_string(committed_steps[i]) +
+                      " of this output_dir, which holds newer checkpoints (steps " + steps_text(newer) +
                       "): the rerun steps would be saved over them, and a restart would resume from the newest. Move "
                       "the newer step directories aside first, or resume into a new output_dir");
   }

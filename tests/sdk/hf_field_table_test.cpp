@@ -110,8 +110,12 @@ TEST(SdkHfFieldTable, AValueThatAsksForWhatTenaxDoesIsAcceptedWithANote) {
     return std::any_of(parser.notes().begin(), parser.notes().end(),
                        [&](const std::string& line) { return contains(line, text); });
   };
-  parser.load_toml("push_to_hub = false\noptim = \"adamw_torch\"\neval_delay = 0.0\nrun_name = \"cola\"\n", "job.toml");
-  EXPECT_EQ(parser.notes().size(), 4u);
+  parser.load_toml(
+      "push_to_hub = false\noptim = \"adamw_torch\"\neval_delay = 0.0\nrun_name = \"cola\"\n"
+      "eval_accumulation_steps = 4\n",
+      "job.toml");
+  EXPECT_EQ(parser.notes().size(), 5u);
+  EXPECT_TRUE(noted("job.toml:5: 'eval_accumulation_steps = 4' changes nothing in Tenax: predictions already leave"));
   EXPECT_TRUE(
       noted("job.toml:1: 'push_to_hub = false' changes nothing in Tenax: Tenax does not upload to the Hugging "
             "Face Hub"));
@@ -120,9 +124,9 @@ TEST(SdkHfFieldTable, AValueThatAsksForWhatTenaxDoesIsAcceptedWithANote) {
   EXPECT_TRUE(noted("job.toml:4: 'run_name = \"cola\"' changes nothing")) << "any value of run_name";
 
   parser.apply_overrides({"--push_to_hub", "False", "--do_train", "--do_eval", "--hub_strategy=every_save"});
-  EXPECT_EQ(parser.notes().size(), 8u);
-  EXPECT_EQ(parser.notes()[4].rfind("'--push_to_hub False' changes nothing in Tenax", 0), 0u) << parser.notes()[4];
-  EXPECT_EQ(parser.notes()[5].rfind("'--do_train' changes nothing in Tenax", 0), 0u) << parser.notes()[5];
+  EXPECT_EQ(parser.notes().size(), 9u);
+  EXPECT_EQ(parser.notes()[5].rfind("'--push_to_hub False' changes nothing in Tenax", 0), 0u) << parser.notes()[5];
+  EXPECT_EQ(parser.notes()[6].rfind("'--do_train' changes nothing in Tenax", 0), 0u) << parser.notes()[6];
   EXPECT_TRUE(noted("'--hub_strategy every_save' changes nothing"));
 }
 
@@ -143,12 +147,12 @@ TEST(SdkHfFieldTable, AnyOtherValueIsRefusedWithTheReasonAndWhatIsAccepted) {
 }
 
 // transformers' fields used to get a "did you mean" of another meaning: fp16 -> bf16,
-// eval_accumulation_steps -> gradient_accumulation_steps, hub_strategy -> eval_strategy.
+// eval_accumulation_steps -> gradient_accumulation_steps (now accepted: test below),
+// hub_strategy -> eval_strategy.
 TEST(SdkHfFieldTable, ATransformersFieldGetsItsReasonNotASuggestionOfAnotherMeaning) {
   for (const auto& [toml, reason] : std::vector<std::pair<std::string, std::string>>{
            {"fp16 = true\n", "float16 training needs dynamic loss scaling"},
-           {"eval_accumulation_steps = 4\n",
-            "every rank gathers all predictions before compute_metrics; remove the key"},
+           {"save_only_model = true\n", "a checkpoint always holds the optimizer, scheduler, RNG and data position"},
            {"hub_strategy = \"end\"\n", "Tenax does not upload to the Hugging Face Hub"},
            {"deepspeed = \"ds.json\"\n", "DeepSpeed is a Python library"},
            {"ignore_data_skip = true\n", "restores the data position exactly"}}) {

@@ -19,7 +19,7 @@ using test_support::contains;
 
 struct Case {
   const char* what;
-  std::string argument;                // "{ours}" / "{other}" stand for a directory of this test
+  std::string argument;                 // "{ours}" / "{other}" stand for a directory of this test
   std::vector<std::int64_t> committed;  // output_dir's committed steps
   ResumeChoice::From from;
   const char* note_or_error;  // "" : neither; else a part of the note (success) or of the error
@@ -38,13 +38,16 @@ TEST(SdkResumeChoice, FollowsTheArgumentOnlyWhereARestartCannotGoBackInTime) {
       {"false in an empty output_dir", "false", {}, ResumeChoice::From::kNewest, "", false},
       {"false where checkpoints are", "false", {20}, ResumeChoice::From::kNewest, "a start from scratch", true},
       {"our newest", "{ours}40", {20, 40}, ResumeChoice::From::kNewest, "", false},
-      {"our older one", "{ours}20", {20, 40, 60}, ResumeChoice::From::kNewest, "newer checkpoints (steps 40, 60)",
+      {"our older one",
+       "{ours}20",
+       {20, 40, 60},
+       ResumeChoice::From::kNewest,
+       "newer checkpoints (steps 40, 60)",
        true},
       {"no such step of ours", "{ours}30", {20, 40}, ResumeChoice::From::kNewest, "not a committed checkpoint", true},
       {"another run's, to start", "{other}", {}, ResumeChoice::From::kGiven, "", false},
       {"another run's after our first save", "{other}", {20}, ResumeChoice::From::kNewest, "is not followed", false},
-      {"a path that is not there", "/nonexistent/step-5", {}, ResumeChoice::From::kNewest, "is not a directory",
-       true},
+      {"a path that is not there", "/nonexistent/step-5", {}, ResumeChoice::From::kNewest, "is not a directory", true},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
