@@ -448,19 +448,25 @@ TEST(TrainerFlow, LoadBestModelAtEndNeedsMatchingStrategies) {
 
 // --- early stopping and resume checks ------------------------------------------------
 
+// Up to 40 steps of 8 samples, an evaluation and a checkpoint every 2 steps, judged by "score".
+TrainingArguments early_stopping_args(const std::filesystem::path& dir) {
+  TrainingArguments a = quiet_args(dir);
+  a.per_device_train_batch_size = 4;
+  a.max_steps = 40;
+  a.eval_strategy = "steps";
+  a.eval_steps = 2;
+  a.save_strategy = "steps";
+  a.save_steps = 2;
+  a.metric_for_best_model = "score";
+  return a;
+}
+
 TEST(TrainerFlow, EarlyStoppingStopsAtTheEvaluationThatExhaustsPatience) {
   auto data = std::make_shared<Points>(64);
   const auto dir = fresh_dir("early-stop");
   std::int64_t stopped_at = -1;
   testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
-    TrainingArguments a = quiet_args(dir);
-    a.per_device_train_batch_size = 4;
-    a.max_steps = 40;
-    a.eval_strategy = "steps";
-    a.eval_steps = 2;
-    a.save_strategy = "steps";
-    a.save_steps = 2;
-    a.metric_for_best_model = "score";
+    TrainingArguments a = early_stopping_args(dir);
     a.greater_is_better = true;
     Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
     // Evaluations at steps 2, 4, 6, 8, ...: 0.6 at step 4 is the best; 0.55 and then 0.58 are
@@ -484,14 +490,7 @@ TEST(TrainerFlow, EarlyStoppingsPatienceCounterSurvivesAResume) {
     std::int64_t final_step = -1;
     std::int64_t counter = -1;
     testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
-      TrainingArguments a = quiet_args(dir);
-      a.per_device_train_batch_size = 4;
-      a.max_steps = 40;
-      a.eval_strategy = "steps";
-      a.eval_steps = 2;
-      a.save_strategy = "steps";
-      a.save_steps = 2;
-      a.metric_for_best_model = "score";
+      TrainingArguments a = early_stopping_args(dir);
       a.restore_callback_states_from_checkpoint = restore;
       Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
       trainer.set_eval_dataset(
