@@ -62,7 +62,7 @@ EmbeddedArguments read_arguments(const char* toml_path, const char* const* overr
     }
   }
   args.validate();
-  if (args.save_strategy != sdk::IntervalStrategy::kNo) {
+  if (args.save_strategy != sdk::SaveStrategy::kNo) {
     throw ConfigError("save_strategy: '" + args.save_strategy.name() +
                       "': an embedded trainer saves when its caller calls tenax_checkpoint_save(step), labelled with "
                       "the caller's step; remove save_strategy (default \"no\")");

@@ -11,8 +11,8 @@ AutocastGuard::AutocastGuard(torch::DeviceType device, bool enabled, torch::Scal
     : device_(device), active_(enabled) {
   if (!active_) return;
   if (device != torch::kCPU && device != torch::kCUDA) {
-    throw ConfigError(std::string("TrainingArguments.bf16: autocast is supported on cpu and cuda, not ") +
-                      c10::DeviceTypeName(device));
+    throw ConfigError(std::string("TrainingArguments.") + (dtype == torch::kHalf ? "fp16" : "bf16") +
+                      ": autocast is supported on cpu and cuda, not " + c10::DeviceTypeName(device));
   }
   previous_enabled_ = compat::autocast_enabled(device);
   previous_dtype_ = compat::autocast_dtype(device);

@@ -15,14 +15,16 @@ constexpr std::string_view kFsdp =
     "fully sharded data parallelism is not available: every rank holds the whole model and optimizer (DDP)";
 constexpr std::string_view kPython =
     "Python machinery with no counterpart in libtorch's C++ API (TorchScript tracing, TorchDynamo, IPEX)";
-constexpr std::string_view kApex = "a setting of NVIDIA Apex, a Python package; Tenax's mixed precision is bf16 = true";
+constexpr std::string_view kApex =
+    "a setting of NVIDIA Apex, a Python package; Tenax's mixed precision is libtorch's autocast: bf16 = true or fp16 = "
+    "true";
 constexpr std::string_view kTpu = "TPUs need XLA, which libtorch's C++ API does not offer";
 constexpr std::string_view kWorkers =
     "batches are built by the trainer's own pipeline, not by DataLoader worker processes";
 constexpr std::string_view kGeneration =
     "no generation: Tenax's model families (BERT, DistilBERT, ViT) are encoders; Seq2SeqTrainer has no counterpart";
 constexpr std::string_view kCheckpointing =
-    "activation checkpointing is not available yet: every layer keeps its activations for backward";
+    "Tenax's activation checkpointing is gradient_checkpointing = true (each encoder layer recomputed in backward)";
 
 // One entry a line or two, as a table reads best (clang-format would give each field a line).
 // clang-format off
@@ -77,11 +79,8 @@ const std::vector<HfField> kTable = {
     {"use_mps_device", "", {"false"}, "Apple's MPS devices are not a target of Tenax"},
     {"jit_mode_eval", "", {"false"}, kPython},
     {"use_ipex", "", {"false"}, kPython},
-    {"fp16", "", {"false"},
-     "float16 training needs dynamic loss scaling, which Tenax does not have yet; bf16 = true trains under bfloat16 "
-     "autocast with float32 master weights"},
     {"fp16_opt_level", "", {"O1"}, kApex},
-    {"half_precision_backend", "", {"auto"}, "one backend: libtorch's autocast (bf16 = true)"},
+    {"half_precision_backend", "", {"auto"}, "one backend: libtorch's autocast (bf16 = true or fp16 = true)"},
     {"bf16_full_eval", "", {"false"},
      "evaluating with the model cast to bfloat16 is not available: evaluation runs under the training precision"},
     {"fp16_full_eval", "", {"false"},
@@ -109,9 +108,6 @@ const std::vector<HfField> kTable = {
      "a Batch has typed fields that the collator fills: there are no dataset columns to remove"},
     {"label_names", "", {},
      "a batch has one label tensor (Batch::labels); several label columns are not available"},
-    {"ignore_data_skip", "", {"false"},
-     "a resume restores the data position exactly, in constant time, from (seed, epoch, position): nothing is "
-     "skipped; starting the data from the beginning instead is not available"},
     {"fsdp", "", {"", "[]", "false"}, kFsdp},
     {"fsdp_min_num_params", "", {"0"}, kFsdp},
     {"fsdp_config", "", {}, kFsdp},
@@ -142,8 +138,6 @@ const std::vector<HfField> kTable = {
     {"hub_token", "", {}, kHub},
     {"hub_private_repo", "", {}, kHub},
     {"hub_always_push", "", {"false"}, kHub},
-    {"gradient_checkpointing", "", {"false"}, kCheckpointing},
-    {"gradient_checkpointing_kwargs", "", {}, kCheckpointing},
     {"include_inputs_for_metrics", "", {"false"},
      "compute_metrics receives logits and labels; the inputs are not gathered for it"},
     {"eval_do_concat_batches", "", {"true"},

@@ -22,6 +22,13 @@ IntervalStrategy strategy_of(const Choice<IntervalStrategy>& choice, const std::
   return choice.valid() ? choice.value() : parse_interval_strategy(choice.name(), key);
 }
 
+SaveStrategy strategy_of(const Choice<SaveStrategy>& choice) {
+  if (!choice.valid()) {
+    throw ConfigError("TrainingArguments.save_strategy: '" + choice.name() + "' is not one of " + choice.accepted());
+  }
+  return choice.value();
+}
+
 }  // namespace
 
 RunPlan plan_run(const TrainingArguments& args, int world_size, std::optional<std::int64_t> dataset_size,
@@ -29,7 +36,7 @@ RunPlan plan_run(const TrainingArguments& args, int world_size, std::optional<st
   RunPlan plan;
   plan.logging = strategy_of(args.logging_strategy, "logging_strategy");
   plan.eval = strategy_of(args.eval_strategy, "eval_strategy");
-  plan.save = strategy_of(args.save_strategy, "save_strategy");
+  plan.save = strategy_of(args.save_strategy);
   plan.eval_steps = args.resolved_eval_steps();
   plan.has_dataset = dataset_size.has_value();
 
@@ -56,7 +63,7 @@ RunPlan plan_run(const TrainingArguments& args, int world_size, std::optional<st
     // The caller supplies every batch: there is no data order, no epoch ever ends, and the run
     // lasts as long as the caller steps. max_steps only sets the schedule's length.
     if (plan.logging == IntervalStrategy::kEpoch || plan.eval == IntervalStrategy::kEpoch ||
-        plan.save == IntervalStrategy::kEpoch) {
+        plan.save == SaveStrategy::kEpoch) {
       throw ConfigError(
           "TrainingArguments: an embedded trainer (no training dataset) has no epochs; set "
           "logging_strategy, eval_strategy and save_strategy to \"steps\" or \"no\"");
@@ -64,7 +71,7 @@ RunPlan plan_run(const TrainingArguments& args, int world_size, std::optional<st
     // A save by the Trainer's schedule would be named by the optimizer step, among checkpoints
     // the caller names by its own step (a solver step): the newest name would no longer be the
     // newest state, and a resume could restore another time's fields.
-    if (plan.save != IntervalStrategy::kNo) {
+    if (plan.save != SaveStrategy::kNo) {
       throw ConfigError("TrainingArguments.save_strategy: '" + args.save_strategy.name() +
                         "': an embedded trainer (no training dataset) saves only when its caller asks, labelled "
                         "with the caller's step (Trainer::save_checkpoint, tenax_checkpoint_save); set "

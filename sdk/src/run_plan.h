@@ -14,6 +14,7 @@
 namespace tenax::sdk::detail {
 
 using tenax::sdk::IntervalStrategy;
+using tenax::sdk::SaveStrategy;
 
 /// "no", "steps" or "epoch"; ConfigError naming `key` otherwise.
 IntervalStrategy parse_interval_strategy(const std::string& value, const std::string& key);
@@ -32,7 +33,7 @@ struct RunPlan {
   std::optional<std::int64_t> accumulation_changed_from;
   IntervalStrategy logging = IntervalStrategy::kSteps;
   IntervalStrategy eval = IntervalStrategy::kNo;
-  IntervalStrategy save = IntervalStrategy::kSteps;
+  SaveStrategy save = SaveStrategy::kSteps;
   std::int64_t eval_steps = 0;
 };
 

@@ -11,8 +11,8 @@ StepFlow flow_after_step(const RunPlan& plan, std::int64_t logging_steps, std::i
              (plan.logging == IntervalStrategy::kEpoch && (flow.epoch_end || flow.last_step));
   flow.evaluate = (plan.eval == IntervalStrategy::kSteps && global_step % plan.eval_steps == 0) ||
                   (plan.eval == IntervalStrategy::kEpoch && flow.epoch_end);
-  flow.save = (plan.save == IntervalStrategy::kSteps && save_steps > 0 && global_step % save_steps == 0) ||
-              (plan.save == IntervalStrategy::kEpoch && flow.epoch_end);
+  flow.save = (plan.save == SaveStrategy::kSteps && save_steps > 0 && global_step % save_steps == 0) ||
+              (plan.save == SaveStrategy::kEpoch && flow.epoch_end);
   return flow;
 }
 

@@ -24,11 +24,15 @@ inline void* optimizer_state_key(const torch::Tensor& param) { return param.unsa
 // Autocast state of one device type (CPU or CUDA). torch 2.4 replaced the per-device functions
 // (deprecated there, an error under -Werror) by ones taking the device type.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+/// Whether CPU autocast runs in float16 (added with the per-device functions; 1.13's CPU autocast
+/// knows bfloat16 only, and its CPU matmuls have no float16 kernels).
+inline constexpr bool kCpuFloat16Autocast = true;
 inline bool autocast_enabled(at::DeviceType d) { return at::autocast::is_autocast_enabled(d); }
 inline void set_autocast_enabled(at::DeviceType d, bool on) { at::autocast::set_autocast_enabled(d, on); }
 inline at::ScalarType autocast_dtype(at::DeviceType d) { return at::autocast::get_autocast_dtype(d); }
 inline void set_autocast_dtype(at::DeviceType d, at::ScalarType t) { at::autocast::set_autocast_dtype(d, t); }
 #else
+inline constexpr bool kCpuFloat16Autocast = false;
 inline bool autocast_enabled(at::DeviceType d) {
   return d == at::kCPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
 }

@@ -13,8 +13,10 @@
 #include "commit_protocol.h"
 #include "fused_adamw.h"
 #include "label_smoothing.h"
+#include "loss_scaling.h"
 #include "run_plan.h"
 #include "step_flow.h"
+#include "torch_compat.h"
 #include "training_device.h"
 #include "training_run.h"
 #include "training_snapshot.h"
@@ -74,6 +76,20 @@ Trainer::Trainer(std::shared_ptr<Model> model, TrainingArguments args, std::shar
   if (std::any_of(params.begin(), params.end(), [&](const torch::Tensor& p) { return p.device() != device_; })) {
     model_->to(device_);
   }
+  if (args_.gradient_checkpointing) {
+    if (!model_->supports_gradient_checkpointing()) {
+      throw ConfigError(
+          "TrainingArguments.gradient_checkpointing: this model does not support it (BERT, DistilBERT and ViT do); a "
+          "model of your own can: override Model::supports_gradient_checkpointing and set_gradient_checkpointing, and "
+          "run its layers through tenax::sdk::checkpoint_activations");
+    }
+    model_->set_gradient_checkpointing(true);
+  }
+  if (args_.fp16 && device_.is_cpu() && !compat::kCpuFloat16Autocast) {
+    throw ConfigError("TrainingArguments.fp16: this build's libtorch (" + std::string(TORCH_VERSION) +
+                      ") has no float16 autocast on CPUs; train on a GPU (the CUDA flavour, docs/gpu-clusters.md), "
+                      "or use bf16 = true, which needs no loss scaling");
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -99,13 +115,19 @@ torch::Tensor Trainer::training_step(Model& model, const Batch& batch) {
   torch::Tensor loss;
   {
     // The parameters' device decides which autocast applies (CPU or CUDA).
-    AutocastGuard autocast(model.parameters().front().device().type(), args_.bf16);
+    AutocastGuard autocast(model.parameters().front().device().type(), args_.bf16 || args_.fp16,
+                           args_.fp16 ? torch::kHalf : torch::kBFloat16);
     loss = compute_loss(model, batch);
   }
   // Divided only when accumulating: with one micro-batch the arithmetic stays exactly what it
   // was (bit-exact resume compares against runs without accumulation too).
   if (accumulation_steps_ > 1) loss = loss / static_cast<double>(accumulation_steps_);
-  loss.backward();
+  // fp16: the gradients are computed scaled, and unscaled after the allreduce (take_step).
+  if (state_.loss_scale) {
+    (loss * state_.loss_scale->scale).backward();
+  } else {
+    loss.backward();
+  }
   return loss.detach();
 }
 
@@ -279,6 +301,10 @@ void Trainer::plan_run(bool resume) {
   r.arguments = args_.to_json();
   r.optimizer = create_optimizer();
   r.schedule.emplace(create_scheduler(r.plan.max_steps));
+  if (args_.fp16) {
+    r.scaler_options = grad_scaler_options();
+    state_.loss_scale = LossScaleState{r.scaler_options.init_scale, 0, 0};  // a resume replaces it
+  }
   r.params = model_->parameters();
   r.grad_sync.emplace(context_.communicator(), r.params, r.grad_sync_options);
   notify([&](TrainerCallback& cb) { cb.on_init_end(args_, state_, control_); });
@@ -327,14 +353,22 @@ std::optional<std::int64_t> Trainer::begin_from_disk(bool resume) {
     if (resume) log->info("no committed checkpoint under {}; starting from scratch", args_.output_dir);
   } else {
     // The data position is (epoch, cursor); it is ahead of the step by the steps that
-    // should_epoch_stop skipped.
-    const auto [epoch, cursor] = restored_position_;
+    // should_epoch_stop skipped, behind it by those an ignore_data_skip resume replayed.
     skipped_steps_ =
         detail::SavedDataOrder{args_.resolved_data_seed(), restored_position_, r.plan.global_batch}.skipped_steps(
             r.plan.steps_per_epoch, state_.global_step);
-    if (skipped_steps_ < 0) {
-      throw StorageError("the checkpoint's data position (epoch " + std::to_string(epoch) + ", sample " +
-                         std::to_string(cursor) + ") is behind its step " + std::to_string(state_.global_step));
+    if (args_.ignore_data_skip && r.plan.has_dataset) {
+      // transformers' meaning: the epoch the run was in starts again from its first batch (the
+      // same order), while the step, the schedule and everything else go on from the checkpoint.
+      const std::int64_t data_step = state_.global_step + skipped_steps_;
+      const std::int64_t into_epoch = data_step % r.plan.steps_per_epoch;
+      skipped_steps_ -= into_epoch;
+      if (into_epoch > 0) {
+        log->warn(
+            "ignore_data_skip: epoch {} starts again from its first batch ({} batches of it were done); the run "
+            "goes on from step {} but no longer sees the data of an uninterrupted one",
+            data_step / r.plan.steps_per_epoch, into_epoch, state_.global_step);
+      }
     }
     r.last_saved = state_.global_step;
   }
@@ -419,13 +453,26 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
                       (r.heals_in_process && context_.generation_superseded() ? kRegroupFlag : 0);
   const int agreed = r.grad_sync->synchronize(r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor(), request);
   if (r.preemption) r.preemption_from_step = agreed & kSignalFlags;
-  if (args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(r.params, args_.max_grad_norm);
-  const double lr = args_.learning_rate * r.schedule->multiplier(step);
+  // fp16: gradients with an inf or a nan (the same on every rank after the allreduce) skip the
+  // update, and the schedule with it (transformers steps its scheduler only when the optimizer ran).
+  bool skip_update = false;
+  if (state_.loss_scale) skip_update = detail::unscale_gradients(r.params, state_.loss_scale->scale);
+  if (!skip_update && args_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(r.params, args_.max_grad_norm);
+  const std::int64_t schedule_step = step - (state_.loss_scale ? state_.loss_scale->skipped_steps : 0);
+  const double lr = args_.learning_rate * r.schedule->multiplier(schedule_step);
   for (auto& group : r.optimizer->param_groups()) group.options().set_lr(lr);
   // An async save copies the parameters and the optimizer state while this step's forward
   // and backward ran; the update must not change them before that copy is done.
   r.checkpointer->wait_for_snapshot();
-  r.optimizer->step();
+  if (!skip_update) r.optimizer->step();
+  if (state_.loss_scale) {
+    state_.loss_scale = detail::next_loss_scale(*state_.loss_scale, skip_update, r.scaler_options);
+    if (skip_update) {
+      logger("tenax.trainer", LogPolicy::kRankZeroOnly)
+          ->info("fp16: step {} had inf/nan gradients and was skipped; the loss scale goes to {}", step + 1,
+                 state_.loss_scale->scale);
+    }
+  }
 
   const double loss_value = loss.item<double>();
   r.count_step(loss_value);
@@ -451,7 +498,7 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
     epoch_end = true;
     if (r.plan.logging == detail::IntervalStrategy::kEpoch) control_.should_log = true;
     if (r.plan.eval == detail::IntervalStrategy::kEpoch) control_.should_evaluate = true;
-    if (r.plan.save == detail::IntervalStrategy::kEpoch) control_.should_save = true;
+    if (r.plan.save == SaveStrategy::kEpoch) control_.should_save = true;
   }
   control_.should_epoch_stop = false;
   if (epoch_end) notify([&](TrainerCallback& cb) { cb.on_epoch_end(args_, state_, control_); });
@@ -489,6 +536,9 @@ void Trainer::act_on_control(double lr) {
     }
     eval_metrics = evaluate(*eval_dataset_, compute_metrics_);
     r.window_start = Clock::now();  // samples/s counts training only
+    // save_strategy "best": a save exactly when this evaluation improved the metric (transformers
+    // sets the flag so, over a callback's request too).
+    if (r.plan.save == SaveStrategy::kBest) control_.should_save = is_new_best(eval_metrics);
   }
   if (control_.should_save) {
     control_.should_save = false;

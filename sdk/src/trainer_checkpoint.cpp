@@ -3,6 +3,7 @@
 // end; kept apart from the training loop in trainer.cpp.
 #include <utility>
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "training_run.h"
@@ -24,17 +25,9 @@ void Trainer::save(const Logs& metrics, std::optional<std::int64_t> label) {
   // As transformers' _save_checkpoint: a better metric makes this checkpoint the best one,
   // recorded in the state it saves. (Retention and load_best_model_at_end look at the
   // committed manifests instead, so a save that then fails is never taken for the best.)
-  if (const std::string key = best_metric_key(); !key.empty()) {
-    if (const auto it = metrics.find(key); it != metrics.end()) {
-      const bool better =
-          !state_.best_metric ||
-          (args_.resolved_greater_is_better() ? it->second > *state_.best_metric : it->second < *state_.best_metric);
-      if (better) {
-        state_.best_metric = it->second;
-        state_.best_model_checkpoint =
-            storage::CheckpointDirectory(checkpointer.root()).step_dir(request.step).string();
-      }
-    }
+  if (is_new_best(metrics)) {
+    state_.best_metric = metrics.at(best_metric_key());
+    state_.best_model_checkpoint = storage::CheckpointDirectory(checkpointer.root()).step_dir(request.step).string();
   }
   // Parameters and optimizer state change only in optimizer.step(), which waits for the
   // snapshot (take_step): the writer copies them late, overlapping the next step's compute.
@@ -133,7 +126,8 @@ std::optional<std::int64_t> Trainer::restore() {
   detail::apply_model_state(snapshot, live, dir);
   const auto lookup = snapshot.lookup();
   if (user_state_ != nullptr) user_state_->restore(rank, lookup);
-  if (!restore_rng_states(rank, lookup)) {
+  const bool own_rng = restore_rng_states(rank, lookup);
+  if (!own_rng) {
     // A rank the writing world did not have: a deterministic stream of its own (docs/checkpoints.md, "Resume
     // semantics").
     torch::manual_seed(detail::derived_seed(args_.seed, rank, loaded->step));
@@ -146,13 +140,36 @@ std::optional<std::int64_t> Trainer::restore() {
   detail::apply_progress(snapshot, state_);
   if (args_.restore_callback_states_from_checkpoint) restore_callback_states(dir);
   state_.resumed_from_step = state_.global_step;
-  log->info("resumed from {} at step {} (generation {}, restart {}{})", dir, loaded->step, context_.generation(),
-            context_.restart_count(),
+  // What the resume restored, in one line (transformers says it over several).
+  std::string restored = "parameters, optimizer state, schedule at step " + std::to_string(state_.global_step) +
+                         (own_rng ? ", random streams" : ", random streams derived (no saved ones for this rank)") +
+                         ", data position (epoch " + std::to_string(order->position.epoch) + ", sample " +
+                         std::to_string(order->position.cursor) + ")";
+  if (state_.loss_scale) restored += fmt::format(", fp16 loss scale {}", state_.loss_scale->scale);
+  if (!state_.stateful_callbacks.empty()) {
+    std::string names;
+    for (const auto& item : state_.stateful_callbacks.items()) names += (names.empty() ? "" : ", ") + item.key();
+    restored += args_.restore_callback_states_from_checkpoint
+                    ? ", the state of " + names
+                    : ", not the callbacks' (restore_callback_states_from_checkpoint = false)";
+  }
+  if (user_state_ != nullptr && !user_state_->empty()) restored += ", the registered user state";
+  log->info("resumed from {} at step {}: {} (generation {}, restart {}{})", dir, loaded->step, restored,
+            context_.generation(), context_.restart_count(),
             loaded->world_size != context_.world_size() ? ", resharded from " + std::to_string(loaded->world_size) +
                                                               " to " + std::to_string(context_.world_size()) + " ranks"
                                                         : std::string());
   notify([&](TrainerCallback& cb) { cb.on_load(args_, state_, control_, dir); });
   return loaded->step;
+}
+
+bool Trainer::is_new_best(const Logs& metrics) const {
+  const std::string key = best_metric_key();
+  if (key.empty()) return false;
+  const auto it = metrics.find(key);
+  if (it == metrics.end()) return false;
+  return !state_.best_metric ||
+         (args_.resolved_greater_is_better() ? it->second > *state_.best_metric : it->second < *state_.best_metric);
 }
 
 std::string Trainer::best_metric_key() const {

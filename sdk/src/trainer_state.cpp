@@ -19,6 +19,7 @@ nlohmann::json TrainerState::to_json() const {
                         {"log_history", log_history},     {"best_model_checkpoint", best_model_checkpoint}};
   out["best_metric"] = best_metric ? nlohmann::json(*best_metric) : nlohmann::json(nullptr);
   out["stateful_callbacks"] = stateful_callbacks;
+  if (loss_scale) out["loss_scale"] = loss_scale->to_json();
   return out;
 }
 
@@ -49,6 +50,8 @@ TrainerState TrainerState::from_json(const nlohmann::json& json) {
   if (const auto it = json.find("stateful_callbacks"); it != json.end() && it->is_object()) {
     state.stateful_callbacks = *it;
   }
+  // Unlike the fields above, a malformed one is refused: a resume with another scale would not be exact.
+  if (const auto it = json.find("loss_scale"); it != json.end()) state.loss_scale = LossScaleState::from_json(*it);
   return state;
 }
 

@@ -44,6 +44,11 @@ void TrainingArguments::validate() const {
   require(data_seed >= -1, "data_seed", "must be >= 0, or -1 for unset (the data order then follows seed)");
   require(warmup_ratio >= 0 && warmup_ratio <= 1, "warmup_ratio", "must be in [0, 1]");
   require(warmup_steps >= 0, "warmup_steps", "must be >= 0");
+  require(!(fp16 && bf16), "fp16",
+          "and bf16 are both true; choose one precision (bf16 where the hardware has it: no loss scaling needed)");
+  require(gradient_checkpointing_kwargs.use_reentrant, "gradient_checkpointing_kwargs.use_reentrant",
+          "false (torch's non-reentrant checkpoint) needs autograd's saved-tensor hooks, which libtorch's C++ API "
+          "does not offer; true (transformers' default) recomputes each layer in a backward of its own");
   require(logging_steps > 0, "logging_steps", "must be >= 1");
   require_valid(logging_strategy, "logging_strategy");
   require_valid(eval_strategy, "eval_strategy");
@@ -60,14 +65,23 @@ void TrainingArguments::validate() const {
             "load_best_model_at_end needs it (e.g. \"eval_loss\" or \"eval_accuracy\")");
     require(eval_strategy != IntervalStrategy::kNo, "eval_strategy",
             "load_best_model_at_end needs evaluations (\"steps\" or \"epoch\")");
-    require(save_strategy == eval_strategy, "save_strategy",
+    // "best" saves at the evaluations that matter, so it needs no match (as in transformers).
+    require(save_strategy == SaveStrategy::kBest || save_strategy.name() == eval_strategy.name(), "save_strategy",
             "load_best_model_at_end needs save_strategy == eval_strategy ('" + save_strategy.name() + "' vs '" +
-                eval_strategy.name() + "'), so that every evaluation has its checkpoint");
-    if (save_strategy == IntervalStrategy::kSteps) {
+                eval_strategy.name() + "'), so that every evaluation has its checkpoint, or save_strategy = \"best\"");
+    if (save_strategy == SaveStrategy::kSteps) {
       require(save_steps > 0 && save_steps % resolved_eval_steps() == 0, "save_steps",
               "load_best_model_at_end needs save_steps to be a multiple of eval_steps (" +
                   std::to_string(resolved_eval_steps()) + ")");
     }
+  }
+  if (save_strategy == SaveStrategy::kBest) {
+    require(!metric_for_best_model.empty(), "metric_for_best_model",
+            "save_strategy = \"best\" needs it: a checkpoint is saved after each evaluation that improves it (e.g. "
+            "\"eval_loss\" or \"eval_accuracy\")");
+    require(eval_strategy != IntervalStrategy::kNo, "eval_strategy",
+            "save_strategy = \"best\" saves after evaluations that improve metric_for_best_model; with "
+            "eval_strategy = \"no\" there are none (set \"steps\" or \"epoch\")");
   }
   require(save_steps >= 0, "save_steps", "must be >= 0 (0 disables periodic saves)");
   require(ddp_bucket_cap_mb >= 1 && ddp_bucket_cap_mb <= 4096, "ddp_bucket_cap_mb",

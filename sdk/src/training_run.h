@@ -62,6 +62,7 @@ class TrainingRun {
   RunPlan plan;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::optional<LrSchedule> schedule;
+  GradScalerOptions scaler_options;  ///< used when fp16
   std::vector<torch::Tensor> params;
   std::optional<GradSync> grad_sync;
   std::optional<ResumableSampler> sampler;  // none when the caller supplies the batches

@@ -216,6 +216,7 @@ void apply_progress(const TrainingSnapshot& snapshot, TrainerState& state) {
   state.best_metric = saved.best_metric;
   state.best_model_checkpoint = saved.best_model_checkpoint;
   state.stateful_callbacks = saved.stateful_callbacks;
+  state.loss_scale = saved.loss_scale;
 }
 
 }  // namespace tenax::sdk::detail

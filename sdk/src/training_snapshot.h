@@ -43,8 +43,8 @@ struct SavedDataOrder {
   torch::Tensor to_tensor() const;
   /// nullopt when the tensor is absent or not four int64 values.
   static std::optional<SavedDataOrder> from_tensor(const torch::Tensor& t);
-  /// Global batches of the data order that should_epoch_stop skipped by `global_step`, in a run
-  /// of `steps_per_epoch` steps of this global batch.
+  /// Global batches of the data order that should_epoch_stop skipped by `global_step` (negative:
+  /// replayed by ignore_data_skip resumes), in a run of `steps_per_epoch` steps of this global batch.
   std::int64_t skipped_steps(std::int64_t steps_per_epoch, std::int64_t global_step) const;
 };
 

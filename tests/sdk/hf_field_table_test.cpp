@@ -146,16 +146,15 @@ TEST(SdkHfFieldTable, AnyOtherValueIsRefusedWithTheReasonAndWhatIsAccepted) {
   EXPECT_TRUE(contains(fsdp, "'fsdp_config = {...}' is not available in Tenax: fully sharded")) << fsdp;
 }
 
-// transformers' fields used to get a "did you mean" of another meaning: fp16 -> bf16,
-// eval_accumulation_steps -> gradient_accumulation_steps (now accepted: test below),
+// transformers' fields used to get a "did you mean" of another meaning: fp16 -> bf16 (now
+// honoured), eval_accumulation_steps -> gradient_accumulation_steps (now accepted: test below),
 // hub_strategy -> eval_strategy.
 TEST(SdkHfFieldTable, ATransformersFieldGetsItsReasonNotASuggestionOfAnotherMeaning) {
   for (const auto& [toml, reason] : std::vector<std::pair<std::string, std::string>>{
-           {"fp16 = true\n", "float16 training needs dynamic loss scaling"},
+           {"fp16_full_eval = true\n", "evaluating with the model cast to float16 is not available"},
            {"save_only_model = true\n", "a checkpoint always holds the optimizer, scheduler, RNG and data position"},
            {"hub_strategy = \"end\"\n", "Tenax does not upload to the Hugging Face Hub"},
-           {"deepspeed = \"ds.json\"\n", "DeepSpeed is a Python library"},
-           {"ignore_data_skip = true\n", "restores the data position exactly"}}) {
+           {"deepspeed = \"ds.json\"\n", "DeepSpeed is a Python library"}}) {
     const std::string e = toml_error(toml);
     EXPECT_TRUE(contains(e, reason)) << toml << " -> " << e;
     EXPECT_FALSE(contains(e, "did you mean")) << toml << " -> " << e;

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "config_error.h"
 #include "support/temp_dir.h"
 #include "support/thread_ranks.h"
 #include "tenax/core/error.h"
@@ -444,6 +445,46 @@ TEST(TrainerFlow, LoadBestModelAtEndNeedsMatchingStrategies) {
   }
   a.save_strategy = "sometimes";
   EXPECT_THROW(a.validate(), ConfigError);
+}
+
+// save_strategy "best": a checkpoint after each evaluation that improves the metric (and the last
+// step, as always); load_best_model_at_end needs no matching strategies then.
+TEST(TrainerFlow, SaveStrategyBestSavesAtEachImprovementOnly) {
+  auto data = std::make_shared<Points>(64);
+  const auto dir = fresh_dir("save-best");
+  const std::vector<double> scores = {0.5, 0.9, 0.2, 0.6, 0.95, 0.1};  // evaluations at 2, 4, ..., 12
+  Recorder rec;
+  TrainerState state;
+  testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+    TrainingArguments a = quiet_args(dir);
+    a.per_device_train_batch_size = 4;
+    a.max_steps = 12;
+    a.eval_strategy = "steps";
+    a.eval_steps = 2;
+    a.save_strategy = "best";
+    a.metric_for_best_model = "accuracy";
+    a.load_best_model_at_end = true;
+    Trainer trainer(std::make_shared<Mlp>(), a, data, ctx);
+    trainer.set_eval_dataset(data, scripted(scores, "accuracy"));
+    if (ctx.rank() == 0) trainer.add_callback(std::shared_ptr<TrainerCallback>(&rec, [](TrainerCallback*) {}));
+    trainer.train();
+    if (ctx.rank() == 0) state = trainer.state();
+  });
+  EXPECT_EQ(rec.save_steps, (std::vector<std::int64_t>{2, 4, 10, 12}));
+  EXPECT_EQ(committed_steps(dir), (std::set<std::int64_t>{2, 4, 10, 12}));
+  ASSERT_TRUE(state.best_metric.has_value());
+  EXPECT_DOUBLE_EQ(*state.best_metric, 0.95);
+
+  TrainingArguments a = quiet_args(fresh_dir("unused"));
+  a.max_steps = 4;
+  a.save_strategy = "best";
+  a.eval_strategy = "steps";
+  std::string message = test_support::config_error([&] { a.validate(); });
+  EXPECT_NE(message.find("TrainingArguments.metric_for_best_model"), std::string::npos) << message;
+  a.metric_for_best_model = "eval_loss";
+  a.eval_strategy = "no";
+  message = test_support::config_error([&] { a.validate(); });
+  EXPECT_NE(message.find("TrainingArguments.eval_strategy"), std::string::npos) << message;
 }
 
 // --- early stopping and resume checks ------------------------------------------------

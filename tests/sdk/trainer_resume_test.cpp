@@ -6,8 +6,12 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <gtest/gtest.h>
 
@@ -100,17 +104,55 @@ TrainingArguments args_for(const std::filesystem::path& dir) {
 
 std::filesystem::path fresh_dir(const std::string& name) { return tenax::testing::fresh_path("trainer", name); }
 
+// fp16 with a loss scale that overflows at first (2^24, as a model whose gradients are large
+// would) and grows after 4 good steps: a 30-step run skips steps, backs off and grows again.
+class OverflowingFp16Trainer final : public Trainer {
+ public:
+  using Trainer::Trainer;
+
+ protected:
+  GradScalerOptions grad_scaler_options() const override {
+    GradScalerOptions options;
+    options.init_scale = 16777216.0;
+    options.growth_interval = 4;
+    return options;
+  }
+};
+
+struct RunOptions {
+  Recorder* recorder = nullptr;
+  bool fp16 = false;
+  std::vector<std::shared_ptr<TrainerCallback>> callbacks;
+  std::optional<LossScaleState>* final_loss_scale = nullptr;
+  bool ignore_data_skip = false;
+};
+
+RunOptions recorded(Recorder* recorder) {
+  RunOptions options;
+  options.recorder = recorder;
+  return options;
+}
+
 std::vector<torch::Tensor> run(const std::filesystem::path& dir, std::int64_t crash_at, std::uint64_t init_seed,
-                               Recorder* recorder = nullptr) {
+                               RunOptions options = {}) {
   torch::set_num_threads(1);
   auto comm = testing::single_rank_communicator();
   elastic::WorkerContext ctx(elastic::WorkerIdentity{}, nullptr, std::move(comm));
   torch::manual_seed(init_seed);
   auto model = std::make_shared<Net>();
-  Trainer trainer(model, args_for(dir), std::make_shared<Points>(), ctx);
-  if (crash_at > 0) trainer.add_callback(std::make_shared<CrashAt>(crash_at));
-  if (recorder) trainer.add_callback(std::shared_ptr<TrainerCallback>(recorder, [](TrainerCallback*) {}));
-  trainer.train();
+  TrainingArguments args = args_for(dir);
+  args.fp16 = options.fp16;
+  args.ignore_data_skip = options.ignore_data_skip;
+  std::unique_ptr<Trainer> trainer =
+      options.fp16 ? std::make_unique<OverflowingFp16Trainer>(model, args, std::make_shared<Points>(), ctx)
+                   : std::make_unique<Trainer>(model, args, std::make_shared<Points>(), ctx);
+  if (crash_at > 0) trainer->add_callback(std::make_shared<CrashAt>(crash_at));
+  if (options.recorder) {
+    trainer->add_callback(std::shared_ptr<TrainerCallback>(options.recorder, [](TrainerCallback*) {}));
+  }
+  for (const auto& callback : options.callbacks) trainer->add_callback(callback);
+  trainer->train();
+  if (options.final_loss_scale) *options.final_loss_scale = trainer->state().loss_scale;
   std::vector<torch::Tensor> params;
   for (auto& p : model->parameters()) params.push_back(p.detach().clone());
   return params;
@@ -127,7 +169,7 @@ TEST(SdkTrainerResume, CrashBetweenCheckpointsResumesBitExactly) {
   EXPECT_THROW(run(dir, 17, 7), Crash);
   Recorder rec;
   // A different init seed proves the parameters come from the checkpoint, not from init.
-  const auto resumed = run(dir, -1, 555, &rec);
+  const auto resumed = run(dir, -1, 555, recorded(&rec));
   EXPECT_EQ(rec.loaded_step, 10);
   EXPECT_EQ(rec.saves, (std::vector<std::int64_t>{20, 30}));
   EXPECT_EQ(rec.logs, (std::vector<std::int64_t>{15, 20, 25, 30}));
@@ -139,7 +181,7 @@ TEST(SdkTrainerResume, CrashBeforeFirstCheckpointRestartsFromScratch) {
   const auto dir = fresh_dir("early");
   EXPECT_THROW(run(dir, 4, 7), Crash);
   Recorder rec;
-  const auto resumed = run(dir, -1, 7, &rec);
+  const auto resumed = run(dir, -1, 7, recorded(&rec));
   EXPECT_EQ(rec.loaded_step, -1);
   expect_bit_identical(reference, resumed);
 }
@@ -151,9 +193,40 @@ TEST(SdkTrainerResume, CorruptNewestCheckpointFallsBackAndStillMatches) {
   const auto shard = dir / "checkpoints" / "step-000000020" / "shard-00000-of-00001.h5";
   std::filesystem::resize_file(shard, std::filesystem::file_size(shard) / 2);  // truncated
   Recorder rec;
-  const auto resumed = run(dir, -1, 7, &rec);
+  const auto resumed = run(dir, -1, 7, recorded(&rec));
   EXPECT_EQ(rec.loaded_step, 10);
   expect_bit_identical(reference, resumed);
+}
+
+// ignore_data_skip: the resumed run starts the epoch it was in from its first batch, and a later
+// resume (without it) goes on from the position that run saved, behind its step.
+class EpochWatch final : public TrainerCallback {
+ public:
+  void on_step_end(const TrainingArguments&, TrainerState& s, TrainerControl&) override {
+    epochs[s.global_step] = s.epoch;
+  }
+  std::map<std::int64_t, double> epochs;
+};
+
+TEST(SdkTrainerResume, IgnoreDataSkipStartsTheEpochAgainAndALaterResumeKeepsItsPosition) {
+  const auto dir = fresh_dir("ignore-data-skip");
+  EXPECT_THROW(run(dir, 17, 7), Crash);  // saved at 10, in epoch 0 (32 steps of 8 of 256 points)
+  auto replay = std::make_shared<EpochWatch>();
+  RunOptions options;
+  options.ignore_data_skip = true;
+  options.callbacks = {replay};
+  EXPECT_THROW(run(dir, 25, 7, options), Crash);  // saved at 20
+  EXPECT_DOUBLE_EQ(replay->epochs.at(11), 1.0 / 32) << "step 11 took the epoch's first batch";
+  EXPECT_DOUBLE_EQ(replay->epochs.at(20), 10.0 / 32);
+  auto later = std::make_shared<EpochWatch>();
+  Recorder rec;
+  RunOptions plain;
+  plain.recorder = &rec;
+  plain.callbacks = {later};
+  run(dir, -1, 7, plain);
+  EXPECT_EQ(rec.loaded_step, 20);
+  EXPECT_DOUBLE_EQ(later->epochs.at(21), 11.0 / 32) << "the position saved at step 20, 10 batches behind it";
+  EXPECT_DOUBLE_EQ(later->epochs.at(30), 20.0 / 32);
 }
 
 TEST(SdkTrainerResume, ChangedSeedIsRefused) {
@@ -213,10 +286,136 @@ TEST(SdkTrainerPreemption, SignalStopsAtTheNextStepSavesAndResumesBitExactly) {
   ::sigaction(SIGUSR1, nullptr, &current);
   EXPECT_EQ(current.sa_handler, SIG_DFL);
   Recorder rec;
-  const auto resumed = run(dir, -1, 555, &rec);
+  const auto resumed = run(dir, -1, 555, recorded(&rec));
   EXPECT_EQ(rec.loaded_step, 8);
   expect_bit_identical(reference, resumed);
 }
+
+TEST(SdkTrainerGradientCheckpointing, AModelThatCannotRecomputeItsLayersIsRefused) {
+  elastic::WorkerContext ctx(elastic::WorkerIdentity{}, nullptr, testing::single_rank_communicator());
+  TrainingArguments args = args_for(fresh_dir("checkpointing-refused"));
+  args.gradient_checkpointing = true;
+  try {
+    Trainer trainer(std::make_shared<Net>(), args, std::make_shared<Points>(), ctx);
+    FAIL() << "gradient_checkpointing on a model without layers to recompute was accepted";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("TrainingArguments.gradient_checkpointing"), std::string::npos) << what;
+    EXPECT_NE(what.find("checkpoint_activations"), std::string::npos) << what;
+  }
+}
+
+// fp16 (tenax/sdk/loss_scale.h). libtorch 1.13 (the default flavour) has no float16 autocast on
+// CPUs: there the run is refused before anything starts; torch 2.x (the CUDA flavour, whose tests
+// run on this CPU) trains with it.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+
+RunOptions in_fp16(Recorder* recorder = nullptr, std::optional<LossScaleState>* final_loss_scale = nullptr) {
+  RunOptions options;
+  options.recorder = recorder;
+  options.fp16 = true;
+  options.final_loss_scale = final_loss_scale;
+  return options;
+}
+
+// Every step's parameters and loss scale, to see what a skipped step left alone.
+class StepWatch final : public TrainerCallback {
+ public:
+  void on_step_end(const TrainingArguments&, TrainerState& s, TrainerControl&) override {
+    std::vector<torch::Tensor> now;
+    for (const auto& p : model_->parameters()) now.push_back(p.detach().clone());
+    params.push_back(std::move(now));
+    scales.push_back(*s.loss_scale);
+  }
+  explicit StepWatch(std::shared_ptr<Model> model) : model_(std::move(model)) {}
+  std::vector<std::vector<torch::Tensor>> params;
+  std::vector<LossScaleState> scales;
+
+ private:
+  std::shared_ptr<Model> model_;
+};
+
+TEST(SdkTrainerFp16, OverflowingStepsAreSkippedTheScaleBacksOffAndGrows) {
+  torch::set_num_threads(1);
+  elastic::WorkerContext ctx(elastic::WorkerIdentity{}, nullptr, testing::single_rank_communicator());
+  torch::manual_seed(7);
+  auto model = std::make_shared<Net>();
+  TrainingArguments args = args_for(fresh_dir("fp16-steps"));
+  args.fp16 = true;
+  OverflowingFp16Trainer trainer(model, args, std::make_shared<Points>(), ctx);
+  auto watch = std::make_shared<StepWatch>(model);
+  trainer.add_callback(watch);
+  trainer.train();
+  ASSERT_EQ(watch->scales.size(), 30u);
+  int skipped = 0, grown = 0;
+  LossScaleState before{16777216.0, 0, 0};
+  for (std::size_t i = 0; i < watch->scales.size(); ++i) {
+    const LossScaleState& after = watch->scales[i];
+    if (after.skipped_steps > before.skipped_steps) {
+      ++skipped;
+      EXPECT_EQ(after.scale, before.scale / 2) << "step " << i + 1;
+      EXPECT_EQ(after.growth_tracker, 0);
+      if (i > 0) {
+        for (std::size_t p = 0; p < watch->params[i].size(); ++p) {
+          EXPECT_TRUE(torch::equal(watch->params[i][p], watch->params[i - 1][p])) << "skipped step " << i + 1;
+        }
+      }
+    } else if (after.scale > before.scale) {
+      ++grown;
+      EXPECT_EQ(after.scale, before.scale * 2) << "step " << i + 1;
+      EXPECT_EQ(before.growth_tracker, 3);
+    } else {
+      EXPECT_EQ(after.growth_tracker, before.growth_tracker + 1) << "step " << i + 1;
+      if (i > 0) {
+        EXPECT_FALSE(torch::equal(watch->params[i][0], watch->params[i - 1][0]))
+            << "a step with finite gradients updates the parameters (step " << i + 1 << ")";
+      }
+    }
+    before = after;
+  }
+  EXPECT_GE(skipped, 3) << "2^24 overflows float16 at first";
+  EXPECT_GE(grown, 1) << "growth_interval 4 grows the scale again";
+  for (const auto& p : model->parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+}
+
+TEST(SdkTrainerFp16, ACrashBetweenCheckpointsResumesBitExactlyWithTheLossScale) {
+  std::optional<LossScaleState> reference_scale, resumed_scale;
+  const auto reference = run(fresh_dir("fp16-ref"), -1, 7, in_fp16(nullptr, &reference_scale));
+  const auto dir = fresh_dir("fp16-crash");
+  EXPECT_THROW(run(dir, 17, 7, in_fp16()), Crash);
+  Recorder rec;
+  const auto resumed = run(dir, -1, 555, in_fp16(&rec, &resumed_scale));
+  EXPECT_EQ(rec.loaded_step, 10);
+  expect_bit_identical(reference, resumed);
+  ASSERT_TRUE(reference_scale && resumed_scale);
+  EXPECT_EQ(*reference_scale, *resumed_scale);
+  EXPECT_GT(resumed_scale->skipped_steps, 0);
+  // The checkpoint holds the scale of its step, in its TrainerState.
+  std::ifstream manifest(dir / "checkpoints" / "step-000000010" / "manifest.json");
+  ASSERT_TRUE(manifest);
+  const auto json = nlohmann::json::parse(manifest);
+  EXPECT_TRUE(json.dump().find("\"loss_scale\"") != std::string::npos) << json.dump();
+}
+
+#else
+
+TEST(SdkTrainerFp16, IsRefusedWhereLibtorchHasNoFloat16AutocastOnCpus) {
+  torch::set_num_threads(1);
+  elastic::WorkerContext ctx(elastic::WorkerIdentity{}, nullptr, testing::single_rank_communicator());
+  TrainingArguments args = args_for(fresh_dir("fp16-refused"));
+  args.fp16 = true;
+  try {
+    Trainer trainer(std::make_shared<Net>(), args, std::make_shared<Points>(), ctx);
+    FAIL() << "fp16 on a CPU without float16 autocast was accepted";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("TrainingArguments.fp16"), std::string::npos) << what;
+    EXPECT_NE(what.find("bf16 = true"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(std::filesystem::exists(args.output_dir + "/checkpoints")) << "nothing was started";
+}
+
+#endif
 
 }  // namespace
 }  // namespace tenax::sdk

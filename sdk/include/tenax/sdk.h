@@ -61,9 +61,11 @@
 
 // The pieces the Trainer is made of, for a hand-written loop without it
 // (examples/handwritten_loop): gradient sync, checkpoints, optimizer and schedule, mixed
-// precision, determinism, preemption.
+// precision and loss scaling, activation checkpointing, determinism, preemption.
+#include "tenax/sdk/activation_checkpoint.h"
 #include "tenax/sdk/autocast.h"
 #include "tenax/sdk/checkpointer.h"
+#include "tenax/sdk/loss_scale.h"
 #include "tenax/sdk/save_outcome.h"
 #include "tenax/sdk/determinism.h"
 #include "tenax/sdk/grad_sync.h"

@@ -1,4 +1,4 @@
-// AutocastGuard: mixed precision (bf16 by default) for the forward pass of one scope, on the
+// AutocastGuard: mixed precision (bf16 by default, or fp16) for the forward pass of one scope, on the
 // CPU or on CUDA, as `with torch.autocast(device_type, dtype)` does in Python. Master weights
 // and gradients stay float32; only eligible ops (matmul, linear, ...) run in the lower
 // precision. The previous autocast state of that device is restored on exit, also when the

@@ -19,6 +19,14 @@ struct ModelOutput {
 class Model : public torch::nn::Module {
  public:
   virtual ModelOutput forward(const Batch& batch) = 0;
+  /// Whether set_gradient_checkpointing recomputes this model's layers (transformers'
+  /// supports_gradient_checkpointing): BERT, DistilBERT and ViT do; a model of one's own can,
+  /// with checkpoint_activations (tenax/sdk/activation_checkpoint.h).
+  virtual bool supports_gradient_checkpointing() const { return false; }
+  /// transformers' gradient_checkpointing_enable / _disable: in training, each layer keeps only
+  /// its inputs and runs again during backward. TrainingArguments::gradient_checkpointing calls
+  /// it; the Trainer refuses that argument for a model that does not support it.
+  virtual void set_gradient_checkpointing(bool on) { (void)on; }
 };
 
 }  // namespace tenax::sdk

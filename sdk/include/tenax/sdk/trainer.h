@@ -37,6 +37,7 @@
 #include "tenax/elastic/worker_context.h"
 #include "tenax/sdk/checkpointer.h"
 #include "tenax/sdk/data.h"
+#include "tenax/sdk/loss_scale.h"
 #include "tenax/sdk/lr_schedule.h"
 #include "tenax/sdk/model.h"
 #include "tenax/sdk/prediction.h"
@@ -232,6 +233,9 @@ class Trainer {
   virtual std::unique_ptr<torch::optim::AdamW> create_optimizer();
   /// The schedule for a run of `num_training_steps` optimizer steps.
   virtual LrSchedule create_scheduler(std::int64_t num_training_steps);
+  /// fp16's loss scaling: torch.amp.GradScaler's defaults, as transformers uses them (Accelerate's
+  /// GradScalerKwargs is the Python way to change them).
+  virtual GradScalerOptions grad_scaler_options() const { return {}; }
 
  private:
   NamedTensors named_parameters() const;
@@ -261,6 +265,8 @@ class Trainer {
   void log_training(double window_loss, std::int64_t window_steps, double lr, double seconds, double eta_seconds);
   /// The key of args.metric_for_best_model in evaluation metrics ("accuracy" -> "eval_accuracy").
   std::string best_metric_key() const;
+  /// Whether `metrics` improve the best metric_for_best_model so far (transformers' comparison).
+  bool is_new_best(const Logs& metrics) const;
   /// Reads the parameters of the checkpoint in `dir` into the model (load_best_model_at_end).
   void load_parameters_from(const std::filesystem::path& dir);
   /// Logs a finished save and tells the callbacks, as its SaveOutcome says: raises StorageError

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tenax/sdk/loss_scale.h"
 #include "tenax/sdk/training_arguments.h"
 
 namespace tenax::sdk {
@@ -47,6 +48,8 @@ struct TrainerState {
   /// Filled at every save and heal; what a resume restores when
   /// TrainingArguments::restore_callback_states_from_checkpoint.
   nlohmann::json stateful_callbacks = nlohmann::json::object();
+  /// fp16's loss scale (tenax/sdk/loss_scale.h); nullopt when the run does not train in fp16.
+  std::optional<LossScaleState> loss_scale;
   bool is_world_process_zero() const { return rank == 0; }
   /// What a checkpoint's manifest records (not rank and resumed_from_step: they are this process's).
   nlohmann::json to_json() const;

@@ -33,6 +33,14 @@ struct ChoiceSpellings<IntervalStrategy> {
   static constexpr const char* kNames[] = {"no", "steps", "epoch"};
 };
 
+/// When to save: transformers' SaveStrategy, IntervalStrategy's three and "best" (after an
+/// evaluation that improved metric_for_best_model).
+enum class SaveStrategy : std::uint8_t { kNo, kSteps, kEpoch, kBest };
+template <>
+struct ChoiceSpellings<SaveStrategy> {
+  static constexpr const char* kNames[] = {"no", "steps", "epoch", "best"};
+};
+
 /// What a failed periodic save does (TrainingArguments::on_save_error): "continue" or "stop".
 enum class SaveErrorPolicy : std::uint8_t { kContinue, kStop };
 template <>
@@ -76,7 +84,7 @@ struct TrainingArguments {
   Choice<IntervalStrategy> eval_strategy = IntervalStrategy::kNo;
   std::int64_t eval_steps = 0;  ///< 0: logging_steps (as transformers)
   /// "no", "steps" (every save_steps) or "epoch". The last step is always saved.
-  Choice<IntervalStrategy> save_strategy = IntervalStrategy::kSteps;
+  Choice<SaveStrategy> save_strategy = SaveStrategy::kSteps;
   std::int64_t save_steps = 500;      ///< 0 disables periodic saves
   std::int64_t save_total_limit = 0;  ///< keep this many newest checkpoints (+ the best); 0 = all
   std::string metric_for_best_model;  ///< e.g. "eval_loss"; its best checkpoint is never pruned
@@ -93,6 +101,21 @@ struct TrainingArguments {
   bool use_cpu = false;
   /// Forward and loss under bf16 autocast (CPU and CUDA); master weights stay float32.
   bool bf16 = false;
+  /// Forward and loss under float16 autocast with dynamic loss scaling (tenax/sdk/loss_scale.h);
+  /// master weights stay float32. CUDA, and CPUs where libtorch has float16 autocast (torch >= 2.4;
+  /// Debian's libtorch 1.13 has not). Not with bf16.
+  bool fp16 = false;
+  /// Each encoder layer's activations recomputed during backward instead of kept (less memory,
+  /// about one more forward per step): Model::set_gradient_checkpointing. BERT, DistilBERT, ViT.
+  bool gradient_checkpointing = false;
+  /// On a resume, start the epoch the checkpoint was in from its first batch instead of its
+  /// position in it (transformers' meaning; the run then differs from an uninterrupted one).
+  bool ignore_data_skip = false;
+  /// transformers' gradient_checkpointing_kwargs, typed: use_reentrant is torch.utils.checkpoint's
+  /// (true, transformers' default, is what Tenax does; false needs Python's saved-tensor hooks).
+  struct GradientCheckpointingKwargs {
+    bool use_reentrant = true;
+  } gradient_checkpointing_kwargs;
   /// Deterministic algorithms everywhere (torch's use_deterministic_algorithms), one interop thread.
   bool full_determinism = false;
   /// No progress bar (rank 0 prints one by default: step/total, loss, rate, samples/s, ETA).
@@ -186,6 +209,10 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("load_best_model_at_end", args.load_best_model_at_end);
   visit("use_cpu", args.use_cpu);
   visit("bf16", args.bf16);
+  visit("fp16", args.fp16);
+  visit("gradient_checkpointing", args.gradient_checkpointing);
+  visit("ignore_data_skip", args.ignore_data_skip);
+  visit("gradient_checkpointing_kwargs.use_reentrant", args.gradient_checkpointing_kwargs.use_reentrant);
   visit("full_determinism", args.full_determinism);
   visit("disable_tqdm", args.disable_tqdm);
   visit("report_to", args.report_to);

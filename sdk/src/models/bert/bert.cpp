@@ -38,6 +38,8 @@ BertModel::BertModel(const BertConfig& config) : config_(config) {
 
 BertModel::~BertModel() = default;
 
+void BertModel::set_gradient_checkpointing(bool on) { encoder_->gradient_checkpointing = on; }
+
 BertOutput BertModel::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                               const torch::Tensor& token_type_ids) {
   if (!input_ids.defined() || input_ids.dim() != 2) {

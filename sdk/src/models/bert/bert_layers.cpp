@@ -5,6 +5,7 @@
 #include <torch/nn/functional/activation.h>
 
 #include "models/attention.h"
+#include "tenax/sdk/activation_checkpoint.h"
 
 namespace tenax::sdk::detail {
 namespace {
@@ -105,7 +106,14 @@ BertEncoder::BertEncoder(const BertConfig& config) {
 }
 
 torch::Tensor BertEncoder::forward(torch::Tensor hidden, const torch::Tensor& additive_mask) {
-  for (const auto& layer : *layers_) hidden = layer->as<BertLayer>()->forward(hidden, additive_mask);
+  for (const auto& module : *layers_) {
+    auto layer = std::dynamic_pointer_cast<BertLayer>(module);
+    hidden = gradient_checkpointing && is_training()
+                 ? checkpoint_activations(
+                       [layer](const std::vector<torch::Tensor>& in) { return layer->forward(in[0], in[1]); },
+                       {hidden, additive_mask})
+                 : layer->forward(hidden, additive_mask);
+  }
   return hidden;
 }
 

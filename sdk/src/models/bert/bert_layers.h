@@ -97,6 +97,9 @@ class BertEncoder : public torch::nn::Module {
   explicit BertEncoder(const BertConfig& config);
   torch::Tensor forward(torch::Tensor hidden, const torch::Tensor& additive_mask);
 
+  /// Each layer through checkpoint_activations while training (Model::set_gradient_checkpointing).
+  bool gradient_checkpointing = false;
+
  private:
   torch::nn::ModuleList layers_{nullptr};
 };

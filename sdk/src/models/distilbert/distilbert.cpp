@@ -30,6 +30,8 @@ DistilBertModel::DistilBertModel(const DistilBertConfig& config) : config_(confi
 
 DistilBertModel::~DistilBertModel() = default;
 
+void DistilBertModel::set_gradient_checkpointing(bool on) { transformer_->gradient_checkpointing = on; }
+
 DistilBertOutput DistilBertModel::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
   if (!input_ids.defined() || input_ids.dim() != 2) {
     throw ConfigError("DistilBERT forward: input_ids must be a [batch, seq] tensor");

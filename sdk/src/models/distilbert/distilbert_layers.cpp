@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 #include <torch/nn/functional/activation.h>
 
+#include "tenax/sdk/activation_checkpoint.h"
+
 namespace tenax::sdk::detail {
 namespace {
 
@@ -103,8 +105,13 @@ DistilBertTransformer::DistilBertTransformer(const DistilBertConfig& config) {
 
 std::vector<torch::Tensor> DistilBertTransformer::forward(torch::Tensor hidden, const torch::Tensor& key_padding) {
   std::vector<torch::Tensor> states{hidden};
-  for (const auto& layer : *layers_) {
-    hidden = layer->as<DistilBertBlock>()->forward(hidden, key_padding);
+  for (const auto& module : *layers_) {
+    auto layer = std::dynamic_pointer_cast<DistilBertBlock>(module);
+    hidden = gradient_checkpointing && is_training()
+                 ? checkpoint_activations(
+                       [layer](const std::vector<torch::Tensor>& in) { return layer->forward(in[0], in[1]); },
+                       {hidden, key_padding})
+                 : layer->forward(hidden, key_padding);
     states.push_back(hidden);
   }
   return states;

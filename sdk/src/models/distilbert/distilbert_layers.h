@@ -82,6 +82,9 @@ class DistilBertTransformer : public torch::nn::Module {
   explicit DistilBertTransformer(const DistilBertConfig& config);
   std::vector<torch::Tensor> forward(torch::Tensor hidden, const torch::Tensor& key_padding);
 
+  /// Each layer through checkpoint_activations while training (Model::set_gradient_checkpointing).
+  bool gradient_checkpointing = false;
+
  private:
   torch::nn::ModuleList layers_{nullptr};
 };

@@ -26,6 +26,8 @@ ViTModel::ViTModel(const ViTConfig& config, ViTPooler pooler) : config_(config) 
 
 ViTModel::~ViTModel() = default;
 
+void ViTModel::set_gradient_checkpointing(bool on) { encoder_->gradient_checkpointing = on; }
+
 ViTOutput ViTModel::forward(const torch::Tensor& pixel_values_in, PositionEncoding positions) {
   if (!pixel_values_in.defined() || pixel_values_in.dim() != 4) {
     throw ConfigError("ViT forward: pixel_values must be a [batch, channels, height, width] tensor");

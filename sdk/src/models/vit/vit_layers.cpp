@@ -7,6 +7,7 @@
 #include <torch/nn/init.h>
 
 #include "models/attention.h"
+#include "tenax/sdk/activation_checkpoint.h"
 #include "tenax/core/error.h"
 
 namespace tenax::sdk::detail {
@@ -146,8 +147,12 @@ ViTEncoder::ViTEncoder(const ViTConfig& config) {
 
 std::vector<torch::Tensor> ViTEncoder::forward(torch::Tensor hidden) {
   std::vector<torch::Tensor> states{hidden};
-  for (const auto& layer : *layers_) {
-    hidden = layer->as<ViTLayer>()->forward(hidden);
+  for (const auto& module : *layers_) {
+    auto layer = std::dynamic_pointer_cast<ViTLayer>(module);
+    hidden = gradient_checkpointing && is_training()
+                 ? checkpoint_activations(
+                       [layer](const std::vector<torch::Tensor>& in) { return layer->forward(in[0]); }, {hidden})
+                 : layer->forward(hidden);
     states.push_back(hidden);
   }
   return states;

@@ -94,6 +94,9 @@ class ViTEncoder : public torch::nn::Module {
   explicit ViTEncoder(const ViTConfig& config);
   std::vector<torch::Tensor> forward(torch::Tensor hidden);
 
+  /// Each layer through checkpoint_activations while training (Model::set_gradient_checkpointing).
+  bool gradient_checkpointing = false;
+
  private:
   torch::nn::ModuleList layers_{nullptr};
 };

@@ -59,6 +59,8 @@ class BertModel : public torch::nn::Module {
   /// Throws ConfigError when seq exceeds max_position_embeddings or shapes disagree.
   BertOutput forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {},
                      const torch::Tensor& token_type_ids = {});
+  /// Each encoder layer recomputed in backward while training (checkpoint_activations).
+  void set_gradient_checkpointing(bool on);
 
  private:
   BertConfig config_;
@@ -83,6 +85,8 @@ class BertForSequenceClassification : public PretrainedModel {
   /// An unset problem_type is decided at the first forward with labels and kept in config()
   /// (so save_pretrained writes it), exactly as transformers does.
   ModelOutput forward(const Batch& batch) override;
+  bool supports_gradient_checkpointing() const override { return true; }
+  void set_gradient_checkpointing(bool on) override { bert_->set_gradient_checkpointing(on); }
 
   /// Same, with tensors; `labels` may be undefined.
   ModelOutput forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

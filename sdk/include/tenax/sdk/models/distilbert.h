@@ -54,6 +54,8 @@ class DistilBertModel : public torch::nn::Module {
   /// undefined = all ones). Throws ConfigError when seq exceeds max_position_embeddings or the
   /// shapes disagree.
   DistilBertOutput forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {});
+  /// Each encoder layer recomputed in backward while training (checkpoint_activations).
+  void set_gradient_checkpointing(bool on);
 
  private:
   DistilBertConfig config_;
@@ -74,6 +76,8 @@ class DistilBertForSequenceClassification : public PretrainedModel {
   /// DistilBERT has no embedding for, are ignored as transformers' tokenizer omits them), and
   /// batch.labels when a loss is wanted (the loss as BertForSequenceClassification's).
   ModelOutput forward(const Batch& batch) override;
+  bool supports_gradient_checkpointing() const override { return true; }
+  void set_gradient_checkpointing(bool on) override { distilbert_->set_gradient_checkpointing(on); }
 
   /// Same, with tensors; `labels` may be undefined.
   ModelOutput forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

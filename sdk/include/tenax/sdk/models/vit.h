@@ -68,6 +68,8 @@ class ViTModel : public torch::nn::Module {
   /// ConfigError when the channels differ from the config or, with kFixed, the size differs from
   /// image_size (kInterpolate takes any size with height and width multiples of patch_size).
   ViTOutput forward(const torch::Tensor& pixel_values, PositionEncoding positions = PositionEncoding::kFixed);
+  /// Each encoder layer recomputed in backward while training (checkpoint_activations).
+  void set_gradient_checkpointing(bool on);
 
  private:
   ViTConfig config_;
@@ -89,6 +91,8 @@ class ViTForImageClassification : public PretrainedModel {
   /// The Trainer's entry point: batch.pixel_values, and batch.labels when a loss is wanted (the
   /// loss as BertForSequenceClassification's). Images must be image_size square.
   ModelOutput forward(const Batch& batch) override;
+  bool supports_gradient_checkpointing() const override { return true; }
+  void set_gradient_checkpointing(bool on) override { vit_->set_gradient_checkpointing(on); }
 
   /// Same, with tensors; `labels` may be undefined.
   ModelOutput forward(const torch::Tensor& pixel_values, const torch::Tensor& labels = {},
