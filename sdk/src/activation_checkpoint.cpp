@@ -137,9 +137,8 @@ struct Checkpoint : torch::autograd::Function<Checkpoint> {
 
 torch::Tensor checkpoint_activations(CheckpointedLayer layer, const std::vector<torch::Tensor>& inputs) {
   const bool records = torch::GradMode::is_enabled() &&
-                       std::any_of(inputs.begin(), inputs.end(), [](const torch::Tensor& t) {
-                         return t.defined() && t.requires_grad();
-                       });
+                       std::any_of(inputs.begin(), inputs.end(),
+                                   [](const torch::Tensor& t) { return t.defined() && t.requires_grad(); });
   if (!records) return layer(inputs);
   std::vector<bool> present;
   std::vector<torch::Tensor> defined;

@@ -22,6 +22,7 @@
 #include "support/temp_dir.h"
 #include "support/thread_ranks.h"
 #include "tenax/core/error.h"
+#include "tenax/sdk/activation_checkpoint.h"
 #include "tenax/sdk/autocast.h"
 #include "tenax/sdk/callbacks/early_stopping.h"
 #include "tenax/sdk/callbacks/progress_bar.h"
@@ -73,6 +74,41 @@ class Mlp final : public Model {
  private:
   torch::nn::Linear fc1_, fc2_;
   double own_label_smoothing_;
+};
+
+// Mlp with one more hidden layer, both recomputable (checkpoint_activations), for the
+// gradient_checkpointing runs. No dropout, as Mlp: the rank threads share the CPU generator.
+class RecomputableMlp final : public Model {
+ public:
+  RecomputableMlp()
+      : fc1_(register_module("fc1", torch::nn::Linear(4, 8))),
+        fc2_(register_module("fc2", torch::nn::Linear(8, 8))),
+        fc3_(register_module("fc3", torch::nn::Linear(8, 3))) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(9);
+    torch::NoGradGuard no_grad;
+    for (auto& p : parameters()) p.copy_(at::randn(p.sizes(), gen) * 0.5);
+  }
+  bool supports_gradient_checkpointing() const override { return true; }
+  void set_gradient_checkpointing(bool on) override { checkpointing_ = on; }
+  std::atomic<int> layer_calls{0};  ///< forward and recompute
+  ModelOutput forward(const Batch& batch) override {
+    torch::Tensor h = batch.inputs;
+    for (torch::nn::Linear* layer : {&fc1_, &fc2_}) {
+      auto run = [this, layer](const std::vector<torch::Tensor>& in) {
+        ++layer_calls;
+        return torch::tanh((*layer)(in[0]));
+      };
+      h = checkpointing_ && is_training() ? checkpoint_activations(run, {h}) : run({h});
+    }
+    ModelOutput out;
+    out.logits = fc3_(h);
+    if (batch.labels.defined()) out.loss = torch::nn::functional::cross_entropy(out.logits, batch.labels);
+    return out;
+  }
+
+ private:
+  torch::nn::Linear fc1_, fc2_, fc3_;
+  bool checkpointing_ = false;
 };
 
 std::filesystem::path fresh_dir(const std::string& name) { return tenax::testing::fresh_path("flow", name); }
@@ -159,6 +195,43 @@ TEST(TrainerFlow, GradientAccumulationFourByEightEqualsOneByThirtyTwo) {
   EXPECT_FALSE(torch::equal(one_batch, flat_parameters(*std::make_shared<Mlp>()))) << "training changed nothing";
   EXPECT_TRUE(torch::allclose(accumulated, one_batch, 1e-5, 1e-6)) << (accumulated - one_batch).abs().max();
   EXPECT_TRUE(torch::allclose(two_ranks, one_batch, 1e-5, 1e-6)) << (two_ranks - one_batch).abs().max();
+}
+
+// gradient_checkpointing under DDP: the recompute's backward (a backward of its own, inside the
+// step's) finishes the parameters' gradients, which GradSync's hooks send while backward runs;
+// 2 ranks with overlap and accumulation end bit-identical to the same run without it (dropout's
+// replay is model_families_test's GradientCheckpointing.*).
+TEST(TrainerFlow, GradientCheckpointingOnTwoRanksGivesTheSameParameters) {
+  auto data = std::make_shared<Points>(96);
+  auto train = [&](bool checkpointing, const std::string& name) {
+    torch::Tensor result;
+    int calls = 0;
+    testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+      auto model = std::make_shared<RecomputableMlp>();
+      TrainingArguments a = quiet_args(fresh_dir(name));
+      a.per_device_train_batch_size = 4;
+      a.gradient_accumulation_steps = 2;
+      a.max_steps = 6;
+      a.gradient_checkpointing = checkpointing;
+      a.ddp_bucket_cap_mb = 1;
+      Trainer trainer(model, a, data, ctx);
+      trainer.train();
+      if (ctx.rank() == 0) {
+        result = flat_parameters(*model);
+        calls = model->layer_calls;
+      }
+    });
+    return std::make_pair(result, calls);
+  };
+  const auto [plain, plain_calls] = train(false, "gc-plain");
+  const auto [recomputed, recomputed_calls] = train(true, "gc-recomputed");
+  EXPECT_EQ(plain_calls, 6 * 2 * 2) << "6 steps of 2 micro-batches through 2 layers";
+  // fc2 runs again in backward; fc1's input (the batch) needs no gradient, so fc1 is a plain call
+  // (its recompute would give its parameters none: checkpoint_activations' rule).
+  EXPECT_EQ(recomputed_calls, plain_calls + 6 * 2);
+  EXPECT_FALSE(torch::equal(plain, flat_parameters(*std::make_shared<RecomputableMlp>())))
+      << "training changed nothing";
+  EXPECT_TRUE(torch::equal(plain, recomputed)) << (plain - recomputed).abs().max();
 }
 
 // --- strategies ------------------------------------------------------------------------

@@ -347,7 +347,7 @@ TEST(SdkTrainerFp16, OverflowingStepsAreSkippedTheScaleBacksOffAndGrows) {
   trainer.add_callback(watch);
   trainer.train();
   ASSERT_EQ(watch->scales.size(), 30u);
-  int skipped = 0, grown = 0;
+  int skipped = 0, grown = 0, updates = 0;
   LossScaleState before{16777216.0, 0, 0};
   for (std::size_t i = 0; i < watch->scales.size(); ++i) {
     const LossScaleState& after = watch->scales[i];
@@ -362,13 +362,17 @@ TEST(SdkTrainerFp16, OverflowingStepsAreSkippedTheScaleBacksOffAndGrows) {
       }
     } else if (after.scale > before.scale) {
       ++grown;
+      ++updates;
       EXPECT_EQ(after.scale, before.scale * 2) << "step " << i + 1;
       EXPECT_EQ(before.growth_tracker, 3);
     } else {
       EXPECT_EQ(after.growth_tracker, before.growth_tracker + 1) << "step " << i + 1;
+      ++updates;
+      // The schedule did not advance on the skipped steps (transformers steps it only when the
+      // optimizer ran): the first update runs at schedule step 0, whose warmup rate is 0.
       if (i > 0) {
-        EXPECT_FALSE(torch::equal(watch->params[i][0], watch->params[i - 1][0]))
-            << "a step with finite gradients updates the parameters (step " << i + 1 << ")";
+        EXPECT_EQ(torch::equal(watch->params[i][0], watch->params[i - 1][0]), updates == 1)
+            << "step " << i + 1 << ", update " << updates;
       }
     }
     before = after;
