@@ -161,13 +161,20 @@ std::vector<fs::path> CheckpointDirectory::uncommitted_dirs() const {
 std::vector<std::int64_t> CheckpointDirectory::prune(const RetentionPolicy& policy) const {
   std::vector<std::int64_t> removed;
   if (policy.save_total_limit <= 0) return removed;
-  const std::vector<std::int64_t> steps = committed_steps();
+  // transformers' order: oldest first, the best moved to just before the newest; the last
+  // `limit` of it survive (a limit of 1 keeps 2 when the best is not the newest).
+  std::vector<std::int64_t> order = committed_steps();
+  if (order.size() <= static_cast<std::size_t>(policy.save_total_limit)) return removed;
+  std::size_t limit = static_cast<std::size_t>(policy.save_total_limit);
+  const auto best = policy.best_step ? std::find(order.begin(), order.end(), *policy.best_step) : order.end();
+  if (best != order.end() && best + 1 != order.end()) {
+    std::rotate(best, best + 1, order.end() - 1);
+    if (limit == 1) limit = 2;
+  }
   const std::optional<std::int64_t> latest = latest_step();
-  const std::size_t keep_newest = static_cast<std::size_t>(policy.save_total_limit);
-  if (steps.size() <= keep_newest) return removed;
-  for (std::size_t i = 0; i + keep_newest < steps.size(); ++i) {
-    const std::int64_t step = steps[i];
-    if (step == steps.back() || step == latest || step == policy.best_step) continue;
+  for (std::size_t i = 0; i + limit < order.size(); ++i) {
+    const std::int64_t step = order[i];
+    if (step == latest) continue;
     const fs::path aside = root_ / (".old-" + step_dir_name(step) + "-pruned");
     remove_tree(aside);
     files::durable_rename(step_dir(step), aside);

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
 
 #include "storage/storage_test_util.h"
 #include "tenax/core/error.h"
@@ -139,28 +141,47 @@ TEST_F(StorageDirectory, ARecoveryRestoresACommittedStepSetAsideByACutOffResave)
   EXPECT_FALSE(fs::exists(dir_ / "checkpoints" / "latest.tmp.4242"));
 }
 
-TEST_F(StorageDirectory, PruneKeepsTheNewestTheLatestAndTheBest) {
-  CheckpointDirectory dir(dir_ / "checkpoints");
-  for (std::int64_t step : {10, 20, 30, 40, 50, 60}) {
-    auto [tmp, manifest] = stage(dir, step, 0);
-    ASSERT_TRUE(dir.commit(tmp, manifest).is_ok());
+// transformers' save_total_limit: the newest `limit` survive with the best counted among them
+// (moved to just before the newest), and a limit of 1 keeps 2 when the best is not the newest.
+struct PruneCase {
+  int limit;
+  std::optional<std::int64_t> best;
+  std::optional<std::int64_t> latest;  // `latest` naming an older step (a crash before it moved)
+  std::vector<std::int64_t> kept;
+};
+
+TEST_F(StorageDirectory, PruneKeepsWhatTransformersKeeps) {
+  const PruneCase cases[] = {
+      {0, 20, std::nullopt, {10, 20, 30, 40, 50, 60}},  // 0 keeps everything
+      {2, 20, std::nullopt, {20, 60}},                  // the best and the newest: 2 in all
+      {3, 20, std::nullopt, {20, 50, 60}},
+      {1, 20, std::nullopt, {20, 60}},  // 1 keeps 2, so that the newest can be resumed
+      {2, 60, std::nullopt, {50, 60}},  // the best is the newest
+      {2, 35, std::nullopt, {50, 60}},  // a best that is not committed protects nothing
+      {1, std::nullopt, 50, {50, 60}},  // what `latest` names is never removed
+      {6, 10, std::nullopt, {10, 20, 30, 40, 50, 60}},
+  };
+  int n = 0;
+  for (const PruneCase& c : cases) {
+    CheckpointDirectory dir(dir_ / ("case" + std::to_string(n++)) / "checkpoints");
+    for (std::int64_t step : {10, 20, 30, 40, 50, 60}) {
+      auto [tmp, manifest] = stage(dir, step, 0);
+      ASSERT_TRUE(dir.commit(tmp, manifest).is_ok());
+    }
+    if (c.latest) files::atomic_write(dir.root() / "latest", step_dir_name(*c.latest));
+    RetentionPolicy policy;
+    policy.save_total_limit = c.limit;
+    policy.best_step = c.best;
+    std::vector<std::int64_t> expected_removed;
+    for (std::int64_t step : {10, 20, 30, 40, 50, 60}) {
+      if (std::find(c.kept.begin(), c.kept.end(), step) == c.kept.end()) expected_removed.push_back(step);
+    }
+    const std::string what =
+        "limit " + std::to_string(c.limit) + ", best " + (c.best ? std::to_string(*c.best) : std::string("none"));
+    EXPECT_EQ(dir.prune(policy), expected_removed) << what;
+    EXPECT_EQ(dir.committed_steps(), c.kept) << what;
+    EXPECT_TRUE(dir.uncommitted_dirs().empty()) << "pruned directories are deleted, not left aside";
   }
-  EXPECT_TRUE(dir.prune(RetentionPolicy{}).empty()) << "limit 0 keeps everything";
-  EXPECT_EQ(dir.committed_steps().size(), 6u);
-
-  RetentionPolicy policy;
-  policy.save_total_limit = 2;
-  policy.best_step = 20;
-  EXPECT_EQ(dir.prune(policy), (std::vector<std::int64_t>{10, 30, 40}));
-  EXPECT_EQ(dir.committed_steps(), (std::vector<std::int64_t>{20, 50, 60}));
-  EXPECT_TRUE(dir.uncommitted_dirs().empty()) << "pruned directories are deleted, not left aside";
-
-  // `latest` naming an older step (a crash between the rename and `latest`) protects it too.
-  files::atomic_write(dir.root() / "latest", "step-000000050");
-  policy.save_total_limit = 1;
-  policy.best_step.reset();
-  EXPECT_EQ(dir.prune(policy), (std::vector<std::int64_t>{20}));
-  EXPECT_EQ(dir.committed_steps(), (std::vector<std::int64_t>{50, 60}));
 }
 
 TEST_F(StorageDirectory, CommitRefusesMissingOrWrongShards) {

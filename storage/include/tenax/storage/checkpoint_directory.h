@@ -28,11 +28,15 @@
 
 namespace tenax::storage {
 
-/// Which committed checkpoints survive a prune (Hugging Face's save_total_limit semantics).
+/// Which committed checkpoints survive a prune: transformers' save_total_limit (its
+/// _sorted_checkpoints and _rotate_checkpoints). The newest save_total_limit survive, the best
+/// counted among them: the best and the newest always survive, so with a best older than the
+/// newest, save_total_limit - 2 others do (and with a limit of 1, two survive: the best and the
+/// newest). The checkpoint `latest` names is never removed either.
 struct RetentionPolicy {
-  /// Keep this many newest committed checkpoints; 0 keeps all.
+  /// How many committed checkpoints survive; 0 keeps all.
   int save_total_limit = 0;
-  /// Never removed, whatever its age (the best by metric_for_best_model).
+  /// The best by metric_for_best_model, if one is known.
   std::optional<std::int64_t> best_step;
 };
 
