@@ -38,6 +38,8 @@ const Unembeddable kUnembeddable[] = {
      "(save_strategy is \"no\")"},
     {"data_seed", [](const sdk::TrainingArguments& a) { return a.data_seed < 0; },
      "an embedded trainer has no data order to seed: the caller hands every batch"},
+    {"ignore_data_skip", [](const sdk::TrainingArguments& a) { return !a.ignore_data_skip; },
+     "an embedded trainer has no data order to start again: the caller hands every batch"},
     {"restore_callback_states_from_checkpoint", nullptr, "the C API has no callbacks"},
 };
 

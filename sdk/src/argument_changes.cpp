@@ -50,6 +50,7 @@ constexpr Rule kRules[] = {
     {"use_cpu", kHarmless, "which device computes: the state moves with the run"},
     {"bf16", kBreaking, "it changes the arithmetic of every step"},
     {"fp16", kBreaking, "it changes the arithmetic of every step"},
+    {"save_only_model", kHarmless, "what later checkpoints hold, not how a step computes"},
     {"ignore_data_skip", kHarmless, "where a resume starts its data, a choice of the resume"},
     {"gradient_checkpointing", kHarmless, "memory only: the gradients are the same"},
     {"gradient_checkpointing_kwargs.use_reentrant", kHarmless, "memory only: the gradients are the same"},

@@ -72,9 +72,6 @@ const std::vector<HfField> kTable = {
     {"save_on_each_node", "", {"false"},
      "checkpoints need a file system that every node shares (docs/checkpoints.md): each rank writes its own shard "
      "of one checkpoint"},
-    {"save_only_model", "", {"false"},
-     "a checkpoint always holds the optimizer, scheduler, RNG and data position, so that a resume is exact; the "
-     "final model alone is written by save_pretrained"},
     {"no_cuda", "use_cpu", {}, "transformers' deprecated name for use_cpu"},
     {"use_mps_device", "", {"false"}, "Apple's MPS devices are not a target of Tenax"},
     {"jit_mode_eval", "", {"false"}, kPython},

@@ -38,6 +38,7 @@ void Trainer::save(const Logs& metrics, std::optional<std::int64_t> label) {
       detail::capture_snapshot(live_run(params), detail::SnapshotUse::kCheckpoint, state_.global_step + skipped_steps_,
                                r.plan.steps_per_epoch, args_.resolved_data_seed());
   request.epoch = snapshot.data_order->position.epoch;
+  if (args_.save_only_model) detail::keep_model_only(snapshot);
   detail::add_to_save_request(std::move(snapshot), /*copy_model_late=*/args_.save_async, request);
   request.arguments = r.arguments;
 
@@ -124,13 +125,23 @@ std::optional<std::int64_t> Trainer::restore() {
   torch::NoGradGuard no_grad;
   const detail::LiveRun live = live_run(params);
   detail::apply_model_state(snapshot, live, dir);
+  const bool model_only = !detail::has_optimizer_state(snapshot);
+  if (model_only) {
+    log->warn(
+        "{} holds the model only (saved with save_only_model = true): the optimizer starts with fresh moments and "
+        "random streams derived from (seed, rank, step); the step, the schedule and the data position go on from "
+        "step {}. The run is no longer the uninterrupted one",
+        dir, loaded->step);
+  }
   const auto lookup = snapshot.lookup();
   if (user_state_ != nullptr) user_state_->restore(rank, lookup);
   const bool own_rng = restore_rng_states(rank, lookup);
   if (!own_rng) {
-    // A rank the writing world did not have: a deterministic stream of its own (docs/checkpoints.md, "Resume
-    // semantics").
+    // A rank the writing world did not have (or a model-only checkpoint, said above): a
+    // deterministic stream of its own (docs/checkpoints.md, "Resume semantics").
     torch::manual_seed(detail::derived_seed(args_.seed, rank, loaded->step));
+  }
+  if (!own_rng && !model_only) {
     logger("tenax.trainer")
         ->warn(
             "checkpoint has no RNG state for rank {} (it was written by {} ranks); "
@@ -141,10 +152,12 @@ std::optional<std::int64_t> Trainer::restore() {
   if (args_.restore_callback_states_from_checkpoint) restore_callback_states(dir);
   state_.resumed_from_step = state_.global_step;
   // What the resume restored, in one line (transformers says it over several).
-  std::string restored = "parameters, optimizer state, schedule at step " + std::to_string(state_.global_step) +
-                         (own_rng ? ", random streams" : ", random streams derived (no saved ones for this rank)") +
-                         ", data position (epoch " + std::to_string(order->position.epoch) + ", sample " +
-                         std::to_string(order->position.cursor) + ")";
+  std::string restored =
+      std::string(model_only ? "parameters (a fresh optimizer: save_only_model)" : "parameters, optimizer state") +
+      ", schedule at step " + std::to_string(state_.global_step) +
+      (own_rng ? ", random streams" : ", random streams derived (no saved ones for this rank)") +
+      ", data position (epoch " + std::to_string(order->position.epoch) + ", sample " +
+      std::to_string(order->position.cursor) + ")";
   if (state_.loss_scale) restored += fmt::format(", fp16 loss scale {}", state_.loss_scale->scale);
   if (!state_.stateful_callbacks.empty()) {
     std::string names;

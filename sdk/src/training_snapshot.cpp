@@ -1,5 +1,6 @@
 #include "training_snapshot.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -79,6 +80,19 @@ TrainingSnapshot capture_snapshot(const LiveRun& live, SnapshotUse use, std::int
   }
   s.trainer_state = live.state;
   return s;
+}
+
+void keep_model_only(TrainingSnapshot& snapshot) {
+  auto& model = snapshot.model;
+  model.erase(
+      std::remove_if(model.begin(), model.end(), [](const auto& entry) { return starts_with(entry.first, "optim/"); }),
+      model.end());
+  snapshot.rng.clear();
+}
+
+bool has_optimizer_state(const TrainingSnapshot& snapshot) {
+  return std::any_of(snapshot.model.begin(), snapshot.model.end(),
+                     [](const auto& entry) { return starts_with(entry.first, "optim/"); });
 }
 
 void add_to_save_request(TrainingSnapshot snapshot, bool copy_model_late, SaveRequest& request) {

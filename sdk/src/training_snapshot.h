@@ -94,6 +94,13 @@ TrainingSnapshot capture_snapshot(const LiveRun& live, SnapshotUse use, std::int
                                   std::int64_t steps_per_epoch, std::uint64_t seed,
                                   const torch::Tensor& rng_mirrors = {});
 
+/// What save_only_model keeps of a checkpoint snapshot: the parameters, the data position, the
+/// TrainerState and the registered user state; the optimizer state and the random streams go.
+void keep_model_only(TrainingSnapshot& snapshot);
+
+/// Whether a loaded checkpoint holds optimizer state (save_only_model's do not).
+bool has_optimizer_state(const TrainingSnapshot& snapshot);
+
 /// The snapshot as a collective save's tensors, in the order the write plan splits them:
 /// the parameters and optimizer state in `replicated_copied_late` when `copy_model_late`.
 void add_to_save_request(TrainingSnapshot snapshot, bool copy_model_late, SaveRequest& request);

@@ -589,6 +589,7 @@ static void part_config(tenax_context* ctx) {
         {"metric_for_best_model=eval_loss", "metric_for_best_model: not available"},
         {"save_steps=10", "tenax_checkpoint_save"},
         {"data_seed=3", "no data order to seed"},
+        {"ignore_data_skip=true", "no data order to start again"},
     };
     size_t i;
     for (i = 0; i < sizeof refused / sizeof refused[0]; ++i) {

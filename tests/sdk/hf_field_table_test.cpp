@@ -152,7 +152,6 @@ TEST(SdkHfFieldTable, AnyOtherValueIsRefusedWithTheReasonAndWhatIsAccepted) {
 TEST(SdkHfFieldTable, ATransformersFieldGetsItsReasonNotASuggestionOfAnotherMeaning) {
   for (const auto& [toml, reason] : std::vector<std::pair<std::string, std::string>>{
            {"fp16_full_eval = true\n", "evaluating with the model cast to float16 is not available"},
-           {"save_only_model = true\n", "a checkpoint always holds the optimizer, scheduler, RNG and data position"},
            {"hub_strategy = \"end\"\n", "Tenax does not upload to the Hugging Face Hub"},
            {"deepspeed = \"ds.json\"\n", "DeepSpeed is a Python library"}}) {
     const std::string e = toml_error(toml);

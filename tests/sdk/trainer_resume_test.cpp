@@ -17,6 +17,7 @@
 
 #include "support/temp_dir.h"
 #include "support/thread_ranks.h"
+#include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
 #include "tenax/core/error.h"
 
@@ -125,6 +126,7 @@ struct RunOptions {
   std::vector<std::shared_ptr<TrainerCallback>> callbacks;
   std::optional<LossScaleState>* final_loss_scale = nullptr;
   bool ignore_data_skip = false;
+  bool save_only_model = false;
 };
 
 RunOptions recorded(Recorder* recorder) {
@@ -143,6 +145,7 @@ std::vector<torch::Tensor> run(const std::filesystem::path& dir, std::int64_t cr
   TrainingArguments args = args_for(dir);
   args.fp16 = options.fp16;
   args.ignore_data_skip = options.ignore_data_skip;
+  args.save_only_model = options.save_only_model;
   std::unique_ptr<Trainer> trainer =
       options.fp16 ? std::make_unique<OverflowingFp16Trainer>(model, args, std::make_shared<Points>(), ctx)
                    : std::make_unique<Trainer>(model, args, std::make_shared<Points>(), ctx);
@@ -227,6 +230,33 @@ TEST(SdkTrainerResume, IgnoreDataSkipStartsTheEpochAgainAndALaterResumeKeepsItsP
   EXPECT_EQ(rec.loaded_step, 20);
   EXPECT_DOUBLE_EQ(later->epochs.at(21), 11.0 / 32) << "the position saved at step 20, 10 batches behind it";
   EXPECT_DOUBLE_EQ(later->epochs.at(30), 20.0 / 32);
+}
+
+// save_only_model: checkpoints with the parameters, the data position and the TrainerState but no
+// optimizer state or random streams; a resume from one goes on at its step with a fresh optimizer.
+TEST(SdkTrainerResume, SaveOnlyModelKeepsTheModelAndAResumeGoesOnWithAFreshOptimizer) {
+  const auto reference = run(fresh_dir("model-only-ref"), -1, 7);
+  const auto dir = fresh_dir("model-only");
+  RunOptions model_only;
+  model_only.save_only_model = true;
+  EXPECT_THROW(run(dir, 17, 7, model_only), Crash);
+  auto reader = storage::CheckpointReader::open(dir / "checkpoints" / "step-000000010");
+  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+  int model_tensors = 0;
+  for (const auto& [name, entry] : reader.value().manifest().tensors) {
+    EXPECT_TRUE(name.rfind("optim/", 0) != 0 && name.rfind("rng/", 0) != 0) << name;
+    model_tensors += name.rfind("model/", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(model_tensors, 4) << "a.weight, a.bias, b.weight, b.bias";
+  EXPECT_EQ(reader.value().manifest().tensors.count("sampler"), 1u) << "the data position is kept";
+  Recorder rec;
+  model_only.recorder = &rec;
+  const auto resumed = run(dir, -1, 555, model_only);
+  EXPECT_EQ(rec.loaded_step, 10);
+  EXPECT_EQ(rec.saves, (std::vector<std::int64_t>{20, 30}));
+  bool all_equal = true;
+  for (std::size_t i = 0; i < reference.size(); ++i) all_equal = all_equal && torch::equal(reference[i], resumed[i]);
+  EXPECT_FALSE(all_equal) << "fresh optimizer moments change the rest of the run";
 }
 
 TEST(SdkTrainerResume, ChangedSeedIsRefused) {

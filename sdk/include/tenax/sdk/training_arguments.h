@@ -111,6 +111,10 @@ struct TrainingArguments {
   /// On a resume, start the epoch the checkpoint was in from its first batch instead of its
   /// position in it (transformers' meaning; the run then differs from an uninterrupted one).
   bool ignore_data_skip = false;
+  /// Checkpoints hold the parameters, the data position and the TrainerState only, not the
+  /// optimizer state or the random streams (transformers' meaning: less storage). A resume from
+  /// one goes on at its step and data position with a fresh optimizer, and says so.
+  bool save_only_model = false;
   /// transformers' gradient_checkpointing_kwargs, typed: use_reentrant is torch.utils.checkpoint's
   /// (true, transformers' default, is what Tenax does; false needs Python's saved-tensor hooks).
   struct GradientCheckpointingKwargs {
@@ -212,6 +216,7 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("fp16", args.fp16);
   visit("gradient_checkpointing", args.gradient_checkpointing);
   visit("ignore_data_skip", args.ignore_data_skip);
+  visit("save_only_model", args.save_only_model);
   visit("gradient_checkpointing_kwargs.use_reentrant", args.gradient_checkpointing_kwargs.use_reentrant);
   visit("full_determinism", args.full_determinism);
   visit("disable_tqdm", args.disable_tqdm);
