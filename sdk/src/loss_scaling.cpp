@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -36,15 +37,15 @@ bool unscale_gradients(const std::vector<torch::Tensor>& params, double scale) {
   torch::NoGradGuard no_grad;
   // torch computes the reciprocal in double, then rounds it to float32.
   const float inv_scale = static_cast<float>(1.0 / static_cast<double>(static_cast<float>(scale)));
-  bool found_inf = false;
+  // One flag per gradient, read once: a read per tensor would wait for the device each time.
+  std::vector<torch::Tensor> finite;
   for (const torch::Tensor& p : params) {
     torch::Tensor g = p.grad();
     if (!g.defined()) continue;
     g.mul_(inv_scale);
-    // One reduction per tensor; a step has few (GradSync's buckets hold them contiguously).
-    if (!found_inf && !torch::isfinite(g).all().item<bool>()) found_inf = true;
+    finite.push_back(torch::isfinite(g).all());
   }
-  return found_inf;
+  return !finite.empty() && !torch::stack(finite).all().item<bool>();
 }
 
 LossScaleState next_loss_scale(const LossScaleState& state, bool found_inf, const GradScalerOptions& options) {
