@@ -79,7 +79,7 @@ struct Training {
     NamedTensors out;
     const NamedTensors p = params();
     for (const auto& [name, t] : p) out.emplace_back("model/" + name, t.detach());
-    for (auto& e : tenax::sdk::capture_adamw_state(*optimizer, p, tenax::sdk::Capture::kView))
+    for (auto& e : tenax::sdk::capture_optimizer_state(*optimizer, p, tenax::sdk::Capture::kView))
       out.push_back(std::move(e));
     return out;
   }

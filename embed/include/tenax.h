@@ -187,12 +187,12 @@ TENAX_API tenax_status tenax_model_free(tenax_model** model);
  * key or bad value is TENAX_ERR_CONFIG naming the key (and file). max_steps sets the LR
  * schedule's length. per_device_train_batch_size, when given, is checked at every step (a batch
  * holds per_device_train_batch_size x gradient_accumulation_steps rows). What an embedded trainer
- * cannot do is TENAX_ERR_CONFIG naming the key, never ignored: epochs (num_train_epochs, data_seed,
- * ignore_data_skip), evaluation (eval_strategy other than "no", eval_steps, eval_on_start,
- * metric_for_best_model, greater_is_better, load_best_model_at_end, per_device_eval_batch_size),
- * scheduled saves (save_strategy other than "no", save_steps) and callbacks
- * (restore_callback_states_from_checkpoint).
- * The model's parameters are made identical on every rank (rank 0's). */
+ * cannot do is TENAX_ERR_CONFIG naming the key, never ignored: the data order (num_train_epochs,
+ * data_seed, ignore_data_skip, dataloader_drop_last, group_by_length, include_num_input_tokens_seen), evaluation
+ * (eval_strategy other than "no", eval_steps, eval_on_start, metric_for_best_model, greater_is_better,
+ * load_best_model_at_end, per_device_eval_batch_size), scheduled saves (save_strategy other than "no", save_steps) and
+ * callbacks (restore_callback_states_from_checkpoint). The model's parameters are made identical on every rank (rank
+ * 0's). */
 TENAX_API tenax_status tenax_trainer_create(tenax_trainer** trainer, tenax_context* ctx, tenax_model* model,
                                             const char* toml_path, const char* const* overrides, int32_t n_overrides);
 /* Collective. Waits for a checkpoint in flight, then frees the trainer and sets *trainer to NULL. */

@@ -40,6 +40,12 @@ const Unembeddable kUnembeddable[] = {
      "an embedded trainer has no data order to seed: the caller hands every batch"},
     {"ignore_data_skip", [](const sdk::TrainingArguments& a) { return !a.ignore_data_skip; },
      "an embedded trainer has no data order to start again: the caller hands every batch"},
+    {"dataloader_drop_last", nullptr,
+     "an embedded trainer has no data order whose last batch to keep or drop: the caller hands every batch"},
+    {"group_by_length", [](const sdk::TrainingArguments& a) { return !a.group_by_length; },
+     "an embedded trainer has no data order to group: the caller hands every batch"},
+    {"include_num_input_tokens_seen", [](const sdk::TrainingArguments& a) { return !a.include_num_input_tokens_seen; },
+     "the C API's batches are arrays, not tokens: count what your code feeds and log it with tenax_log_metrics"},
     {"restore_callback_states_from_checkpoint", nullptr, "the C API has no callbacks"},
 };
 

@@ -156,7 +156,7 @@ std::int64_t resume(const tenax::sdk::Checkpointer& checkpointer, const NamedTen
     }
     if (saved.data_ptr() != p.data_ptr()) p.detach().copy_(saved);  // else it was read in place
   }
-  tenax::sdk::restore_adamw_state(optimizer, params, [&](const std::string& n) { return loaded->get(n); });
+  tenax::sdk::restore_optimizer_state(optimizer, params, [&](const std::string& n) { return loaded->get(n); });
   tenax::logger("handwritten_loop", tenax::LogPolicy::kRankZeroOnly)
       ->info("resumed from {} at step {}", loaded->dir.string(), loaded->step);
   return loaded->step;
@@ -186,7 +186,7 @@ int run(const Options& o) {
   const NamedTensors params = named_parameters(*model);
   torch::optim::AdamWOptions adamw(o.learning_rate);
   adamw.weight_decay(o.weight_decay);
-  torch::optim::AdamW optimizer(tenax::sdk::adamw_param_groups(*model, adamw), adamw);
+  torch::optim::AdamW optimizer(tenax::sdk::decay_param_groups(*model, adamw), adamw);
   const tenax::sdk::LrSchedule schedule(
       tenax::sdk::LrScheduleOptions(tenax::sdk::LrSchedulerType::kCosine, o.warmup_steps, o.max_steps)
           .base_lr(o.learning_rate));
@@ -227,7 +227,7 @@ int run(const Options& o) {
       tenax::sdk::SaveRequest request;
       request.step = step;
       for (const auto& [name, p] : params) request.replicated.emplace_back("model/" + name, p.detach());
-      for (auto& entry : tenax::sdk::capture_adamw_state(optimizer, params, tenax::sdk::Capture::kView)) {
+      for (auto& entry : tenax::sdk::capture_optimizer_state(optimizer, params, tenax::sdk::Capture::kView)) {
         request.replicated.push_back(std::move(entry));
       }
       request.trainer_state = {{"global_step", step}, {"max_steps", o.max_steps}};

@@ -54,6 +54,10 @@ constexpr Rule kRules[] = {
     {"ignore_data_skip", kHarmless, "where a resume starts its data, a choice of the resume"},
     {"gradient_checkpointing", kHarmless, "memory only: the gradients are the same"},
     {"gradient_checkpointing_kwargs.use_reentrant", kHarmless, "memory only: the gradients are the same"},
+    {"optim", kBreaking, "the checkpoint's optimizer state is another optimizer's"},
+    {"dataloader_drop_last", kBreaking, "it changes the steps per epoch, so where the data position stands"},
+    {"group_by_length", kBreaking, "it changes the data order"},
+    {"include_num_input_tokens_seen", kHarmless, "a count only (it goes on from what the checkpoint recorded)"},
     {"full_determinism", kBreaking, "it changes the arithmetic of every step"},
     {"disable_tqdm", kHarmless, "display only"},
     {"report_to", kHarmless, "where metrics go"},
@@ -83,6 +87,8 @@ bool positive_in_both(const nlohmann::json& recorded, const nlohmann::json& curr
   };
   return positive(recorded) && positive(current);
 }
+
+bool is_adamw(const nlohmann::json& optim) { return optim == "adamw_torch" || optim == "adamw_torch_fused"; }
 
 std::string shown(const nlohmann::json& value) { return value.is_null() ? "(not recorded)" : value.dump(); }
 
@@ -116,6 +122,9 @@ std::vector<ArgumentChange> diff_arguments(const nlohmann::json& recorded, const
     } else if (n == "warmup_ratio" && positive_in_both(recorded, now, "warmup_steps")) {
       change.kind = kHarmless;
       change.reason = "unused: warmup_steps > 0 in both runs";
+    } else if (n == "optim" && is_adamw(before) && is_adamw(value)) {
+      change.kind = kHarmless;
+      change.reason = "the same AdamW by two names";
     }
     changes.push_back(std::move(change));
   });

@@ -6,6 +6,11 @@
 
 namespace tenax::sdk {
 
+std::int64_t Dataset::length(std::int64_t index) const {
+  const torch::Tensor input = get(index).input;
+  return input.defined() && input.dim() > 0 ? input.size(-1) : 1;
+}
+
 std::int64_t Batch::size() const {
   if (labels.defined()) return labels.size(0);
   if (inputs.defined()) return inputs.size(0);

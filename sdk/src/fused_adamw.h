@@ -11,7 +11,7 @@
 //   - older libtorch (Debian's 1.13, which has no CPU fused kernel): a loop in fused_adamw.cpp
 //     that does the same arithmetic per element, vectorised and split over torch's threads.
 // The state is libtorch's own (AdamWParamState: step, exp_avg, exp_avg_sq), so checkpoints,
-// capture_adamw_state / restore_adamw_state and the resume logic see no difference. Results
+// capture_optimizer_state / restore_optimizer_state and the resume logic see no difference. Results
 // equal torch::optim::AdamW's to a few float32 rounding steps (the fused arithmetic rounds
 // differently: fewer intermediate roundings), not bit for bit; a run is still bit-exactly
 // reproducible against itself. Parameters the fused paths cannot take (amsgrad, sparse or

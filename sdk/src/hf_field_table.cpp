@@ -94,9 +94,6 @@ const std::vector<HfField> kTable = {
     {"debug", "", {"", "[]"},
      "transformers' underflow/overflow detector and TPU metrics are not available; TENAX_LOG_LEVEL=debug logs the "
      "runtime's decisions"},
-    {"dataloader_drop_last", "", {"true"},
-     "Tenax always drops the last incomplete global batch of an epoch: every rank steps the same number of times, "
-     "which an elastic resume needs"},
     {"dataloader_num_workers", "", {"0"}, kWorkers},
     {"dataloader_prefetch_factor", "", {}, kWorkers},
     {"past_index", "", {"-1"}, "no model family here keeps past memories (XLNet, Transformer-XL)"},
@@ -113,13 +110,12 @@ const std::vector<HfField> kTable = {
     {"deepspeed", "", {},
      "DeepSpeed is a Python library configured by its JSON file; Tenax shards nothing yet: every rank holds the "
      "whole model and optimizer (DDP)"},
-    {"optim", "", {"adamw_torch", "adamw_torch_fused"},
-     "the optimizer is AdamW with torch's semantics (fused where libtorch has the kernel); other optimizers are not "
-     "available yet"},
-    {"optim_args", "", {}, "the optimizer is AdamW, set by adam_beta1, adam_beta2, adam_epsilon and weight_decay"},
-    {"adafactor", "", {"false"}, "Adafactor is not available yet; the optimizer is AdamW"},
-    {"group_by_length", "", {"false"}, "a sampler that groups samples by length is not available yet"},
-    {"length_column_name", "", {"length"}, "a sampler that groups samples by length is not available yet"},
+    {"optim_args", "", {},
+     "each optimizer takes the arguments transformers' Trainer gives it (AdamW: adam_beta1, adam_beta2, "
+     "adam_epsilon; all: learning_rate, weight_decay); other arguments are not available"},
+    {"adafactor", "", {"false"}, "deprecated by transformers: set optim = \"adafactor\""},
+    {"length_column_name", "", {"length"},
+     "group_by_length reads each sample's length from the dataset (Dataset::length), not from a column"},
     {"ddp_find_unused_parameters", "", {"*"},
      "nothing to find: a parameter without a gradient contributes zeros to the gradient allreduce"},
     {"ddp_broadcast_buffers", "", {"false"},
@@ -160,7 +156,6 @@ const std::vector<HfField> kTable = {
      "each rank loads its own per_device_train_batch_size samples; splitting one batch across ranks is not available"},
     {"include_tokens_per_second", "", {"false"},
      "tokens per second are not measured; the progress bar and the logs give samples per second"},
-    {"include_num_input_tokens_seen", "", {"false"}, "the tokens seen are not counted yet"},
     {"neftune_noise_alpha", "", {}, "NEFTune's embedding noise is not available"},
     {"optim_target_modules", "", {}, "GaLore and the optimizers that target modules are not available"},
     {"batch_eval_metrics", "", {"false"},

@@ -1,9 +1,16 @@
 #include "tenax/sdk/optimizer_groups.h"
 
 #include <memory>
+#include <string>
 #include <unordered_set>
 
 #include <torch/nn/modules/normalization.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include "tenax/core/error.h"
+#include "tenax/sdk/adafactor.h"
+#include "fused_adamw.h"
 
 namespace tenax::sdk {
 namespace {
@@ -32,8 +39,8 @@ std::vector<std::string> decay_parameter_names(const torch::nn::Module& model) {
   return out;
 }
 
-std::vector<torch::optim::OptimizerParamGroup> adamw_param_groups(const torch::nn::Module& model,
-                                                                  const torch::optim::AdamWOptions& options) {
+std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> split_by_weight_decay(
+    const torch::nn::Module& model) {
   const std::vector<std::string> names = decay_parameter_names(model);
   const std::unordered_set<std::string> decays(names.begin(), names.end());
   std::vector<torch::Tensor> decay, no_decay;
@@ -41,12 +48,31 @@ std::vector<torch::optim::OptimizerParamGroup> adamw_param_groups(const torch::n
     if (!item.value().requires_grad()) continue;
     (decays.count(item.key()) != 0 ? decay : no_decay).push_back(item.value());
   }
-  auto no_decay_options = std::make_unique<torch::optim::AdamWOptions>(options);
-  no_decay_options->weight_decay(0.0);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(std::move(decay), std::make_unique<torch::optim::AdamWOptions>(options));
-  groups.emplace_back(std::move(no_decay), std::move(no_decay_options));
-  return groups;
+  return {std::move(decay), std::move(no_decay)};
+}
+
+std::unique_ptr<torch::optim::Optimizer> create_optimizer_for(const torch::nn::Module& model,
+                                                              const TrainingArguments& args) {
+  switch (args.optim.value()) {
+    case OptimizerName::kAdamWTorch:
+    case OptimizerName::kAdamWTorchFused: {
+      torch::optim::AdamWOptions options(args.learning_rate);
+      options.betas({args.adam_beta1, args.adam_beta2}).eps(args.adam_epsilon).weight_decay(args.weight_decay);
+      return std::make_unique<detail::FusedAdamW>(decay_param_groups(model, options), options);
+    }
+    case OptimizerName::kSgd: {
+      torch::optim::SGDOptions options(args.learning_rate);
+      options.weight_decay(args.weight_decay);
+      return std::make_unique<torch::optim::SGD>(decay_param_groups(model, options), options);
+    }
+    case OptimizerName::kAdafactor: {
+      // transformers' Trainer: Adafactor(scale_parameter=False, relative_step=False, lr=learning_rate).
+      AdafactorOptions options(args.learning_rate);
+      options.scale_parameter(false).relative_step(false).weight_decay(args.weight_decay);
+      return std::make_unique<Adafactor>(decay_param_groups(model, options), options);
+    }
+  }
+  throw ConfigError("TrainingArguments.optim: '" + args.optim.name() + "' is not one of " + args.optim.accepted());
 }
 
 }  // namespace tenax::sdk

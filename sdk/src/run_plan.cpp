@@ -83,13 +83,16 @@ RunPlan plan_run(const TrainingArguments& args, int world_size, std::optional<st
     plan.num_train_epochs = 1;
     return plan;
   }
-  // As ResumableSampler: the last incomplete global batch of an epoch is dropped.
-  if (*dataset_size < plan.global_batch) {
+  // As ResumableSampler: the last incomplete global batch of an epoch is dropped, or is a last,
+  // smaller step (dataloader_drop_last = false).
+  if (*dataset_size < (args.dataloader_drop_last ? plan.global_batch : 1)) {
     throw ConfigError("the training set has " + std::to_string(*dataset_size) +
                       " samples, fewer than one global batch (" + std::to_string(plan.global_batch) +
-                      " = world size x per_device_train_batch_size x gradient_accumulation_steps)");
+                      " = world size x per_device_train_batch_size x gradient_accumulation_steps); with "
+                      "dataloader_drop_last = false a smaller one is trained on");
   }
-  plan.steps_per_epoch = *dataset_size / plan.global_batch;
+  plan.steps_per_epoch = args.dataloader_drop_last ? *dataset_size / plan.global_batch
+                                                   : (*dataset_size + plan.global_batch - 1) / plan.global_batch;
   plan.max_steps = args.max_steps > 0
                        ? args.max_steps
                        : static_cast<std::int64_t>(std::ceil(args.num_train_epochs * plan.steps_per_epoch));

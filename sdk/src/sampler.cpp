@@ -1,6 +1,8 @@
 #include "tenax/sdk/sampler.h"
 
+#include <algorithm>
 #include <numeric>
+#include <utility>
 #include <string>
 
 #include "tenax/core/error.h"
@@ -30,15 +32,41 @@ std::uint64_t uniform_below(std::uint64_t& state, std::uint64_t bound) {
 
 }  // namespace
 
-ResumableSampler::ResumableSampler(std::int64_t dataset_size, std::int64_t global_batch, std::uint64_t seed)
-    : dataset_size_(dataset_size), global_batch_(global_batch), seed_(seed) {
+std::vector<std::int64_t> group_by_length(const std::vector<std::int64_t>& order,
+                                          const std::vector<std::int64_t>& lengths, std::int64_t batch) {
+  const auto n = static_cast<std::int64_t>(order.size());
+  const std::int64_t mult = std::max<std::int64_t>(std::min<std::int64_t>(n / (batch * 4), 50), 1);
+  const std::int64_t mega = mult * batch;
+  std::vector<std::int64_t> out = order;
+  const auto longer = [&](std::int64_t a, std::int64_t b) {
+    return lengths[static_cast<std::size_t>(a)] > lengths[static_cast<std::size_t>(b)];
+  };
+  std::int64_t longest_start = 0;  // the mega-batch whose longest sample is the longest (the first such)
+  for (std::int64_t start = 0; start < n; start += mega) {
+    const auto first = out.begin() + start;
+    std::stable_sort(first, out.begin() + std::min(n, start + mega), longer);
+    if (longer(*first, out[static_cast<std::size_t>(longest_start)])) longest_start = start;
+  }
+  if (n > 0) std::swap(out[0], out[static_cast<std::size_t>(longest_start)]);
+  return out;
+}
+
+ResumableSampler::ResumableSampler(std::int64_t dataset_size, std::int64_t global_batch, std::uint64_t seed,
+                                   SamplerOptions options)
+    : dataset_size_(dataset_size), global_batch_(global_batch), seed_(seed), options_(std::move(options)) {
   if (global_batch <= 0) throw ConfigError("global batch size must be positive");
-  if (dataset_size < global_batch) {
+  if (dataset_size < (options_.drop_last ? global_batch : 1)) {
     throw ConfigError("the training set has " + std::to_string(dataset_size) +
                       " samples, fewer than one global batch (" + std::to_string(global_batch) +
-                      " = world size x per_device_train_batch_size x gradient_accumulation_steps)");
+                      " = world size x per_device_train_batch_size x gradient_accumulation_steps)" +
+                      (options_.drop_last ? "; with dataloader_drop_last = false a smaller one is trained on" : ""));
   }
-  steps_per_epoch_ = dataset_size / global_batch;
+  if (!options_.lengths.empty() && static_cast<std::int64_t>(options_.lengths.size()) != dataset_size) {
+    throw ConfigError("group_by_length: " + std::to_string(options_.lengths.size()) + " lengths for " +
+                      std::to_string(dataset_size) + " samples");
+  }
+  steps_per_epoch_ =
+      options_.drop_last ? dataset_size / global_batch : (dataset_size + global_batch - 1) / global_batch;
 }
 
 std::vector<std::int64_t> ResumableSampler::epoch_order(std::int64_t epoch) const {
@@ -49,6 +77,7 @@ std::vector<std::int64_t> ResumableSampler::epoch_order(std::int64_t epoch) cons
     std::size_t j = static_cast<std::size_t>(uniform_below(state, i));
     std::swap(order[i - 1], order[j]);
   }
+  if (!options_.lengths.empty()) return group_by_length(order, options_.lengths, global_batch_);
   return order;
 }
 
@@ -59,7 +88,7 @@ SamplerPosition ResumableSampler::position_at(std::int64_t global_step) const {
 std::vector<std::int64_t> ResumableSampler::global_batch_indices(std::int64_t global_step) const {
   const SamplerPosition pos = position_at(global_step);
   const std::vector<std::int64_t> order = epoch_order(pos.epoch);
-  return {order.begin() + pos.cursor, order.begin() + pos.cursor + global_batch_};
+  return {order.begin() + pos.cursor, order.begin() + std::min(pos.cursor + global_batch_, dataset_size_)};
 }
 
 std::vector<std::int64_t> ResumableSampler::rank_indices(std::int64_t global_step, int rank, int world) const {
@@ -67,9 +96,17 @@ std::vector<std::int64_t> ResumableSampler::rank_indices(std::int64_t global_ste
     throw ConfigError("global batch " + std::to_string(global_batch_) + " cannot be split evenly over world size " +
                       std::to_string(world));
   }
-  const std::vector<std::int64_t> batch = global_batch_indices(global_step);
-  const std::int64_t per_rank = global_batch_ / world;
-  return {batch.begin() + rank * per_rank, batch.begin() + (rank + 1) * per_rank};
+  const SamplerPosition pos = position_at(global_step);
+  const std::vector<std::int64_t> order = epoch_order(pos.epoch);
+  const std::int64_t size = std::min(global_batch_, dataset_size_ - pos.cursor);
+  const std::int64_t per_rank = (size + world - 1) / world;  // global_batch / world unless short
+  std::vector<std::int64_t> out;
+  out.reserve(static_cast<std::size_t>(per_rank));
+  for (std::int64_t i = rank * per_rank; i < (rank + 1) * per_rank; ++i) {
+    // Past the batch's end (a short last batch only): the epoch's first samples, cyclically.
+    out.push_back(order[static_cast<std::size_t>(i < size ? pos.cursor + i : (i - size) % dataset_size_)]);
+  }
+  return out;
 }
 
 }  // namespace tenax::sdk

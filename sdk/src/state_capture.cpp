@@ -1,13 +1,19 @@
 #include "tenax/sdk/state_capture.h"
 
+#include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <torch/cuda.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
 #include <torch/torch.h>
 
 #include "tenax/core/error.h"
+#include "tenax/sdk/adafactor.h"
 #include "torch_compat.h"
 
 namespace tenax::sdk {
@@ -70,50 +76,140 @@ bool restore_rng_states(int rank, const std::function<torch::Tensor(const std::s
   return true;
 }
 
-NamedTensors capture_adamw_state(torch::optim::AdamW& optimizer, const NamedTensors& named_params, Capture capture) {
-  auto take = [capture](const torch::Tensor& t) { return capture == Capture::kCopy ? t.detach().clone() : t.detach(); };
+namespace {
+
+using Lookup = std::function<torch::Tensor(const std::string&)>;
+
+torch::Tensor take(const torch::Tensor& t, Capture capture) {
+  return capture == Capture::kCopy ? t.detach().clone() : t.detach();
+}
+
+// The saved tensor `key` of parameter `name`, on the parameter's device and dtype; throws
+// StorageError when its shape is not `shape`.
+torch::Tensor saved_as(const torch::Tensor& saved, const std::string& name, const std::string& key,
+                       c10::IntArrayRef shape, const torch::Tensor& param) {
+  if (!saved.sizes().equals(shape)) {
+    throw StorageError("optimizer state '" + key + "' of parameter '" + name + "' has shape " +
+                       c10::str(saved.sizes()) + " in the checkpoint, the optimizer needs " + c10::str(shape));
+  }
+  return saved.to(param.options()).contiguous();
+}
+
+std::unique_ptr<torch::optim::OptimizerParamState> restored_adamw(const std::string& name, const torch::Tensor& param,
+                                                                  const Lookup& lookup) {
+  const std::string prefix = "optim/" + name + "/";
+  torch::Tensor exp_avg = lookup(prefix + "exp_avg");
+  if (!exp_avg.defined()) return nullptr;
+  torch::Tensor exp_avg_sq = lookup(prefix + "exp_avg_sq");
+  torch::Tensor step = lookup(prefix + "step");
+  if (!exp_avg_sq.defined() || !step.defined()) {
+    throw StorageError("optimizer state of parameter '" + name + "' is incomplete in the checkpoint");
+  }
+  auto s = std::make_unique<torch::optim::AdamWParamState>();
+  s->step(step.item<int64_t>());
+  s->exp_avg(saved_as(exp_avg, name, "exp_avg", param.sizes(), param));
+  s->exp_avg_sq(saved_as(exp_avg_sq, name, "exp_avg_sq", param.sizes(), param));
+  torch::Tensor max_sq = lookup(prefix + "max_exp_avg_sq");
+  if (max_sq.defined()) s->max_exp_avg_sq(saved_as(max_sq, name, "max_exp_avg_sq", param.sizes(), param));
+  return s;
+}
+
+std::unique_ptr<torch::optim::OptimizerParamState> restored_sgd(const std::string& name, const torch::Tensor& param,
+                                                                const Lookup& lookup) {
+  torch::Tensor momentum = lookup("optim/" + name + "/momentum_buffer");
+  if (!momentum.defined()) return nullptr;
+  auto s = std::make_unique<torch::optim::SGDParamState>();
+  s->momentum_buffer(saved_as(momentum, name, "momentum_buffer", param.sizes(), param));
+  return s;
+}
+
+std::unique_ptr<torch::optim::OptimizerParamState> restored_adafactor(const std::string& name,
+                                                                      const torch::Tensor& param,
+                                                                      const Lookup& lookup) {
+  const std::string prefix = "optim/" + name + "/";
+  torch::Tensor step = lookup(prefix + "step");
+  if (!step.defined()) return nullptr;
+  auto s = std::make_unique<AdafactorParamState>();
+  s->step(step.item<int64_t>());
+  if (torch::Tensor exp_avg = lookup(prefix + "exp_avg"); exp_avg.defined()) {
+    s->exp_avg(saved_as(exp_avg, name, "exp_avg", param.sizes(), param));
+  }
+  if (param.dim() >= 2) {  // factored, as Adafactor::step decides
+    torch::Tensor row = lookup(prefix + "exp_avg_sq_row");
+    torch::Tensor col = lookup(prefix + "exp_avg_sq_col");
+    if (!row.defined() || !col.defined()) {
+      throw StorageError(
+          "Adafactor state of parameter '" + name +
+          "' has no exp_avg_sq_row/exp_avg_sq_col in the checkpoint (was it saved by another optimizer?)");
+    }
+    std::vector<std::int64_t> col_shape(param.sizes().begin(), param.sizes().end() - 2);
+    col_shape.push_back(param.size(-1));
+    s->exp_avg_sq_row(saved_as(row, name, "exp_avg_sq_row", param.sizes().slice(0, param.dim() - 1), param));
+    s->exp_avg_sq_col(saved_as(col, name, "exp_avg_sq_col", col_shape, param));
+  } else {
+    torch::Tensor sq = lookup(prefix + "exp_avg_sq");
+    if (!sq.defined()) {
+      throw StorageError("Adafactor state of parameter '" + name +
+                         "' has no exp_avg_sq in the checkpoint (was it saved by another optimizer?)");
+    }
+    s->exp_avg_sq(saved_as(sq, name, "exp_avg_sq", param.sizes(), param));
+  }
+  return s;
+}
+
+}  // namespace
+
+const char* checkpointable_optimizer_name(const torch::optim::Optimizer& optimizer) {
+  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer) != nullptr) return "AdamW";
+  if (dynamic_cast<const torch::optim::SGD*>(&optimizer) != nullptr) return "SGD";
+  if (dynamic_cast<const Adafactor*>(&optimizer) != nullptr) return "Adafactor";
+  return nullptr;
+}
+
+NamedTensors capture_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors& named_params,
+                                     Capture capture) {
   NamedTensors out;
   auto& state = optimizer.state();
   for (const auto& [name, param] : named_params) {
     auto it = state.find(compat::optimizer_state_key(param));
     if (it == state.end()) continue;
-    auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
     const std::string prefix = "optim/" + name + "/";
-    out.emplace_back(prefix + "exp_avg", take(s.exp_avg()));
-    out.emplace_back(prefix + "exp_avg_sq", take(s.exp_avg_sq()));
-    out.emplace_back(prefix + "step", torch::tensor(s.step(), torch::kInt64));
-    if (s.max_exp_avg_sq().defined() && s.max_exp_avg_sq().numel() > 0) {
-      out.emplace_back(prefix + "max_exp_avg_sq", take(s.max_exp_avg_sq()));
+    const auto put = [&](const char* key, const torch::Tensor& t) {
+      if (t.defined() && t.numel() > 0) out.emplace_back(prefix + key, take(t, capture));
+    };
+    if (const auto* a = dynamic_cast<const torch::optim::AdamWParamState*>(it->second.get())) {
+      out.emplace_back(prefix + "exp_avg", take(a->exp_avg(), capture));
+      out.emplace_back(prefix + "exp_avg_sq", take(a->exp_avg_sq(), capture));
+      out.emplace_back(prefix + "step", torch::tensor(a->step(), torch::kInt64));
+      put("max_exp_avg_sq", a->max_exp_avg_sq());
+    } else if (const auto* g = dynamic_cast<const torch::optim::SGDParamState*>(it->second.get())) {
+      put("momentum_buffer", g->momentum_buffer());
+    } else if (const auto* f = dynamic_cast<const AdafactorParamState*>(it->second.get())) {
+      out.emplace_back(prefix + "step", torch::tensor(f->step(), torch::kInt64));
+      put("exp_avg", f->exp_avg());
+      put("exp_avg_sq_row", f->exp_avg_sq_row());
+      put("exp_avg_sq_col", f->exp_avg_sq_col());
+      put("exp_avg_sq", f->exp_avg_sq());
+    } else {
+      throw ConfigError(std::string("the optimizer's state of parameter '") + name +
+                        "' is not one Tenax can checkpoint: AdamW's, SGD's or Adafactor's");
     }
   }
   return out;
 }
 
-void restore_adamw_state(torch::optim::AdamW& optimizer, const NamedTensors& named_params,
-                         const std::function<torch::Tensor(const std::string&)>& lookup) {
+void restore_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors& named_params,
+                             const Lookup& lookup) {
+  const std::string kind = checkpointable_optimizer_name(optimizer) ? checkpointable_optimizer_name(optimizer) : "";
+  if (kind.empty()) {
+    throw ConfigError("restore_optimizer_state: the optimizer is not one Tenax can checkpoint (AdamW, SGD, Adafactor)");
+  }
+  const auto restored = kind == "AdamW" ? restored_adamw : kind == "SGD" ? restored_sgd : restored_adafactor;
   auto& state = optimizer.state();
   state.clear();
   torch::NoGradGuard no_grad;
   for (const auto& [name, param] : named_params) {
-    const std::string prefix = "optim/" + name + "/";
-    torch::Tensor exp_avg = lookup(prefix + "exp_avg");
-    if (!exp_avg.defined()) continue;
-    torch::Tensor exp_avg_sq = lookup(prefix + "exp_avg_sq");
-    torch::Tensor step = lookup(prefix + "step");
-    if (!exp_avg_sq.defined() || !step.defined()) {
-      throw StorageError("optimizer state of parameter '" + name + "' is incomplete in the checkpoint");
-    }
-    if (!exp_avg.sizes().equals(param.sizes()) || !exp_avg_sq.sizes().equals(param.sizes())) {
-      throw StorageError("optimizer state of parameter '" + name + "' has shape " + c10::str(exp_avg.sizes()) +
-                         ", the parameter has " + c10::str(param.sizes()));
-    }
-    auto s = std::make_unique<torch::optim::AdamWParamState>();
-    s->step(step.item<int64_t>());
-    s->exp_avg(exp_avg.to(param.options()).contiguous());
-    s->exp_avg_sq(exp_avg_sq.to(param.options()).contiguous());
-    torch::Tensor max_sq = lookup(prefix + "max_exp_avg_sq");
-    if (max_sq.defined()) s->max_exp_avg_sq(max_sq.to(param.options()).contiguous());
-    state[compat::optimizer_state_key(param)] = std::move(s);
+    if (auto s = restored(name, param, lookup)) state[compat::optimizer_state_key(param)] = std::move(s);
   }
 }
 

@@ -41,4 +41,8 @@ Example TokenizedTextDataset::get(std::int64_t index) const {
   return {input, torch::tensor(labels_[static_cast<std::size_t>(index)], torch::kInt64)};
 }
 
+std::int64_t TokenizedTextDataset::length(std::int64_t index) const {
+  return static_cast<std::int64_t>(encoding(index).size());
+}
+
 }  // namespace tenax::sdk

@@ -11,7 +11,6 @@
 #include <torch/torch.h>
 
 #include "commit_protocol.h"
-#include "fused_adamw.h"
 #include "label_smoothing.h"
 #include "loss_scaling.h"
 #include "run_plan.h"
@@ -131,12 +130,7 @@ torch::Tensor Trainer::training_step(Model& model, const Batch& batch) {
   return loss.detach();
 }
 
-std::unique_ptr<torch::optim::AdamW> Trainer::create_optimizer() {
-  // transformers' two groups: weight decay for all but biases and LayerNorm parameters.
-  torch::optim::AdamWOptions options(args_.learning_rate);
-  options.betas({args_.adam_beta1, args_.adam_beta2}).eps(args_.adam_epsilon).weight_decay(args_.weight_decay);
-  return std::make_unique<detail::FusedAdamW>(adamw_param_groups(*model_, options), options);
-}
+std::unique_ptr<torch::optim::Optimizer> Trainer::create_optimizer() { return create_optimizer_for(*model_, args_); }
 
 LrSchedule Trainer::create_scheduler(std::int64_t num_training_steps) {
   const auto& kwargs = args_.lr_scheduler_kwargs;
@@ -172,6 +166,20 @@ detail::LiveRun Trainer::live_run(const NamedTensors& parameters) {
   return detail::LiveRun{parameters, *run_->optimizer, state_, user_state_, context_.rank()};
 }
 
+std::int64_t Trainer::input_tokens(const std::vector<Batch>& micro_batches) {
+  // transformers counts the numel of the model's main input (input_ids; pixel_values for vision
+  // models), padding included, summed over the ranks.
+  std::int64_t tokens = 0;
+  for (const Batch& b : micro_batches) {
+    const torch::Tensor& main = b.input_ids.defined()      ? b.input_ids
+                                : b.pixel_values.defined() ? b.pixel_values
+                                                           : b.inputs;
+    if (main.defined()) tokens += main.numel();
+  }
+  context_.communicator().allreduce(&tokens, 1, elastic::ElementType::kInt64, elastic::ReduceOp::kSum);
+  return tokens;
+}
+
 void Trainer::log_training(double window_loss, std::int64_t window_steps, double lr, double seconds,
                            double eta_seconds) {
   double sums[2] = {window_loss, static_cast<double>(window_steps)};
@@ -181,6 +189,8 @@ void Trainer::log_training(double window_loss, std::int64_t window_steps, double
             {"epoch", state_.epoch},
             {"step", static_cast<double>(state_.global_step)},
             {"samples_per_second", seconds > 0 ? window_steps * state_.train_batch_size / seconds : 0.0}};
+  if (args_.include_num_input_tokens_seen)
+    logs["num_input_tokens_seen"] = static_cast<double>(state_.num_input_tokens_seen);
   state_.log_history.push_back(nlohmann::json(logs));
   // The progress bar (default) shows the same; the log line is for runs without it.
   logger("tenax.trainer", LogPolicy::kRankZeroOnly)
@@ -207,18 +217,20 @@ TrainOutput Trainer::train() {
   int preempt_signal = 0;
   while (state_.global_step < r.plan.max_steps && state_.global_step + skipped_steps_ < r.plan.data_step_limit &&
          !control_.should_training_stop) {
-    // This rank's slice of the global batch, in micro-batches of per_device samples.
+    // This rank's slice of the global batch, in micro-batches of per_device samples (with
+    // dataloader_drop_last = false an epoch's last step may have fewer, the last one smaller).
     const std::int64_t data_step = state_.global_step + skipped_steps_;
     if (data_step % r.plan.steps_per_epoch == 0) {
       notify([&](TrainerCallback& cb) { cb.on_epoch_begin(args_, state_, control_); });
     }
     const std::vector<std::int64_t> indices =
         r.sampler->rank_indices(data_step, context_.rank(), context_.world_size());
+    const auto count = static_cast<std::int64_t>(indices.size());
     std::vector<Batch> micro_batches;
     micro_batches.reserve(static_cast<std::size_t>(accumulation_steps_));
-    for (std::int64_t micro = 0; micro < accumulation_steps_; ++micro) {
-      const auto first = indices.begin() + micro * args_.per_device_train_batch_size;
-      micro_batches.push_back(load_batch({first, first + args_.per_device_train_batch_size}));
+    for (std::int64_t first = 0; first < count; first += args_.per_device_train_batch_size) {
+      const std::int64_t last = std::min(count, first + args_.per_device_train_batch_size);
+      micro_batches.push_back(load_batch({indices.begin() + first, indices.begin() + last}));
     }
     try {
       take_step(micro_batches);  // this loop recovers by itself, whatever enable_step_recovery() said
@@ -290,7 +302,7 @@ void Trainer::plan_run(bool resume) {
         *r.plan.accumulation_changed_from, r.plan.global_batch);
   }
   accumulation_steps_ = r.plan.accumulation_steps;
-  if (train_dataset_) r.sampler.emplace(train_dataset_->size(), r.plan.global_batch, args_.resolved_data_seed());
+  if (train_dataset_) r.order_data(*train_dataset_, args_, r.plan.global_batch);
   state_.max_steps = r.plan.max_steps;
   state_.num_train_epochs = r.plan.num_train_epochs;
   state_.logging_steps = args_.logging_steps;
@@ -300,6 +312,11 @@ void Trainer::plan_run(bool resume) {
 
   r.arguments = args_.to_json();
   r.optimizer = create_optimizer();
+  if (checkpointable_optimizer_name(*r.optimizer) == nullptr) {
+    throw ConfigError(
+        "Trainer::create_optimizer returned an optimizer whose state Tenax cannot checkpoint or heal; return an "
+        "AdamW, SGD or tenax::sdk::Adafactor (tenax/sdk/optimizer_groups.h: create_optimizer_for)");
+  }
   r.schedule.emplace(create_scheduler(r.plan.max_steps));
   if (args_.fp16) {
     r.scaler_options = grad_scaler_options();
@@ -419,7 +436,10 @@ double Trainer::step(const std::vector<Batch>& micro_batches) {
 
 double Trainer::take_step(const std::vector<Batch>& micro_batches) {
   detail::TrainingRun& r = run("step()");
-  if (static_cast<std::int64_t>(micro_batches.size()) != accumulation_steps_) {
+  // Fewer only at an epoch's short end, which train() alone produces (dataloader_drop_last).
+  const auto micro_count = static_cast<std::int64_t>(micro_batches.size());
+  const bool short_end = train_dataset_ && !args_.dataloader_drop_last && micro_count > 0;
+  if (micro_count != accumulation_steps_ && !(short_end && micro_count < accumulation_steps_)) {
     throw ConfigError("Trainer::step: got " + std::to_string(micro_batches.size()) +
                       " micro-batches, the run accumulates gradient_accumulation_steps = " +
                       std::to_string(accumulation_steps_) + " per optimizer step");
@@ -453,6 +473,8 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
                       (r.heals_in_process && context_.generation_superseded() ? kRegroupFlag : 0);
   const int agreed = r.grad_sync->synchronize(r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor(), request);
   if (r.preemption) r.preemption_from_step = agreed & kSignalFlags;
+  // Before the update, so that a peer lost here fails the step on every rank, as in synchronize().
+  if (args_.include_num_input_tokens_seen) state_.num_input_tokens_seen += input_tokens(micro_batches);
   // fp16: gradients with an inf or a nan (the same on every rank after the allreduce) skip the
   // update, and the schedule with it (transformers steps its scheduler only when the optimizer ran).
   bool skip_update = false;

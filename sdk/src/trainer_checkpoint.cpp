@@ -125,7 +125,7 @@ std::optional<std::int64_t> Trainer::restore() {
   torch::NoGradGuard no_grad;
   const detail::LiveRun live = live_run(params);
   detail::apply_model_state(snapshot, live, dir);
-  const bool model_only = !detail::has_optimizer_state(snapshot);
+  const bool model_only = detail::saved_model_only(loaded->arguments);
   if (model_only) {
     log->warn(
         "{} holds the model only (saved with save_only_model = true): the optimizer starts with fresh moments and "

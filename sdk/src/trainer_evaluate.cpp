@@ -142,6 +142,8 @@ Logs Trainer::evaluate(const Dataset& dataset, const ComputeMetrics& compute_met
   Logs logs = out.metrics;
   logs["epoch"] = state_.epoch;
   logs["step"] = static_cast<double>(state_.global_step);
+  if (args_.include_num_input_tokens_seen)
+    logs["num_input_tokens_seen"] = static_cast<double>(state_.num_input_tokens_seen);
   state_.log_history.push_back(nlohmann::json(logs));
   notify([&](TrainerCallback& cb) { cb.on_log(args_, state_, control_, logs); });
   notify([&](TrainerCallback& cb) { cb.on_evaluate(args_, state_, control_, out.metrics); });

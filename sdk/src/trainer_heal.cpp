@@ -197,7 +197,7 @@ void Trainer::adapt_to_world(std::int64_t global_batch) {
                             global_batch, args_.output_dir);
   accumulation_steps_ = r.plan.accumulation_steps;
   if (r.sampler && r.plan.global_batch != r.sampler->global_batch()) {
-    r.sampler.emplace(train_dataset_->size(), r.plan.global_batch, args_.resolved_data_seed());
+    r.order_data(*train_dataset_, args_, r.plan.global_batch);
   }
   state_.world_size = world;
   state_.train_batch_size = r.plan.global_batch;

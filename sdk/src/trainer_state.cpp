@@ -19,6 +19,7 @@ nlohmann::json TrainerState::to_json() const {
                         {"log_history", log_history},     {"best_model_checkpoint", best_model_checkpoint}};
   out["best_metric"] = best_metric ? nlohmann::json(*best_metric) : nlohmann::json(nullptr);
   out["stateful_callbacks"] = stateful_callbacks;
+  out["num_input_tokens_seen"] = num_input_tokens_seen;
   if (loss_scale) out["loss_scale"] = loss_scale->to_json();
   return out;
 }
@@ -34,6 +35,7 @@ TrainerState TrainerState::from_json(const nlohmann::json& json) {
   read_integer(json, "save_steps", state.save_steps);
   read_integer(json, "train_batch_size", state.train_batch_size);
   read_integer(json, "generation", state.generation);
+  read_integer(json, "num_input_tokens_seen", state.num_input_tokens_seen);
   std::int64_t world_size = state.world_size;
   read_integer(json, "world_size", world_size);
   state.world_size = static_cast<int>(world_size);

@@ -89,6 +89,9 @@ void TrainingArguments::validate() const {
   require(save_total_limit >= 0, "save_total_limit", "must be >= 0 (0 keeps every checkpoint)");
   require_valid(on_save_error, "on_save_error");
   require_valid(lr_scheduler_type, "lr_scheduler_type");
+  require_valid(optim, "optim");
+  require(optim != OptimizerName::kAdafactor || learning_rate > 0, "learning_rate",
+          "must be > 0 with optim = \"adafactor\" (the Trainer's Adafactor takes its rate from the schedule)");
 }
 
 std::int64_t TrainingArguments::resolved_warmup_steps(std::int64_t total_steps) const {

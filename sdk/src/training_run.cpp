@@ -1,8 +1,22 @@
 #include "training_run.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace tenax::sdk::detail {
+
+void TrainingRun::order_data(const Dataset& dataset, const TrainingArguments& args, std::int64_t global_batch) {
+  SamplerOptions options;
+  options.drop_last = args.dataloader_drop_last;
+  if (args.group_by_length) {
+    if (sample_lengths.empty()) {
+      sample_lengths.reserve(static_cast<std::size_t>(dataset.size()));
+      for (std::int64_t i = 0; i < dataset.size(); ++i) sample_lengths.push_back(dataset.length(i));
+    }
+    options.lengths = sample_lengths;
+  }
+  sampler.emplace(dataset.size(), global_batch, args.resolved_data_seed(), std::move(options));
+}
 
 TrainingRun::TrainingRun(const std::filesystem::path& output_dir, elastic::WorkerContext& context,
                          const CheckpointerOptions& checkpointer_options, const GradSyncOptions& grad_sync_options)

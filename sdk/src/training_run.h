@@ -14,7 +14,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <torch/optim/adamw.h>
+#include <torch/optim/optimizer.h>
 
 #include "resume_choice.h"
 #include "run_plan.h"
@@ -53,6 +53,9 @@ class TrainingRun {
   double seconds_per_step() const;
   /// The run's summary at `state`'s step.
   TrainOutput output(const TrainerState& state, int preempt_signal) const;
+  /// `sampler` becomes the data order of `dataset` for `global_batch` as `args` ask
+  /// (dataloader_drop_last, group_by_length: the lengths are read once, at the first call).
+  void order_data(const Dataset& dataset, const TrainingArguments& args, std::int64_t global_batch);
 
   std::filesystem::path output_dir;
   GradSyncOptions grad_sync_options;
@@ -60,12 +63,13 @@ class TrainingRun {
   // Replaced when the process rejoins a new generation (its commits go through that generation).
   std::unique_ptr<Checkpointer> checkpointer;
   RunPlan plan;
-  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::optional<LrSchedule> schedule;
   GradScalerOptions scaler_options;  ///< used when fp16
   std::vector<torch::Tensor> params;
   std::optional<GradSync> grad_sync;
-  std::optional<ResumableSampler> sampler;  // none when the caller supplies the batches
+  std::optional<ResumableSampler> sampler;   // none when the caller supplies the batches
+  std::vector<std::int64_t> sample_lengths;  ///< group_by_length's, read once
   std::optional<PreemptionSignals> preemption;
   Clock::time_point start;
   Clock::time_point window_start;

@@ -68,7 +68,7 @@ TrainingSnapshot capture_snapshot(const LiveRun& live, SnapshotUse use, std::int
                                   std::int64_t steps_per_epoch, std::uint64_t seed, const torch::Tensor& rng_mirrors) {
   TrainingSnapshot s;
   for (const auto& [name, p] : live.parameters) s.model.emplace_back("model/" + name, p.detach());
-  append(s.model, capture_adamw_state(live.optimizer, live.parameters, Capture::kView));
+  append(s.model, capture_optimizer_state(live.optimizer, live.parameters, Capture::kView));
   const std::int64_t global_batch = live.state.train_batch_size;
   s.data_order =
       SavedDataOrder{seed, {data_step / steps_per_epoch, (data_step % steps_per_epoch) * global_batch}, global_batch};
@@ -90,9 +90,9 @@ void keep_model_only(TrainingSnapshot& snapshot) {
   snapshot.rng.clear();
 }
 
-bool has_optimizer_state(const TrainingSnapshot& snapshot) {
-  return std::any_of(snapshot.model.begin(), snapshot.model.end(),
-                     [](const auto& entry) { return starts_with(entry.first, "optim/"); });
+bool saved_model_only(const nlohmann::json& recorded_arguments) {
+  const auto it = recorded_arguments.find("save_only_model");
+  return it != recorded_arguments.end() && it->is_boolean() && it->get<bool>();
 }
 
 void add_to_save_request(TrainingSnapshot snapshot, bool copy_model_late, SaveRequest& request) {
@@ -220,7 +220,7 @@ void apply_model_state(const TrainingSnapshot& snapshot, const LiveRun& live, co
     }
     if (saved.data_ptr() != param.data_ptr()) param.copy_(saved);  // else it was read in place
   }
-  restore_adamw_state(live.optimizer, live.parameters, lookup);
+  restore_optimizer_state(live.optimizer, live.parameters, lookup);
 }
 
 void apply_progress(const TrainingSnapshot& snapshot, TrainerState& state) {
@@ -231,6 +231,7 @@ void apply_progress(const TrainingSnapshot& snapshot, TrainerState& state) {
   state.best_model_checkpoint = saved.best_model_checkpoint;
   state.stateful_callbacks = saved.stateful_callbacks;
   state.loss_scale = saved.loss_scale;
+  state.num_input_tokens_seen = saved.num_input_tokens_seen;
 }
 
 }  // namespace tenax::sdk::detail

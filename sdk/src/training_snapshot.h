@@ -2,7 +2,7 @@
 // replacement receives from a live peer (DESIGN.md section 5 and decision 13). The parameters, the
 // optimizer state, the data order with its position, the random streams, the user's registered
 // state and the TrainerState, under the checkpoint format's names: model/<name>,
-// optim/<name>/{exp_avg,exp_avg_sq,step}, sampler, rng/rank<r>/..., user/<name>.
+// optim/<name>/<the optimizer's keys: state_capture.h>, sampler, rng/rank<r>/..., user/<name>.
 //
 // Save, restore and heal differ only in where a snapshot travels and in its random streams:
 //   save     capture_snapshot(kCheckpoint) → to_save_request → Checkpointer (trainer_checkpoint.cpp)
@@ -63,7 +63,7 @@ enum class SnapshotUse { kCheckpoint, kHeal };
 /// The live run a snapshot is captured from and applied to; borrowed for one call.
 struct LiveRun {
   const NamedTensors& parameters;  ///< the model's, by name
-  torch::optim::AdamW& optimizer;
+  torch::optim::Optimizer& optimizer;
   TrainerState& state;
   const UserState* user_state = nullptr;  ///< the registered one, if any
   int rank = 0;
@@ -98,8 +98,9 @@ TrainingSnapshot capture_snapshot(const LiveRun& live, SnapshotUse use, std::int
 /// TrainerState and the registered user state; the optimizer state and the random streams go.
 void keep_model_only(TrainingSnapshot& snapshot);
 
-/// Whether a loaded checkpoint holds optimizer state (save_only_model's do not).
-bool has_optimizer_state(const TrainingSnapshot& snapshot);
+/// Whether a checkpoint was saved with save_only_model, by the arguments it recorded (not by
+/// its tensors: SGD without momentum has no optimizer state to save either).
+bool saved_model_only(const nlohmann::json& recorded_arguments);
 
 /// The snapshot as a collective save's tensors, in the order the write plan splits them:
 /// the parameters and optimizer state in `replicated_copied_late` when `copy_model_late`.

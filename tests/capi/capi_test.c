@@ -519,7 +519,7 @@ static void write_file(const char* path, const char* text) {
 /* Configuration: TrainingArguments and [model] from TOML and key=value overrides. */
 static void part_config(tenax_context* ctx) {
   char dir[4200], toml[4300], text[8600], output_dir[4300];
-  const char* overrides[2];
+  const char* overrides[4];
   tenax_model* model = NULL;
   tenax_trainer* trainer = NULL;
   int64_t step = 0;
@@ -590,6 +590,9 @@ static void part_config(tenax_context* ctx) {
         {"save_steps=10", "tenax_checkpoint_save"},
         {"data_seed=3", "no data order to seed"},
         {"ignore_data_skip=true", "no data order to start again"},
+        {"dataloader_drop_last=false", "dataloader_drop_last: not available"},
+        {"group_by_length=true", "no data order to group"},
+        {"include_num_input_tokens_seen=true", "not tokens"},
     };
     size_t i;
     for (i = 0; i < sizeof refused / sizeof refused[0]; ++i) {
@@ -599,7 +602,9 @@ static void part_config(tenax_context* ctx) {
     }
     overrides[0] = "eval_strategy=no";
     overrides[1] = "eval_on_start=false";
-    CHECK_OK(tenax_trainer_create(&trainer, ctx, model, toml, overrides, 2));
+    overrides[2] = "group_by_length=false";
+    overrides[3] = "optim=adafactor"; /* every optimizer of the Trainer's is the C API's too */
+    CHECK_OK(tenax_trainer_create(&trainer, ctx, model, toml, overrides, 4));
     CHECK_OK(tenax_trainer_free(&trainer));
   }
 

@@ -1,7 +1,7 @@
 // AdamW as transformers' Trainer runs it, replayed with libtorch: the tiny model, initial
 // weights, inputs and per-step parameters of tests/sdk/goldens/adamw_goldens.json (written by
 // tools/goldens/schedule_goldens.py with torch.optim.AdamW, transformers' two parameter groups
-// and get_scheduler("linear")), against Tenax's decay_parameter_names / adamw_param_groups,
+// and get_scheduler("linear")), against Tenax's decay_parameter_names / decay_param_groups,
 // LrSchedule and torch::nn::utils::clip_grad_norm_ — also across a capture and restore of the
 // optimizer state (state_capture.h) halfway. The same for the Trainer's FusedAdamW
 // (fused_adamw.h), which must give the goldens too, and against libtorch's AdamW directly.
@@ -80,9 +80,9 @@ class Replay {
         .eps(c_.at("eps").get<double>())
         .weight_decay(c_.at("weight_decay").get<double>());
     if (fused) {
-      optimizer_ = std::make_unique<detail::FusedAdamW>(adamw_param_groups(*model_, options), options);
+      optimizer_ = std::make_unique<detail::FusedAdamW>(decay_param_groups(*model_, options), options);
     } else {
-      optimizer_ = std::make_unique<torch::optim::AdamW>(adamw_param_groups(*model_, options), options);
+      optimizer_ = std::make_unique<torch::optim::AdamW>(decay_param_groups(*model_, options), options);
     }
     schedule_ = std::make_unique<LrSchedule>(
         LrScheduleOptions(LrSchedulerType::kLinear, c_.at("warmup_steps").get<std::int64_t>(), steps_)
@@ -195,7 +195,7 @@ TEST_F(SdkAdamWGolden, StateCapturedAndRestoredMidwayContinuesOnTheGoldens) {
       for (std::int64_t step = 0; step < kResumeAt; ++step) first.step(step);
       const NamedTensors params = named_parameters(first.model());
       for (const auto& [name, p] : params) saved["model/" + name] = p.detach().clone();
-      for (auto& [name, t] : capture_adamw_state(first.optimizer(), params)) saved[name] = t;
+      for (auto& [name, t] : capture_optimizer_state(first.optimizer(), params)) saved[name] = t;
     }
     EXPECT_EQ(saved.size(), 6u * 4u) << "6 parameters, each with its value, exp_avg, exp_avg_sq and step";
 
@@ -205,7 +205,7 @@ TEST_F(SdkAdamWGolden, StateCapturedAndRestoredMidwayContinuesOnTheGoldens) {
       torch::NoGradGuard no_grad;
       for (const auto& [name, p] : params) p.copy_(saved.at("model/" + name));
     }
-    restore_adamw_state(second.optimizer(), params, [&](const std::string& name) {
+    restore_optimizer_state(second.optimizer(), params, [&](const std::string& name) {
       const auto it = saved.find(name);
       return it == saved.end() ? torch::Tensor() : it->second;
     });

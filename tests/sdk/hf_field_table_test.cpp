@@ -111,7 +111,7 @@ TEST(SdkHfFieldTable, AValueThatAsksForWhatTenaxDoesIsAcceptedWithANote) {
                        [&](const std::string& line) { return contains(line, text); });
   };
   parser.load_toml(
-      "push_to_hub = false\noptim = \"adamw_torch\"\neval_delay = 0.0\nrun_name = \"cola\"\n"
+      "push_to_hub = false\nadafactor = false\neval_delay = 0.0\nrun_name = \"cola\"\n"
       "eval_accumulation_steps = 4\n",
       "job.toml");
   EXPECT_EQ(parser.notes().size(), 5u);
@@ -119,7 +119,7 @@ TEST(SdkHfFieldTable, AValueThatAsksForWhatTenaxDoesIsAcceptedWithANote) {
   EXPECT_TRUE(
       noted("job.toml:1: 'push_to_hub = false' changes nothing in Tenax: Tenax does not upload to the Hugging "
             "Face Hub"));
-  EXPECT_TRUE(noted("job.toml:2: 'optim = \"adamw_torch\"' changes nothing in Tenax"));
+  EXPECT_TRUE(noted("job.toml:2: 'adafactor = false' changes nothing in Tenax"));
   EXPECT_TRUE(noted("job.toml:3: 'eval_delay = 0.0' changes nothing")) << "the same number as the accepted 0";
   EXPECT_TRUE(noted("job.toml:4: 'run_name = \"cola\"' changes nothing")) << "any value of run_name";
 
@@ -137,8 +137,9 @@ TEST(SdkHfFieldTable, AnyOtherValueIsRefusedWithTheReasonAndWhatIsAccepted) {
   EXPECT_TRUE(contains(hub, "huggingface-cli upload")) << "the way to get the effect: " << hub;
   EXPECT_TRUE(contains(hub, "(accepted here: false)")) << hub;
 
-  const std::string optim = toml_error("optim = \"sgd\"\n");
-  EXPECT_TRUE(contains(optim, "(accepted here: 'adamw_torch' or 'adamw_torch_fused')")) << optim;
+  const std::string adafactor = toml_error("adafactor = true\n");
+  EXPECT_TRUE(contains(adafactor, "set optim = \"adafactor\"")) << adafactor;
+  EXPECT_TRUE(contains(adafactor, "(accepted here: false)")) << adafactor;
 
   const std::string flag = flag_error({"--push_to_hub"});
   EXPECT_TRUE(contains(flag, "'--push_to_hub' is not available in Tenax")) << "a bare flag is true: " << flag;

@@ -60,7 +60,7 @@ TEST(SdkOptimizerGroups, TwoGroupsInFixedOrderWithTrainableParametersOnly) {
   net->named_parameters()["embed.weight"].set_requires_grad(false);  // frozen: in no group
   torch::optim::AdamWOptions options(1e-3);
   options.weight_decay(0.05).betas({0.8, 0.9});
-  const auto groups = adamw_param_groups(*net, options);
+  const auto groups = decay_param_groups(*net, options);
   ASSERT_EQ(groups.size(), 2u);
   const auto& decay = static_cast<const torch::optim::AdamWOptions&>(groups[0].options());
   const auto& no_decay = static_cast<const torch::optim::AdamWOptions&>(groups[1].options());

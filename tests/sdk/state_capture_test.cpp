@@ -44,7 +44,7 @@ TEST(SdkStateCapture, AdamWStateRoundTripGivesBitIdenticalNextSteps) {
   train_steps(net_a, opt_a, 3);
 
   // Snapshot parameters, optimizer and RNG; continue A for 4 steps.
-  auto saved_opt = capture_adamw_state(opt_a, named(*net_a));
+  auto saved_opt = capture_optimizer_state(opt_a, named(*net_a));
   ASSERT_EQ(saved_opt.size(), 4u * 3u);  // 4 parameters x {exp_avg, exp_avg_sq, step}
   std::map<std::string, torch::Tensor> saved(saved_opt.begin(), saved_opt.end());
   NamedTensors saved_params;
@@ -60,7 +60,7 @@ TEST(SdkStateCapture, AdamWStateRoundTripGivesBitIdenticalNextSteps) {
     for (size_t i = 0; i < params_b.size(); ++i) params_b[i].second.copy_(saved_params[i].second);
   }
   torch::optim::AdamW opt_b(net_b->parameters(), torch::optim::AdamWOptions(1e-2).weight_decay(0.1));
-  restore_adamw_state(opt_b, named(*net_b), [&](const std::string& n) {
+  restore_optimizer_state(opt_b, named(*net_b), [&](const std::string& n) {
     auto it = saved.find(n);
     return it == saved.end() ? torch::Tensor() : it->second;
   });
@@ -76,11 +76,11 @@ TEST(SdkStateCapture, AdamWStateRoundTripGivesBitIdenticalNextSteps) {
 TEST(SdkStateCapture, ShapeMismatchIsRejected) {
   torch::nn::Linear lin(3, 2);
   torch::optim::AdamW opt(lin->parameters(), torch::optim::AdamWOptions(1e-3));
-  EXPECT_THROW(restore_adamw_state(opt, named(*lin),
-                                   [](const std::string& n) {
-                                     if (n.find("step") != std::string::npos) return torch::tensor(int64_t{1});
-                                     return torch::zeros({7});
-                                   }),
+  EXPECT_THROW(restore_optimizer_state(opt, named(*lin),
+                                       [](const std::string& n) {
+                                         if (n.find("step") != std::string::npos) return torch::tensor(int64_t{1});
+                                         return torch::zeros({7});
+                                       }),
                std::exception);
 }
 

@@ -197,6 +197,41 @@ TEST(TrainerFlow, GradientAccumulationFourByEightEqualsOneByThirtyTwo) {
   EXPECT_TRUE(torch::allclose(two_ranks, one_batch, 1e-5, 1e-6)) << (two_ranks - one_batch).abs().max();
 }
 
+// dataloader_drop_last = false on 2 ranks: 100 points in global batches of 16 are 6 full steps
+// and a 7th of 4 (2 per rank, one micro-batch where there are 2 otherwise), which every rank
+// takes together; the result is the one-rank run's, and include_num_input_tokens_seen counts
+// the 100 points' 4 features once, summed over the ranks.
+TEST(TrainerFlow, KeptLastBatchOnTwoRanksEqualsOneRankAndTokensAreCountedOverTheRanks) {
+  auto data = std::make_shared<Points>(100);
+  auto train = [&](int world, std::int64_t per_device, const std::string& name) {
+    torch::Tensor result;
+    TrainerState state;
+    testing::run_contexts(world, [&](elastic::WorkerContext& ctx) {
+      auto model = std::make_shared<Mlp>();
+      TrainingArguments a = quiet_args(fresh_dir(name));
+      a.per_device_train_batch_size = per_device;
+      a.gradient_accumulation_steps = 2;
+      a.num_train_epochs = 1;
+      a.dataloader_drop_last = false;
+      a.include_num_input_tokens_seen = true;
+      Trainer trainer(model, a, data, ctx);
+      trainer.train();
+      if (ctx.rank() == 0) {
+        result = flat_parameters(*model);
+        state = trainer.state();
+      }
+    });
+    return std::make_pair(result, state);
+  };
+  const auto [one_rank, one_state] = train(1, 8, "keep-last-1");
+  const auto [two_ranks, two_state] = train(2, 4, "keep-last-2");
+  EXPECT_EQ(one_state.global_step, 7);
+  EXPECT_EQ(two_state.global_step, 7);
+  EXPECT_EQ(one_state.num_input_tokens_seen, 100 * 4);
+  EXPECT_EQ(two_state.num_input_tokens_seen, 100 * 4);
+  EXPECT_TRUE(torch::allclose(two_ranks, one_rank, 1e-5, 1e-6)) << (two_ranks - one_rank).abs().max();
+}
+
 // gradient_checkpointing under DDP: the recompute's backward (a backward of its own, inside the
 // step's) finishes the parameters' gradients, which GradSync's hooks send while backward runs;
 // 2 ranks with overlap and accumulation end bit-identical to the same run without it (dropout's

@@ -7,6 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <vector>
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 
@@ -32,10 +36,22 @@ class Points final : public Dataset {
     y_ = x_.sum(1, true).sin();
   }
   std::int64_t size() const override { return x_.size(0); }
-  Example get(std::int64_t i) const override { return {x_[i], y_[i]}; }
+  Example get(std::int64_t i) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fetched_.push_back(i);
+    return {x_[i], y_[i]};
+  }
+  /// Lengths for group_by_length: 1..101, one point of 101 in every 101.
+  std::int64_t length(std::int64_t i) const override { return 1 + (i * 37) % 101; }
+  std::vector<std::int64_t> fetched() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return fetched_;
+  }
 
  private:
   torch::Tensor x_, y_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::int64_t> fetched_;
 };
 
 class Net final : public Model {
@@ -127,6 +143,13 @@ struct RunOptions {
   std::optional<LossScaleState>* final_loss_scale = nullptr;
   bool ignore_data_skip = false;
   bool save_only_model = false;
+  OptimizerName optim = OptimizerName::kAdamWTorch;
+  bool drop_last = true;
+  std::int64_t batch = 8;
+  bool count_tokens = false;
+  bool group_by_length = false;
+  TrainerState* final_state = nullptr;
+  std::shared_ptr<Points> dataset;  ///< default: a fresh one
 };
 
 RunOptions recorded(Recorder* recorder) {
@@ -146,9 +169,14 @@ std::vector<torch::Tensor> run(const std::filesystem::path& dir, std::int64_t cr
   args.fp16 = options.fp16;
   args.ignore_data_skip = options.ignore_data_skip;
   args.save_only_model = options.save_only_model;
-  std::unique_ptr<Trainer> trainer =
-      options.fp16 ? std::make_unique<OverflowingFp16Trainer>(model, args, std::make_shared<Points>(), ctx)
-                   : std::make_unique<Trainer>(model, args, std::make_shared<Points>(), ctx);
+  args.optim = options.optim;
+  args.dataloader_drop_last = options.drop_last;
+  args.per_device_train_batch_size = options.batch;
+  args.include_num_input_tokens_seen = options.count_tokens;
+  args.group_by_length = options.group_by_length;
+  const std::shared_ptr<Points> points = options.dataset ? options.dataset : std::make_shared<Points>();
+  std::unique_ptr<Trainer> trainer = options.fp16 ? std::make_unique<OverflowingFp16Trainer>(model, args, points, ctx)
+                                                  : std::make_unique<Trainer>(model, args, points, ctx);
   if (crash_at > 0) trainer->add_callback(std::make_shared<CrashAt>(crash_at));
   if (options.recorder) {
     trainer->add_callback(std::shared_ptr<TrainerCallback>(options.recorder, [](TrainerCallback*) {}));
@@ -156,6 +184,7 @@ std::vector<torch::Tensor> run(const std::filesystem::path& dir, std::int64_t cr
   for (const auto& callback : options.callbacks) trainer->add_callback(callback);
   trainer->train();
   if (options.final_loss_scale) *options.final_loss_scale = trainer->state().loss_scale;
+  if (options.final_state) *options.final_state = trainer->state();
   std::vector<torch::Tensor> params;
   for (auto& p : model->parameters()) params.push_back(p.detach().clone());
   return params;
@@ -257,6 +286,145 @@ TEST(SdkTrainerResume, SaveOnlyModelKeepsTheModelAndAResumeGoesOnWithAFreshOptim
   bool all_equal = true;
   for (std::size_t i = 0; i < reference.size(); ++i) all_equal = all_equal && torch::equal(reference[i], resumed[i]);
   EXPECT_FALSE(all_equal) << "fresh optimizer moments change the rest of the run";
+}
+
+// Every optimizer of `optim` checkpoints its state: a crash between checkpoints resumes
+// bit-exactly, and the optimizers differ (the option is not ignored).
+TEST(SdkTrainerResume, EveryOptimizerResumesBitExactly) {
+  std::map<std::string, std::vector<torch::Tensor>> references;
+  for (const OptimizerName optim : {OptimizerName::kSgd, OptimizerName::kAdafactor, OptimizerName::kAdamWTorchFused}) {
+    const std::string name = Choice<OptimizerName>(optim).name();
+    SCOPED_TRACE(name);
+    RunOptions options;
+    options.optim = optim;
+    const auto reference = run(fresh_dir("optim-ref-" + name), -1, 7, options);
+    const auto dir = fresh_dir("optim-" + name);
+    EXPECT_THROW(run(dir, 17, 7, options), Crash);
+    Recorder rec;
+    options.recorder = &rec;
+    const auto resumed = run(dir, -1, 555, options);
+    EXPECT_EQ(rec.loaded_step, 10);
+    expect_bit_identical(reference, resumed);
+    references[name] = reference;
+  }
+  const auto differ = [](const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+    return !torch::equal(a[0], b[0]);
+  };
+  EXPECT_TRUE(differ(references.at("sgd"), references.at("adafactor")));
+  EXPECT_TRUE(differ(references.at("sgd"), references.at("adamw_torch_fused")));
+  EXPECT_TRUE(differ(references.at("adafactor"), references.at("adamw_torch_fused")));
+}
+
+// A checkpoint's optimizer state belongs to its optimizer: resuming with another is refused
+// (exit 2) naming optim; adamw_torch and adamw_torch_fused are the same AdamW.
+TEST(SdkTrainerResume, ResumingWithAnotherOptimizerIsRefusedNamingOptim) {
+  const auto dir = fresh_dir("optim-changed");
+  RunOptions sgd;
+  sgd.optim = OptimizerName::kSgd;
+  EXPECT_THROW(run(dir, 12, 7, sgd), Crash);
+  RunOptions adafactor;
+  adafactor.optim = OptimizerName::kAdafactor;
+  try {
+    run(dir, -1, 7, adafactor);
+    ADD_FAILURE() << "resumed an SGD checkpoint with Adafactor";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("TrainingArguments.optim"), std::string::npos) << e.what();
+  }
+  const auto adamw_dir = fresh_dir("optim-adamw-alias");
+  EXPECT_THROW(run(adamw_dir, 12, 7), Crash);
+  RunOptions fused;
+  fused.optim = OptimizerName::kAdamWTorchFused;
+  Recorder rec;
+  fused.recorder = &rec;
+  run(adamw_dir, -1, 7, fused);
+  EXPECT_EQ(rec.loaded_step, 10);
+}
+
+// dataloader_drop_last = false: 256 points in global batches of 12 make 21 full steps and a
+// 22nd of the last 4 points in every epoch; a 30-step run crosses it, and a crash after it
+// resumes bit-exactly from a checkpoint before it.
+TEST(SdkTrainerResume, KeepingTheLastBatchAddsAShortStepPerEpochAndResumesBitExactly) {
+  RunOptions keep;
+  keep.drop_last = false;
+  keep.batch = 12;
+  auto epochs = std::make_shared<EpochWatch>();
+  keep.callbacks = {epochs};
+  const auto reference = run(fresh_dir("keep-last-ref"), -1, 7, keep);
+  EXPECT_DOUBLE_EQ(epochs->epochs.at(21), 21.0 / 22);
+  EXPECT_DOUBLE_EQ(epochs->epochs.at(22), 1.0) << "the short step ends the epoch";
+  EXPECT_DOUBLE_EQ(epochs->epochs.at(23), 1.0 + 1.0 / 22);
+  keep.callbacks.clear();
+  const auto dir = fresh_dir("keep-last");
+  EXPECT_THROW(run(dir, 25, 7, keep), Crash);
+  Recorder rec;
+  keep.recorder = &rec;
+  const auto resumed = run(dir, -1, 555, keep);
+  EXPECT_EQ(rec.loaded_step, 20);
+  expect_bit_identical(reference, resumed);
+  RunOptions drop = keep;
+  drop.drop_last = true;
+  drop.recorder = nullptr;
+  const auto dropped = run(fresh_dir("drop-last-ref"), -1, 7, drop);
+  EXPECT_FALSE(torch::equal(reference[0], dropped[0])) << "the kept batch was trained on";
+}
+
+// include_num_input_tokens_seen: every step adds its inputs' elements (8 points x 4 features),
+// the count rides in the checkpoint through a crash, and every log carries it.
+class TokenLogs final : public TrainerCallback {
+ public:
+  void on_log(const TrainingArguments&, TrainerState& s, TrainerControl&, const Logs& l) override {
+    const auto it = l.find("num_input_tokens_seen");
+    seen[s.global_step] = it == l.end() ? -1.0 : it->second;
+  }
+  std::map<std::int64_t, double> seen;
+};
+
+TEST(SdkTrainerResume, InputTokensSeenAreCountedLoggedAndResumed) {
+  const auto dir = fresh_dir("tokens");
+  RunOptions count;
+  count.count_tokens = true;
+  EXPECT_THROW(run(dir, 17, 7, count), Crash);
+  auto logs = std::make_shared<TokenLogs>();
+  count.callbacks = {logs};
+  TrainerState final_state;
+  count.final_state = &final_state;
+  run(dir, -1, 7, count);
+  EXPECT_EQ(final_state.num_input_tokens_seen, 30 * 8 * 4);
+  EXPECT_DOUBLE_EQ(logs->seen.at(15), 15 * 8 * 4.0) << "counted from the checkpoint at step 10 on";
+  EXPECT_DOUBLE_EQ(logs->seen.at(30), 30 * 8 * 4.0);
+  RunOptions plain;
+  plain.final_state = &final_state;
+  auto untouched = std::make_shared<TokenLogs>();
+  plain.callbacks = {untouched};
+  run(fresh_dir("tokens-off"), -1, 7, plain);
+  EXPECT_EQ(final_state.num_input_tokens_seen, 0);
+  EXPECT_DOUBLE_EQ(untouched->seen.at(30), -1.0) << "not logged without the option";
+}
+
+// group_by_length: the first step takes the longest point (length 101), batches take points of
+// similar length, and a crash resumes bit-exactly (the order is a function of seed and epoch).
+TEST(SdkTrainerResume, LengthGroupedOrderStartsWithTheLongestAndResumesBitExactly) {
+  RunOptions grouped;
+  grouped.group_by_length = true;
+  grouped.dataset = std::make_shared<Points>();
+  const auto reference = run(fresh_dir("grouped-ref"), -1, 7, grouped);
+  const std::vector<std::int64_t> fetched = grouped.dataset->fetched();
+  ASSERT_GE(fetched.size(), 16u);
+  const Points lengths;
+  std::int64_t first_max = 0, spread = 0;
+  for (std::size_t i = 0; i < 8; ++i) first_max = std::max(first_max, lengths.length(fetched[i]));
+  EXPECT_EQ(first_max, 101) << "the longest point is in the first batch";
+  for (std::size_t i = 8; i < 16; ++i) {
+    spread = std::max(spread, std::abs(lengths.length(fetched[i]) - lengths.length(fetched[8])));
+  }
+  EXPECT_LE(spread, 40) << "the second batch's lengths are close (sorted within a mega-batch of 64 points)";
+  grouped.dataset.reset();
+  const auto dir = fresh_dir("grouped");
+  EXPECT_THROW(run(dir, 17, 7, grouped), Crash);
+  const auto resumed = run(dir, -1, 555, grouped);
+  expect_bit_identical(reference, resumed);
+  const auto plain = run(fresh_dir("grouped-off"), -1, 7);
+  EXPECT_FALSE(torch::equal(reference[0], plain[0])) << "grouping changed the order";
 }
 
 TEST(SdkTrainerResume, ChangedSeedIsRefused) {

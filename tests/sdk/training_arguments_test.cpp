@@ -38,6 +38,17 @@ TEST(SdkTrainingArguments, ValidArgumentsPassAndBadOnesNameTheField) {
   b = a;
   b.logging_steps = 0;
   EXPECT_NE(error_of(b).find("logging_steps"), std::string::npos);
+  b = a;
+  b.optim = "adamw_8bit";
+  EXPECT_NE(
+      error_of(b).find("TrainingArguments.optim: 'adamw_8bit' is not one of: adamw_torch, adamw_torch_fused, sgd, "
+                       "adafactor"),
+      std::string::npos)
+      << error_of(b);
+  b = a;
+  b.optim = "adafactor";
+  b.learning_rate = 0;
+  EXPECT_NE(error_of(b).find("learning_rate: must be > 0 with optim = \"adafactor\""), std::string::npos);
 }
 
 TEST(SdkTrainingArguments, WarmupStepsOverrideRatio) {

@@ -27,6 +27,7 @@ TEST(SdkTrainingSnapshot, TrainerStateReadsBackWhatItWrites) {
       {"log_history", {{{"loss", 0.5}}}},
       {"best_model_checkpoint", "out/checkpoints/step-000000010"},
       {"best_metric", 0.25},
+      {"num_input_tokens_seen", 123456789012},
       {"stateful_callbacks",
        {{"EarlyStoppingCallback",
          {{"args", {{"early_stopping_patience", 3}}}, {"attributes", {{"early_stopping_patience_counter", 2}}}}}}}};

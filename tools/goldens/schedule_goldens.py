@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Goldens for Tenax's learning-rate schedules and AdamW, produced by transformers and torch.
+"""Goldens for Tenax's learning-rate schedules and optimizers, produced by transformers and torch.
 
 Regenerate (in the reference venv of tools/goldens/requirements-model.txt: Debian's
 python3-torch 1.13, the libtorch build the C++ side links, plus transformers 4.44.2):
@@ -20,16 +20,22 @@ It writes two small JSON files into tests/sdk/goldens/:
                             groups (weight decay / none), non-default betas and eps, a linear
                             schedule with warmup and clip_grad_norm_(1.0);
                             tests/sdk/adamw_golden_test.cpp replays it with libtorch
+  optimizer_goldens.json    the same replay for optim = "sgd" and "adafactor", each optimizer
+                            built by transformers' own Trainer.get_optimizer_cls_and_kwargs (SGD
+                            with learning_rate; Adafactor with scale_parameter and relative_step
+                            off) over the same two groups; tests/sdk/optimizer_goldens_test.cpp
+                            replays it with tenax::sdk::create_optimizer_for
 
 CI has no Python: the goldens are committed and the C++ tests read them.
 """
 import json
 import pathlib
+import tempfile
 
 import torch
 import transformers
 from torch import nn
-from transformers import Trainer, get_scheduler
+from transformers import Trainer, TrainingArguments, get_scheduler
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 GOLDENS = REPO / "tests" / "sdk" / "goldens"
@@ -136,6 +142,59 @@ def adamw_goldens():
             "decay_parameter_names": decay, "steps": steps}
 
 
+def optimizer_replay(optim):
+    """adamw_goldens' replay with the optimizer transformers' Trainer builds for `optim`."""
+    torch.manual_seed(20240611)
+    model = TinyNet()
+    with torch.no_grad():
+        model.post.weight.copy_(1.0 + 0.3 * torch.randn(ADAMW["hidden"]))
+        model.post.bias.copy_(0.2 * torch.randn(ADAMW["hidden"]))
+    initial = named_values(model)
+    shapes = {n: list(p.shape) for n, p in model.named_parameters()}
+    generator = torch.Generator().manual_seed(7)
+    inputs = torch.randn(ADAMW_STEPS, ADAMW["batch"], ADAMW["in"], generator=generator)
+    targets = 0.5 * torch.randn(ADAMW_STEPS, ADAMW["batch"], ADAMW["out"], generator=generator)
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(output_dir=out, optim=optim, learning_rate=ADAMW["lr"],
+                                 weight_decay=ADAMW["weight_decay"], adam_beta1=ADAMW["betas"][0],
+                                 adam_beta2=ADAMW["betas"][1], adam_epsilon=ADAMW["eps"], use_cpu=True,
+                                 report_to="none")
+        optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(args, model)
+    decay = Trainer.get_decay_parameter_names(None, model)
+    groups = [
+        {"params": [p for n, p in model.named_parameters() if n in decay and p.requires_grad],
+         "weight_decay": ADAMW["weight_decay"]},
+        {"params": [p for n, p in model.named_parameters() if n not in decay and p.requires_grad],
+         "weight_decay": 0.0},
+    ]
+    optimizer = optimizer_cls(groups, **optimizer_kwargs)
+    scheduler = get_scheduler("linear", optimizer, num_warmup_steps=ADAMW["warmup_steps"],
+                              num_training_steps=ADAMW_STEPS)
+    steps = []
+    for step in range(ADAMW_STEPS):
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(inputs[step]), targets[step])
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(model.parameters(), ADAMW["max_grad_norm"])
+        lr = optimizer.param_groups[0]["lr"]
+        optimizer.step()
+        scheduler.step()
+        steps.append({"loss": loss.item(), "grad_norm": grad_norm.item(), "lr": lr,
+                      "params": named_values(model)})
+    state_keys = sorted({k for s in optimizer.state.values() for k in s if k != "RMS"})
+    print(f"{optim}: {optimizer_cls.__name__} {optimizer_kwargs}; state {state_keys}")
+    return {"optimizer": optimizer_cls.__name__,
+            "kwargs": {k: v for k, v in optimizer_kwargs.items() if isinstance(v, (int, float, bool, str))},
+            "state_keys": state_keys, "config": ADAMW, "steps_count": ADAMW_STEPS, "shapes": shapes,
+            "initial": initial, "inputs": inputs.flatten().tolist(), "targets": targets.flatten().tolist(),
+            "steps": steps}
+
+
+def optimizer_goldens():
+    return {"transformers": transformers.__version__, "torch": torch.__version__,
+            "replays": {optim: optimizer_replay(optim) for optim in ("sgd", "adafactor")}}
+
+
 def write(name, data):
     GOLDENS.mkdir(parents=True, exist_ok=True)
     path = GOLDENS / name
@@ -147,6 +206,7 @@ def main():
     torch.set_num_threads(1)
     write("lr_schedule_goldens.json", schedule_goldens())
     write("adamw_goldens.json", adamw_goldens())
+    write("optimizer_goldens.json", optimizer_goldens())
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@
 // (examples/handwritten_loop): gradient sync, checkpoints, optimizer and schedule, mixed
 // precision and loss scaling, activation checkpointing, determinism, preemption.
 #include "tenax/sdk/activation_checkpoint.h"
+#include "tenax/sdk/adafactor.h"
 #include "tenax/sdk/autocast.h"
 #include "tenax/sdk/checkpointer.h"
 #include "tenax/sdk/loss_scale.h"

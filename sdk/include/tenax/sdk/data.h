@@ -51,6 +51,9 @@ class Dataset {
   virtual ~Dataset() = default;
   virtual std::int64_t size() const = 0;
   virtual Example get(std::int64_t index) const = 0;
+  /// The sample's length for group_by_length: by default the size of the last dimension of
+  /// get(index).input (a text example's tokens). A dataset that knows it cheaper overrides it.
+  virtual std::int64_t length(std::int64_t index) const;
 };
 
 using Collator = std::function<Batch(const std::vector<Example>&)>;

@@ -31,6 +31,8 @@ class TokenizedTextDataset : public Dataset {
 
   std::int64_t size() const override { return static_cast<std::int64_t>(encodings_.size()); }
   Example get(std::int64_t index) const override;
+  /// The tokens of the encoding (special tokens included).
+  std::int64_t length(std::int64_t index) const override;
 
   const Encoding& encoding(std::int64_t index) const;
   /// Label ids in record order (for metrics over a whole split).

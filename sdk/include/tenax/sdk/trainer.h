@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-#include <torch/optim/adamw.h>
+#include <torch/optim/optimizer.h>
 
 #include "tenax/elastic/progress_file.h"
 #include "tenax/elastic/worker_context.h"
@@ -228,9 +228,11 @@ class Trainer {
   virtual torch::Tensor training_step(Model& model, const Batch& batch);
   /// Forward of one evaluation micro-batch without autograd (the model is in eval mode).
   virtual PredictionStepOutput prediction_step(Model& model, const Batch& batch);
-  /// AdamW with args' betas and eps over transformers' two groups (adamw_param_groups):
-  /// args.weight_decay for every trainable parameter but biases and LayerNorm parameters.
-  virtual std::unique_ptr<torch::optim::AdamW> create_optimizer();
+  /// The optimizer of args.optim over transformers' two groups (create_optimizer_for):
+  /// args.weight_decay for every trainable parameter but biases and LayerNorm parameters. An
+  /// override must return an optimizer whose state Tenax checkpoints (AdamW, SGD, Adafactor:
+  /// checkpointable_optimizer_name), else begin() refuses it.
+  virtual std::unique_ptr<torch::optim::Optimizer> create_optimizer();
   /// The schedule for a run of `num_training_steps` optimizer steps.
   virtual LrSchedule create_scheduler(std::int64_t num_training_steps);
   /// fp16's loss scaling: torch.amp.GradScaler's defaults, as transformers uses them (Accelerate's
@@ -244,6 +246,8 @@ class Trainer {
   ModelOutput forward_with_loss(Model& model, const Batch& batch) const;
   /// step() without in-process recovery (train() loops over it and recovers by itself).
   double take_step(const std::vector<Batch>& micro_batches);
+  /// Collective: the input tokens of every rank's `micro_batches` (include_num_input_tokens_seen).
+  std::int64_t input_tokens(const std::vector<Batch>& micro_batches);
   /// The live state a TrainingSnapshot is captured from and applied to (training_snapshot.h).
   detail::LiveRun live_run(const NamedTensors& parameters);
   /// begin()'s plan of the run: global batch, accumulation, schedule, optimizer, gradient sync.

@@ -50,6 +50,9 @@ struct TrainerState {
   nlohmann::json stateful_callbacks = nlohmann::json::object();
   /// fp16's loss scale (tenax/sdk/loss_scale.h); nullopt when the run does not train in fp16.
   std::optional<LossScaleState> loss_scale;
+  /// Input tokens trained on by all ranks so far (TrainingArguments::include_num_input_tokens_seen;
+  /// 0 without it), as transformers' TrainerState counts them.
+  std::int64_t num_input_tokens_seen = 0;
   bool is_world_process_zero() const { return rank == 0; }
   /// What a checkpoint's manifest records (not rank and resumed_from_step: they are this process's).
   nlohmann::json to_json() const;

@@ -48,6 +48,14 @@ struct ChoiceSpellings<SaveErrorPolicy> {
   static constexpr const char* kNames[] = {"continue", "stop"};
 };
 
+/// The optimizer (transformers' OptimizerNames, the ones Tenax has): create_optimizer_for
+/// (tenax/sdk/optimizer_groups.h) builds each as transformers' Trainer does.
+enum class OptimizerName : std::uint8_t { kAdamWTorch, kAdamWTorchFused, kSgd, kAdafactor };
+template <>
+struct ChoiceSpellings<OptimizerName> {
+  static constexpr const char* kNames[] = {"adamw_torch", "adamw_torch_fused", "sgd", "adafactor"};
+};
+
 struct TrainingArguments {
   std::string output_dir;         ///< checkpoints and logs go here (required)
   double num_train_epochs = 3.0;  ///< used when max_steps <= 0
@@ -120,6 +128,21 @@ struct TrainingArguments {
   struct GradientCheckpointingKwargs {
     bool use_reentrant = true;
   } gradient_checkpointing_kwargs;
+  /// The optimizer: "adamw_torch" and "adamw_torch_fused" (the same AdamW, torch's fused kernel
+  /// where libtorch has it), "sgd", "adafactor"; see create_optimizer_for.
+  Choice<OptimizerName> optim = OptimizerName::kAdamWTorch;
+  /// Whether an epoch's last, incomplete global batch is dropped. Tenax's default is true
+  /// (transformers': false), so that every step averages the same number of samples; false adds
+  /// that batch as a last, smaller step, padded to a multiple of the world size with the epoch's
+  /// first samples as torch's DistributedSampler pads. Training only: evaluation sees every sample.
+  bool dataloader_drop_last = true;
+  /// Samples of similar length in the same batches (transformers' LengthGroupedSampler: the
+  /// shuffled order cut into mega-batches, each sorted longest first), lengths from
+  /// Dataset::length. Less padding; the order is still a pure function of (seed, epoch).
+  bool group_by_length = false;
+  /// Count the input tokens trained on (every rank's input_ids, padding included, as
+  /// transformers counts them) into TrainerState::num_input_tokens_seen, logged with every log.
+  bool include_num_input_tokens_seen = false;
   /// Deterministic algorithms everywhere (torch's use_deterministic_algorithms), one interop thread.
   bool full_determinism = false;
   /// No progress bar (rank 0 prints one by default: step/total, loss, rate, samples/s, ETA).
@@ -218,6 +241,10 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("ignore_data_skip", args.ignore_data_skip);
   visit("save_only_model", args.save_only_model);
   visit("gradient_checkpointing_kwargs.use_reentrant", args.gradient_checkpointing_kwargs.use_reentrant);
+  visit("optim", args.optim);
+  visit("dataloader_drop_last", args.dataloader_drop_last);
+  visit("group_by_length", args.group_by_length);
+  visit("include_num_input_tokens_seen", args.include_num_input_tokens_seen);
   visit("full_determinism", args.full_determinism);
   visit("disable_tqdm", args.disable_tqdm);
   visit("report_to", args.report_to);

@@ -1,0 +1,223 @@
+// optim = "sgd" and "adafactor" as transformers' Trainer runs them, replayed with libtorch: the
+// tiny model, initial weights, inputs and per-step parameters of
+// tests/sdk/goldens/optimizer_goldens.json (written by tools/goldens/schedule_goldens.py with the
+// optimizer transformers' Trainer.get_optimizer_cls_and_kwargs builds, its two parameter groups,
+// get_scheduler("linear") and clip_grad_norm_), against create_optimizer_for, LrSchedule and
+// clip_grad_norm_; also across a capture and restore of the optimizer state halfway.
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "tenax/core/error.h"
+#include "tenax/sdk/adafactor.h"
+#include "tenax/sdk/lr_schedule.h"
+#include "tenax/sdk/optimizer_groups.h"
+#include "tenax/sdk/state_capture.h"
+
+namespace tenax::sdk {
+namespace {
+
+const nlohmann::json& goldens() {
+  static const nlohmann::json g = [] {
+    const std::string path = std::string(TENAX_SDK_GOLDENS_DIR) + "/optimizer_goldens.json";
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    return nlohmann::json::parse(in);
+  }();
+  return g;
+}
+
+/// The script's TinyNet: Linear -> tanh -> LayerNorm -> Linear, same names and order.
+class TinyNet : public torch::nn::Module {
+ public:
+  TinyNet(std::int64_t in, std::int64_t hidden, std::int64_t out)
+      : encoder_(register_module("encoder", torch::nn::Linear(in, hidden))),
+        post_(register_module("post", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
+        head_(register_module("head", torch::nn::Linear(hidden, out))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return head_(post_(torch::tanh(encoder_(x)))); }
+
+ private:
+  torch::nn::Linear encoder_;
+  torch::nn::LayerNorm post_;
+  torch::nn::Linear head_;
+};
+
+torch::Tensor float_tensor(const nlohmann::json& values, std::vector<std::int64_t> shape) {
+  return torch::tensor(values.get<std::vector<double>>(), torch::kFloat64).to(torch::kFloat32).reshape(shape);
+}
+
+NamedTensors named_parameters(const torch::nn::Module& model) {
+  NamedTensors out;
+  for (const auto& item : model.named_parameters()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+/// One replay of `optim`'s goldens through the Trainer's own create_optimizer_for.
+class Replay {
+ public:
+  explicit Replay(const std::string& optim) : g_(goldens().at("replays").at(optim)), c_(g_.at("config")) {
+    model_ = std::make_shared<TinyNet>(c_.at("in").get<std::int64_t>(), c_.at("hidden").get<std::int64_t>(),
+                                       c_.at("out").get<std::int64_t>());
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& item : model_->named_parameters()) {
+        const auto shape = g_.at("shapes").at(item.key()).get<std::vector<std::int64_t>>();
+        item.value().copy_(float_tensor(g_.at("initial").at(item.key()), shape));
+      }
+    }
+    steps_ = g_.at("steps_count").get<std::int64_t>();
+    const std::int64_t batch = c_.at("batch").get<std::int64_t>();
+    inputs_ = float_tensor(g_.at("inputs"), {steps_, batch, c_.at("in").get<std::int64_t>()});
+    targets_ = float_tensor(g_.at("targets"), {steps_, batch, c_.at("out").get<std::int64_t>()});
+    TrainingArguments args;
+    args.optim = optim;
+    args.learning_rate = c_.at("lr").get<double>();
+    args.weight_decay = c_.at("weight_decay").get<double>();
+    args.adam_beta1 = c_.at("betas")[0].get<double>();
+    args.adam_beta2 = c_.at("betas")[1].get<double>();
+    args.adam_epsilon = c_.at("eps").get<double>();
+    optimizer_ = create_optimizer_for(*model_, args);
+    schedule_ = std::make_unique<LrSchedule>(
+        LrScheduleOptions(LrSchedulerType::kLinear, c_.at("warmup_steps").get<std::int64_t>(), steps_)
+            .base_lr(c_.at("lr").get<double>()));
+  }
+
+  void step(std::int64_t step) {
+    optimizer_->zero_grad();
+    torch::Tensor loss = torch::mse_loss(model_->forward(inputs_[step]), targets_[step]);
+    loss.backward();
+    torch::nn::utils::clip_grad_norm_(model_->parameters(), c_.at("max_grad_norm").get<double>());
+    for (auto& group : optimizer_->param_groups()) group.options().set_lr(schedule_->lr(step));
+    optimizer_->step();
+    EXPECT_NEAR(loss.item<double>(), g_.at("steps")[static_cast<std::size_t>(step)].at("loss").get<double>(), 1e-6)
+        << "step " << step;
+  }
+
+  void expect_parameters_after(std::int64_t step) const {
+    const nlohmann::json& expected = g_.at("steps")[static_cast<std::size_t>(step)].at("params");
+    for (const auto& item : model_->named_parameters()) {
+      const torch::Tensor want = float_tensor(expected.at(item.key()), item.value().sizes().vec());
+      const double diff = (item.value().detach() - want).abs().max().item<double>();
+      EXPECT_LE(diff, 2e-6) << item.key() << " after step " << step + 1;
+    }
+  }
+
+  std::int64_t steps() const { return steps_; }
+  TinyNet& model() { return *model_; }
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  const nlohmann::json& goldens_of_run() const { return g_; }
+
+ private:
+  const nlohmann::json& g_;
+  const nlohmann::json& c_;
+  std::shared_ptr<TinyNet> model_;
+  std::int64_t steps_ = 0;
+  torch::Tensor inputs_, targets_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<LrSchedule> schedule_;
+};
+
+class SdkOptimizerGoldens : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { torch::set_num_threads(1); }
+};
+
+TEST_P(SdkOptimizerGoldens, TenStepsWithScheduleAndClippingEqualTransformers) {
+  Replay replay(GetParam());
+  const std::string expected_class = GetParam() == "sgd" ? "SGD" : "Adafactor";
+  ASSERT_EQ(replay.goldens_of_run().at("optimizer"), expected_class);
+  EXPECT_STREQ(checkpointable_optimizer_name(replay.optimizer()), expected_class.c_str());
+  for (std::int64_t step = 0; step < replay.steps(); ++step) {
+    replay.step(step);
+    replay.expect_parameters_after(step);
+  }
+}
+
+// A resume in the middle: parameters and optimizer state captured by name after 4 steps,
+// restored into a fresh model and optimizer, which go on exactly as the goldens. The state
+// keys are transformers' (less Adafactor's RMS, which each step recomputes before reading it;
+// SGD without momentum has none).
+TEST_P(SdkOptimizerGoldens, StateCapturedAndRestoredMidwayContinuesOnTheGoldens) {
+  constexpr std::int64_t kResumeAt = 4;
+  std::map<std::string, torch::Tensor> saved;
+  std::set<std::string> keys;
+  {
+    Replay first(GetParam());
+    for (std::int64_t step = 0; step < kResumeAt; ++step) first.step(step);
+    const NamedTensors params = named_parameters(first.model());
+    for (const auto& [name, p] : params) saved["model/" + name] = p.detach().clone();
+    for (auto& [name, t] : capture_optimizer_state(first.optimizer(), params)) {
+      keys.insert(name.substr(name.rfind('/') + 1));
+      saved[name] = t;
+    }
+  }
+  std::set<std::string> expected_keys;
+  for (const auto& key : goldens().at("replays").at(GetParam()).at("state_keys")) {
+    if (GetParam() != "sgd") expected_keys.insert(key.get<std::string>());  // SGD's momentum_buffer is None
+  }
+  EXPECT_EQ(keys, expected_keys);
+
+  Replay second(GetParam());
+  const NamedTensors params = named_parameters(second.model());
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, p] : params) p.copy_(saved.at("model/" + name));
+  }
+  restore_optimizer_state(second.optimizer(), params, [&](const std::string& name) {
+    const auto it = saved.find(name);
+    return it == saved.end() ? torch::Tensor() : it->second;
+  });
+  for (std::int64_t step = kResumeAt; step < second.steps(); ++step) {
+    second.step(step);
+    second.expect_parameters_after(step);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TransformersOptim, SdkOptimizerGoldens, ::testing::Values("sgd", "adafactor"));
+
+// Adafactor's state of a parameter saved with the wrong shape, or missing its factored
+// moments (another optimizer's checkpoint), is refused naming the parameter and the key.
+TEST(SdkAdafactorState, MisshapenOrMissingFactoredStateIsRefusedNamingTheParameter) {
+  auto linear = torch::nn::Linear(3, 2);
+  Adafactor optimizer(linear->parameters(), AdafactorOptions(1e-2).relative_step(false));
+  NamedTensors params;
+  for (const auto& item : linear->named_parameters()) params.emplace_back(item.key(), item.value());
+  const auto restore = [&](std::map<std::string, torch::Tensor> saved) {
+    restore_optimizer_state(optimizer, params, [&](const std::string& name) {
+      const auto it = saved.find(name);
+      return it == saved.end() ? torch::Tensor() : it->second;
+    });
+  };
+  try {
+    restore({{"optim/weight/step", torch::tensor(3)}, {"optim/weight/exp_avg_sq_row", torch::zeros({3})},
+             {"optim/weight/exp_avg_sq_col", torch::zeros({3})}});
+    ADD_FAILURE() << "a row of 3 for a [2, 3] weight was accepted";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'exp_avg_sq_row' of parameter 'weight'"), std::string::npos) << e.what();
+  }
+  try {
+    restore({{"optim/weight/step", torch::tensor(3)}, {"optim/weight/exp_avg", torch::zeros({2, 3})}});
+    ADD_FAILURE() << "AdamW-like state was accepted by Adafactor";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("parameter 'weight'"), std::string::npos) << e.what();
+  }
+}
+
+// transformers' refusals: a rate together with relative_step, warmup_init without it.
+TEST(SdkAdafactorState, RefusesTransformersInvalidCombinations) {
+  auto linear = torch::nn::Linear(3, 2);
+  EXPECT_THROW(Adafactor(linear->parameters(), AdafactorOptions(1e-2)), ConfigError);
+  EXPECT_THROW(Adafactor(linear->parameters(), AdafactorOptions(1e-2).relative_step(false).warmup_init(true)),
+               ConfigError);
+  EXPECT_NO_THROW(Adafactor(linear->parameters(), AdafactorOptions()));  // relative_step's own rate
+}
+
+}  // namespace
+}  // namespace tenax::sdk
