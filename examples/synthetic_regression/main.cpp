@@ -185,6 +185,7 @@ struct Options {
 constexpr const char* kUsage =
     "usage: synthetic_regression --output-dir DIR [--max-steps N] [--save-steps N]\n"
     "       [--logging-steps N] [--per-device-batch N] [--learning-rate X] [--seed N]\n"
+    "       [--optim adamw_torch|adamw_torch_fused|sgd|adafactor]\n"
     "       [--dataset-size N] [--fail-at-step S --fail-rank R [--fail-signal KILL|STOP]]\n"
     "       [--preempt-at-step S [--preempt-signal USR1|TERM]] [--fail-on-heal yes]\n"
     "       [--hang-at-step S --hang-rank R [--hang-mode spin|sleep]]\n"
@@ -238,6 +239,8 @@ Options parse(int argc, char** argv) {
       o.args.learning_rate = as_double();
     else if (flag == "--seed")
       o.args.seed = static_cast<std::uint64_t>(as_int());
+    else if (flag == "--optim")
+      o.args.optim = value;  // validate() refuses a name outside the list, naming it
     else if (flag == "--dataset-size")
       o.dataset_size = as_int();
     else if (flag == "--eval-steps") {

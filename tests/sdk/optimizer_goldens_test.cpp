@@ -196,7 +196,8 @@ TEST(SdkAdafactorState, MisshapenOrMissingFactoredStateIsRefusedNamingTheParamet
     });
   };
   try {
-    restore({{"optim/weight/step", torch::tensor(3)}, {"optim/weight/exp_avg_sq_row", torch::zeros({3})},
+    restore({{"optim/weight/step", torch::tensor(3)},
+             {"optim/weight/exp_avg_sq_row", torch::zeros({3})},
              {"optim/weight/exp_avg_sq_col", torch::zeros({3})}});
     ADD_FAILURE() << "a row of 3 for a [2, 3] weight was accepted";
   } catch (const StorageError& e) {

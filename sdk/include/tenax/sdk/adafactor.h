@@ -51,7 +51,8 @@ class Adafactor : public torch::optim::Optimizer {
  public:
   /// Throws ConfigError for transformers' refused combinations (lr with relative_step,
   /// warmup_init without relative_step) and for a rate that is not positive without relative_step.
-  Adafactor(std::vector<torch::optim::OptimizerParamGroup> param_groups, AdafactorOptions defaults = AdafactorOptions());
+  Adafactor(std::vector<torch::optim::OptimizerParamGroup> param_groups,
+            AdafactorOptions defaults = AdafactorOptions());
   Adafactor(std::vector<torch::Tensor> params, AdafactorOptions defaults = AdafactorOptions());
 
   torch::Tensor step(LossClosure closure = nullptr) override;
