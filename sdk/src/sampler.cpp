@@ -1,6 +1,7 @@
 #include "tenax/sdk/sampler.h"
 
 #include <algorithm>
+#include <mutex>
 #include <numeric>
 #include <utility>
 #include <string>
@@ -69,7 +70,21 @@ ResumableSampler::ResumableSampler(std::int64_t dataset_size, std::int64_t globa
       options_.drop_last ? dataset_size / global_batch : (dataset_size + global_batch - 1) / global_batch;
 }
 
+template <typename Fn>
+auto ResumableSampler::with_order(std::int64_t epoch, Fn&& fn) const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (cache_->epoch != epoch) {
+    cache_->order = compute_order(epoch);
+    cache_->epoch = epoch;
+  }
+  return fn(static_cast<const std::vector<std::int64_t>&>(cache_->order));
+}
+
 std::vector<std::int64_t> ResumableSampler::epoch_order(std::int64_t epoch) const {
+  return with_order(epoch, [](const std::vector<std::int64_t>& order) { return order; });
+}
+
+std::vector<std::int64_t> ResumableSampler::compute_order(std::int64_t epoch) const {
   std::vector<std::int64_t> order(static_cast<std::size_t>(dataset_size_));
   std::iota(order.begin(), order.end(), 0);
   std::uint64_t state = seed_ ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(epoch + 1));
@@ -87,8 +102,10 @@ SamplerPosition ResumableSampler::position_at(std::int64_t global_step) const {
 
 std::vector<std::int64_t> ResumableSampler::global_batch_indices(std::int64_t global_step) const {
   const SamplerPosition pos = position_at(global_step);
-  const std::vector<std::int64_t> order = epoch_order(pos.epoch);
-  return {order.begin() + pos.cursor, order.begin() + std::min(pos.cursor + global_batch_, dataset_size_)};
+  return with_order(pos.epoch, [&](const std::vector<std::int64_t>& order) {
+    return std::vector<std::int64_t>(order.begin() + pos.cursor,
+                                     order.begin() + std::min(pos.cursor + global_batch_, dataset_size_));
+  });
 }
 
 std::vector<std::int64_t> ResumableSampler::rank_indices(std::int64_t global_step, int rank, int world) const {
@@ -97,16 +114,17 @@ std::vector<std::int64_t> ResumableSampler::rank_indices(std::int64_t global_ste
                       std::to_string(world));
   }
   const SamplerPosition pos = position_at(global_step);
-  const std::vector<std::int64_t> order = epoch_order(pos.epoch);
   const std::int64_t size = std::min(global_batch_, dataset_size_ - pos.cursor);
   const std::int64_t per_rank = (size + world - 1) / world;  // global_batch / world unless short
-  std::vector<std::int64_t> out;
-  out.reserve(static_cast<std::size_t>(per_rank));
-  for (std::int64_t i = rank * per_rank; i < (rank + 1) * per_rank; ++i) {
-    // Past the batch's end (a short last batch only): the epoch's first samples, cyclically.
-    out.push_back(order[static_cast<std::size_t>(i < size ? pos.cursor + i : (i - size) % dataset_size_)]);
-  }
-  return out;
+  return with_order(pos.epoch, [&](const std::vector<std::int64_t>& order) {
+    std::vector<std::int64_t> out;
+    out.reserve(static_cast<std::size_t>(per_rank));
+    for (std::int64_t i = rank * per_rank; i < (rank + 1) * per_rank; ++i) {
+      // Past the batch's end (a short last batch only): the epoch's first samples, cyclically.
+      out.push_back(order[static_cast<std::size_t>(i < size ? pos.cursor + i : (i - size) % dataset_size_)]);
+    }
+    return out;
+  });
 }
 
 }  // namespace tenax::sdk

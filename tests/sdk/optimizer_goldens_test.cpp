@@ -20,6 +20,7 @@
 #include "tenax/sdk/lr_schedule.h"
 #include "tenax/sdk/optimizer_groups.h"
 #include "tenax/sdk/state_capture.h"
+#include "tiny_net_goldens.h"
 
 namespace tenax::sdk {
 namespace {
@@ -34,30 +35,9 @@ const nlohmann::json& goldens() {
   return g;
 }
 
-/// The script's TinyNet: Linear -> tanh -> LayerNorm -> Linear, same names and order.
-class TinyNet : public torch::nn::Module {
- public:
-  TinyNet(std::int64_t in, std::int64_t hidden, std::int64_t out)
-      : encoder_(register_module("encoder", torch::nn::Linear(in, hidden))),
-        post_(register_module("post", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
-        head_(register_module("head", torch::nn::Linear(hidden, out))) {}
-  torch::Tensor forward(const torch::Tensor& x) { return head_(post_(torch::tanh(encoder_(x)))); }
-
- private:
-  torch::nn::Linear encoder_;
-  torch::nn::LayerNorm post_;
-  torch::nn::Linear head_;
-};
-
-torch::Tensor float_tensor(const nlohmann::json& values, std::vector<std::int64_t> shape) {
-  return torch::tensor(values.get<std::vector<double>>(), torch::kFloat64).to(torch::kFloat32).reshape(shape);
-}
-
-NamedTensors named_parameters(const torch::nn::Module& model) {
-  NamedTensors out;
-  for (const auto& item : model.named_parameters()) out.emplace_back(item.key(), item.value());
-  return out;
-}
+using golden_replay::float_tensor;
+using golden_replay::named_parameters;
+using golden_replay::TinyNet;
 
 /// One replay of `optim`'s goldens through the Trainer's own create_optimizer_for.
 class Replay {

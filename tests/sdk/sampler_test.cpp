@@ -21,6 +21,7 @@ TEST(SdkSampler, EachEpochIsAPermutationAndEpochsDiffer) {
   std::sort(sorted.begin(), sorted.end());
   for (std::int64_t i = 0; i < 100; ++i) EXPECT_EQ(sorted[static_cast<size_t>(i)], i);
   EXPECT_NE(e0, e1);
+  EXPECT_EQ(s.epoch_order(0), e0) << "the cached epoch 1 made way for epoch 0 again";
   EXPECT_EQ(e0, ResumableSampler(100, 10, 7).epoch_order(0)) << "order must be a pure function";
   EXPECT_NE(e0, ResumableSampler(100, 10, 8).epoch_order(0)) << "the seed must matter";
 }

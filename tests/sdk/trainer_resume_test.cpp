@@ -195,6 +195,19 @@ void expect_bit_identical(const std::vector<torch::Tensor>& a, const std::vector
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << "parameter " << i;
 }
 
+// A run of `options` crashed after step `crash_at`, then resumed by a fresh Trainer whose init
+// seed differs (the parameters must come from the checkpoint), ends bit-identical to
+// `reference`. Returns the step the resume loaded.
+std::int64_t crash_and_resume(const std::string& name, std::int64_t crash_at, RunOptions options,
+                              const std::vector<torch::Tensor>& reference) {
+  const auto dir = fresh_dir(name);
+  EXPECT_THROW(run(dir, crash_at, 7, options), Crash);
+  Recorder rec;
+  options.recorder = &rec;
+  expect_bit_identical(reference, run(dir, -1, 555, options));
+  return rec.loaded_step;
+}
+
 TEST(SdkTrainerResume, CrashBetweenCheckpointsResumesBitExactly) {
   const auto reference = run(fresh_dir("ref"), -1, 7);
   const auto dir = fresh_dir("crash");
@@ -298,13 +311,7 @@ TEST(SdkTrainerResume, EveryOptimizerResumesBitExactly) {
     RunOptions options;
     options.optim = optim;
     const auto reference = run(fresh_dir("optim-ref-" + name), -1, 7, options);
-    const auto dir = fresh_dir("optim-" + name);
-    EXPECT_THROW(run(dir, 17, 7, options), Crash);
-    Recorder rec;
-    options.recorder = &rec;
-    const auto resumed = run(dir, -1, 555, options);
-    EXPECT_EQ(rec.loaded_step, 10);
-    expect_bit_identical(reference, resumed);
+    EXPECT_EQ(crash_and_resume("optim-" + name, 17, options, reference), 10);
     references[name] = reference;
   }
   const auto differ = [](const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
@@ -354,16 +361,9 @@ TEST(SdkTrainerResume, KeepingTheLastBatchAddsAShortStepPerEpochAndResumesBitExa
   EXPECT_DOUBLE_EQ(epochs->epochs.at(22), 1.0) << "the short step ends the epoch";
   EXPECT_DOUBLE_EQ(epochs->epochs.at(23), 1.0 + 1.0 / 22);
   keep.callbacks.clear();
-  const auto dir = fresh_dir("keep-last");
-  EXPECT_THROW(run(dir, 25, 7, keep), Crash);
-  Recorder rec;
-  keep.recorder = &rec;
-  const auto resumed = run(dir, -1, 555, keep);
-  EXPECT_EQ(rec.loaded_step, 20);
-  expect_bit_identical(reference, resumed);
+  EXPECT_EQ(crash_and_resume("keep-last", 25, keep, reference), 20) << "after the short step, from before it";
   RunOptions drop = keep;
   drop.drop_last = true;
-  drop.recorder = nullptr;
   const auto dropped = run(fresh_dir("drop-last-ref"), -1, 7, drop);
   EXPECT_FALSE(torch::equal(reference[0], dropped[0])) << "the kept batch was trained on";
 }
@@ -419,10 +419,7 @@ TEST(SdkTrainerResume, LengthGroupedOrderStartsWithTheLongestAndResumesBitExactl
   }
   EXPECT_LE(spread, 40) << "the second batch's lengths are close (sorted within a mega-batch of 64 points)";
   grouped.dataset.reset();
-  const auto dir = fresh_dir("grouped");
-  EXPECT_THROW(run(dir, 17, 7, grouped), Crash);
-  const auto resumed = run(dir, -1, 555, grouped);
-  expect_bit_identical(reference, resumed);
+  EXPECT_EQ(crash_and_resume("grouped", 17, grouped, reference), 10);
   const auto plain = run(fresh_dir("grouped-off"), -1, 7);
   EXPECT_FALSE(torch::equal(reference[0], plain[0])) << "grouping changed the order";
 }

@@ -98,19 +98,21 @@ def named_values(model):
     return {n: p.detach().flatten().tolist() for n, p in model.named_parameters()}
 
 
-def adamw_goldens():
+def tiny_replay_setup():
+    """The replays' model at its initial weights, its inputs and targets (the same for every optimizer)."""
     torch.manual_seed(20240611)
     model = TinyNet()
     with torch.no_grad():  # LayerNorm parameters away from 1 and 0, so their update shows
         model.post.weight.copy_(1.0 + 0.3 * torch.randn(ADAMW["hidden"]))
         model.post.bias.copy_(0.2 * torch.randn(ADAMW["hidden"]))
-    initial = named_values(model)
-    shapes = {n: list(p.shape) for n, p in model.named_parameters()}
     generator = torch.Generator().manual_seed(7)
     inputs = torch.randn(ADAMW_STEPS, ADAMW["batch"], ADAMW["in"], generator=generator)
     targets = 0.5 * torch.randn(ADAMW_STEPS, ADAMW["batch"], ADAMW["out"], generator=generator)
+    return model, inputs, targets
 
-    # transformers.Trainer.create_optimizer's grouping (self is unused by this method).
+
+def decay_groups(model):
+    """transformers.Trainer.create_optimizer's grouping (self is unused by this method)."""
     decay = Trainer.get_decay_parameter_names(None, model)
     groups = [
         {"params": [p for n, p in model.named_parameters() if n in decay and p.requires_grad],
@@ -118,56 +120,11 @@ def adamw_goldens():
         {"params": [p for n, p in model.named_parameters() if n not in decay and p.requires_grad],
          "weight_decay": 0.0},
     ]
-    optimizer = torch.optim.AdamW(groups, lr=ADAMW["lr"], betas=tuple(ADAMW["betas"]), eps=ADAMW["eps"])
-    scheduler = get_scheduler("linear", optimizer, num_warmup_steps=ADAMW["warmup_steps"],
-                              num_training_steps=ADAMW_STEPS)
-    steps = []
-    for step in range(ADAMW_STEPS):
-        optimizer.zero_grad()
-        out = model(inputs[step])
-        loss = nn.functional.mse_loss(out, targets[step])
-        loss.backward()
-        grad_norm = nn.utils.clip_grad_norm_(model.parameters(), ADAMW["max_grad_norm"])
-        lr = optimizer.param_groups[0]["lr"]
-        optimizer.step()
-        scheduler.step()
-        steps.append({"loss": loss.item(), "grad_norm": grad_norm.item(), "lr": lr,
-                      "params": named_values(model)})
-    print("grad norms:", " ".join(f"{s['grad_norm']:.3f}" for s in steps))
-    assert any(s["grad_norm"] > ADAMW["max_grad_norm"] for s in steps), "clipping must act in some step"
-    assert any(s["grad_norm"] < ADAMW["max_grad_norm"] for s in steps), "and not in some other"
-    return {"transformers": transformers.__version__, "torch": torch.__version__, "config": ADAMW,
-            "steps_count": ADAMW_STEPS, "shapes": shapes, "initial": initial,
-            "inputs": inputs.flatten().tolist(), "targets": targets.flatten().tolist(),
-            "decay_parameter_names": decay, "steps": steps}
+    return decay, groups
 
 
-def optimizer_replay(optim):
-    """adamw_goldens' replay with the optimizer transformers' Trainer builds for `optim`."""
-    torch.manual_seed(20240611)
-    model = TinyNet()
-    with torch.no_grad():
-        model.post.weight.copy_(1.0 + 0.3 * torch.randn(ADAMW["hidden"]))
-        model.post.bias.copy_(0.2 * torch.randn(ADAMW["hidden"]))
-    initial = named_values(model)
-    shapes = {n: list(p.shape) for n, p in model.named_parameters()}
-    generator = torch.Generator().manual_seed(7)
-    inputs = torch.randn(ADAMW_STEPS, ADAMW["batch"], ADAMW["in"], generator=generator)
-    targets = 0.5 * torch.randn(ADAMW_STEPS, ADAMW["batch"], ADAMW["out"], generator=generator)
-    with tempfile.TemporaryDirectory() as out:
-        args = TrainingArguments(output_dir=out, optim=optim, learning_rate=ADAMW["lr"],
-                                 weight_decay=ADAMW["weight_decay"], adam_beta1=ADAMW["betas"][0],
-                                 adam_beta2=ADAMW["betas"][1], adam_epsilon=ADAMW["eps"], use_cpu=True,
-                                 report_to="none")
-        optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(args, model)
-    decay = Trainer.get_decay_parameter_names(None, model)
-    groups = [
-        {"params": [p for n, p in model.named_parameters() if n in decay and p.requires_grad],
-         "weight_decay": ADAMW["weight_decay"]},
-        {"params": [p for n, p in model.named_parameters() if n not in decay and p.requires_grad],
-         "weight_decay": 0.0},
-    ]
-    optimizer = optimizer_cls(groups, **optimizer_kwargs)
+def replay(model, optimizer, inputs, targets):
+    """ADAMW_STEPS steps as transformers' Trainer takes them: clip, step, schedule."""
     scheduler = get_scheduler("linear", optimizer, num_warmup_steps=ADAMW["warmup_steps"],
                               num_training_steps=ADAMW_STEPS)
     steps = []
@@ -181,13 +138,46 @@ def optimizer_replay(optim):
         scheduler.step()
         steps.append({"loss": loss.item(), "grad_norm": grad_norm.item(), "lr": lr,
                       "params": named_values(model)})
+    return steps
+
+
+def replay_record(model, initial, inputs, targets, steps):
+    return {"config": ADAMW, "steps_count": ADAMW_STEPS,
+            "shapes": {n: list(p.shape) for n, p in model.named_parameters()}, "initial": initial,
+            "inputs": inputs.flatten().tolist(), "targets": targets.flatten().tolist(), "steps": steps}
+
+
+def adamw_goldens():
+    model, inputs, targets = tiny_replay_setup()
+    initial = named_values(model)
+    decay, groups = decay_groups(model)
+    optimizer = torch.optim.AdamW(groups, lr=ADAMW["lr"], betas=tuple(ADAMW["betas"]), eps=ADAMW["eps"])
+    steps = replay(model, optimizer, inputs, targets)
+    print("grad norms:", " ".join(f"{s['grad_norm']:.3f}" for s in steps))
+    assert any(s["grad_norm"] > ADAMW["max_grad_norm"] for s in steps), "clipping must act in some step"
+    assert any(s["grad_norm"] < ADAMW["max_grad_norm"] for s in steps), "and not in some other"
+    return {"transformers": transformers.__version__, "torch": torch.__version__,
+            "decay_parameter_names": decay, **replay_record(model, initial, inputs, targets, steps)}
+
+
+def optimizer_replay(optim):
+    """adamw_goldens' replay with the optimizer transformers' Trainer builds for `optim`."""
+    model, inputs, targets = tiny_replay_setup()
+    initial = named_values(model)
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(output_dir=out, optim=optim, learning_rate=ADAMW["lr"],
+                                 weight_decay=ADAMW["weight_decay"], adam_beta1=ADAMW["betas"][0],
+                                 adam_beta2=ADAMW["betas"][1], adam_epsilon=ADAMW["eps"], use_cpu=True,
+                                 report_to="none")
+        optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(args, model)
+    _, groups = decay_groups(model)
+    optimizer = optimizer_cls(groups, **optimizer_kwargs)
+    steps = replay(model, optimizer, inputs, targets)
     state_keys = sorted({k for s in optimizer.state.values() for k in s if k != "RMS"})
     print(f"{optim}: {optimizer_cls.__name__} {optimizer_kwargs}; state {state_keys}")
     return {"optimizer": optimizer_cls.__name__,
             "kwargs": {k: v for k, v in optimizer_kwargs.items() if isinstance(v, (int, float, bool, str))},
-            "state_keys": state_keys, "config": ADAMW, "steps_count": ADAMW_STEPS, "shapes": shapes,
-            "initial": initial, "inputs": inputs.flatten().tolist(), "targets": targets.flatten().tolist(),
-            "steps": steps}
+            "state_keys": state_keys, **replay_record(model, initial, inputs, targets, steps)}
 
 
 def optimizer_goldens():

@@ -6,14 +6,17 @@
 // of the world size with the epoch's first samples (torch's DistributedSampler pads so), so that
 // every rank has as many samples as the others. With lengths, each epoch's shuffled order is
 // grouped by length as transformers' LengthGroupedSampler groups it (group_by_length).
-// Thread-safety: immutable after construction.
+// Thread-safety: immutable after construction but for a cache of the last epoch's order (each
+// step's batch reads it; a shuffle and a sort of the whole dataset per step would cost more than
+// the step on a large dataset), which a mutex guards: callable from any thread.
 //
 //   ResumableSampler sampler(dataset.size(), /*global_batch=*/32, /*seed=*/42);
 //   auto idx = sampler.rank_indices(step, rank, world);   // this rank's samples for `step`
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 namespace tenax::sdk {
@@ -68,6 +71,17 @@ class ResumableSampler {
   std::uint64_t seed_;
   SamplerOptions options_;
   std::int64_t steps_per_epoch_;
+  /// The order of the epoch last asked for. Shared by copies, whose orders are the same.
+  struct EpochCache {
+    std::mutex mutex;
+    std::int64_t epoch = -1;
+    std::vector<std::int64_t> order;
+  };
+  std::shared_ptr<EpochCache> cache_ = std::make_shared<EpochCache>();
+  /// `fn(order)` on epoch `epoch`'s order, under the cache's lock.
+  template <typename Fn>
+  auto with_order(std::int64_t epoch, Fn&& fn) const;
+  std::vector<std::int64_t> compute_order(std::int64_t epoch) const;
 };
 
 }  // namespace tenax::sdk
