@@ -6,9 +6,9 @@
 // of the world size with the epoch's first samples (torch's DistributedSampler pads so), so that
 // every rank has as many samples as the others. With lengths, each epoch's shuffled order is
 // grouped by length as transformers' LengthGroupedSampler groups it (group_by_length).
-// Thread-safety: immutable after construction but for a cache of the last epoch's order (each
-// step's batch reads it; a shuffle and a sort of the whole dataset per step would cost more than
-// the step on a large dataset), which a mutex guards: callable from any thread.
+// Thread-safety: immutable after construction but for a cache of the last epoch's order (every
+// step's batch reads it; without it each step would shuffle, and with lengths sort, the whole
+// dataset again), which a mutex guards: callable from any thread.
 //
 //   ResumableSampler sampler(dataset.size(), /*global_batch=*/32, /*seed=*/42);
 //   auto idx = sampler.rank_indices(step, rank, world);   // this rank's samples for `step`
