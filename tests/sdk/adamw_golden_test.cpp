@@ -32,83 +32,32 @@ nlohmann::json goldens() {
   return nlohmann::json::parse(in);
 }
 
-using golden_replay::float_tensor;
 using golden_replay::named_parameters;
 using golden_replay::TinyNet;
 
-/// One replay of the goldens: the model at its initial weights, the optimizer, the schedule.
-class Replay {
+/// The goldens' replay with torch::optim::AdamW, or with the Trainer's detail::FusedAdamW, which
+/// must take its fused path at every step.
+class AdamWReplay : public golden_replay::Replay {
  public:
-  /// fused: the Trainer's detail::FusedAdamW instead of torch::optim::AdamW.
-  explicit Replay(const nlohmann::json& g, bool fused = false) : g_(g), c_(g.at("config")) {
-    model_ = std::make_shared<TinyNet>(c_.at("in").get<std::int64_t>(), c_.at("hidden").get<std::int64_t>(),
-                                       c_.at("out").get<std::int64_t>());
-    {
-      torch::NoGradGuard no_grad;
-      for (auto& item : model_->named_parameters()) {
-        const auto shape = g_.at("shapes").at(item.key()).get<std::vector<std::int64_t>>();
-        item.value().copy_(float_tensor(g_.at("initial").at(item.key()), shape));
-      }
-    }
-    steps_ = g_.at("steps_count").get<std::int64_t>();
-    const std::int64_t batch = c_.at("batch").get<std::int64_t>();
-    inputs_ = float_tensor(g_.at("inputs"), {steps_, batch, c_.at("in").get<std::int64_t>()});
-    targets_ = float_tensor(g_.at("targets"), {steps_, batch, c_.at("out").get<std::int64_t>()});
-    torch::optim::AdamWOptions options(c_.at("lr").get<double>());
-    options.betas({c_.at("betas")[0].get<double>(), c_.at("betas")[1].get<double>()})
-        .eps(c_.at("eps").get<double>())
-        .weight_decay(c_.at("weight_decay").get<double>());
-    if (fused) {
-      optimizer_ = std::make_unique<detail::FusedAdamW>(decay_param_groups(*model_, options), options);
-    } else {
-      optimizer_ = std::make_unique<torch::optim::AdamW>(decay_param_groups(*model_, options), options);
-    }
-    schedule_ = std::make_unique<LrSchedule>(
-        LrScheduleOptions(LrSchedulerType::kLinear, c_.at("warmup_steps").get<std::int64_t>(), steps_)
-            .base_lr(c_.at("lr").get<double>()));
-  }
+  explicit AdamWReplay(const nlohmann::json& g, bool fused = false)
+      : Replay(g, [&g, fused](TinyNet& model) -> std::unique_ptr<torch::optim::Optimizer> {
+          const nlohmann::json& c = g.at("config");
+          torch::optim::AdamWOptions options(c.at("lr").get<double>());
+          options.betas({c.at("betas")[0].get<double>(), c.at("betas")[1].get<double>()})
+              .eps(c.at("eps").get<double>())
+              .weight_decay(c.at("weight_decay").get<double>());
+          if (fused) return std::make_unique<detail::FusedAdamW>(decay_param_groups(model, options), options);
+          return std::make_unique<torch::optim::AdamW>(decay_param_groups(model, options), options);
+        }) {}
 
-  /// Optimizer step `step` (0-based) as the script runs it; returns the unclipped gradient norm.
   double step(std::int64_t step) {
-    optimizer_->zero_grad();
-    loss_ = torch::mse_loss(model_->forward(inputs_[step]), targets_[step]);
-    loss_.backward();
-    const double grad_norm = torch::nn::utils::clip_grad_norm_(model_->parameters(), max_grad_norm());
-    lr_ = schedule_->lr(step);
-    for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr_);
-    optimizer_->step();
-    if (auto* fused = dynamic_cast<detail::FusedAdamW*>(optimizer_.get())) {
+    const double grad_norm = Replay::step(step);
+    if (auto* fused = dynamic_cast<detail::FusedAdamW*>(&optimizer())) {
       EXPECT_TRUE(fused->last_step_fused()) << "FusedAdamW fell back to libtorch's AdamW at step " << step;
     }
     return grad_norm;
   }
-
-  /// Compares every parameter with the goldens after optimizer step `step` (0-based).
-  void expect_parameters_after(std::int64_t step) const {
-    const nlohmann::json& expected = g_.at("steps")[static_cast<std::size_t>(step)].at("params");
-    for (const auto& item : model_->named_parameters()) {
-      const torch::Tensor want = float_tensor(expected.at(item.key()), item.value().sizes().vec());
-      const double diff = (item.value().detach() - want).abs().max().item<double>();
-      EXPECT_LE(diff, 1e-6) << item.key() << " after step " << step + 1;
-    }
-  }
-
-  double max_grad_norm() const { return c_.at("max_grad_norm").get<double>(); }
-  std::int64_t steps() const { return steps_; }
-  TinyNet& model() { return *model_; }
-  torch::optim::AdamW& optimizer() { return *optimizer_; }
-  double lr() const { return lr_; }
-  double loss() const { return loss_.item<double>(); }
-
- private:
-  const nlohmann::json& g_;
-  const nlohmann::json& c_;
-  std::shared_ptr<TinyNet> model_;
-  std::int64_t steps_ = 0;
-  torch::Tensor inputs_, targets_, loss_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
-  std::unique_ptr<LrSchedule> schedule_;
-  double lr_ = 0.0;
+  void expect_parameters_after(std::int64_t step) const { Replay::expect_parameters_after(step, 1e-6); }
 };
 
 class SdkAdamWGolden : public ::testing::Test {
@@ -122,7 +71,7 @@ class SdkAdamWGolden : public ::testing::Test {
 };
 
 TEST_F(SdkAdamWGolden, DecayParameterNamesEqualTransformers) {
-  Replay replay(g_);
+  AdamWReplay replay(g_);
   EXPECT_EQ(decay_parameter_names(replay.model()), g_.at("decay_parameter_names").get<std::vector<std::string>>());
   ASSERT_EQ(replay.model().named_parameters().size(), g_.at("initial").size());
   for (const auto& item : replay.model().named_parameters()) {
@@ -131,7 +80,7 @@ TEST_F(SdkAdamWGolden, DecayParameterNamesEqualTransformers) {
 }
 
 TEST_F(SdkAdamWGolden, TwoGroupsAsTransformersBuildsThem) {
-  Replay replay(g_);
+  AdamWReplay replay(g_);
   auto& groups = replay.optimizer().param_groups();
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(static_cast<torch::optim::AdamWOptions&>(groups[0].options()).weight_decay(),
@@ -144,7 +93,7 @@ TEST_F(SdkAdamWGolden, TwoGroupsAsTransformersBuildsThem) {
 TEST_F(SdkAdamWGolden, TenStepsWithScheduleAndClippingEqualTorch) {
   for (const bool fused : {false, true}) {
     SCOPED_TRACE(fused ? "FusedAdamW" : "torch::optim::AdamW");
-    Replay replay(g_, fused);
+    AdamWReplay replay(g_, fused);
     const double base_lr = g_.at("config").at("lr").get<double>();
     int clipped = 0;
     for (std::int64_t step = 0; step < replay.steps(); ++step) {
@@ -170,7 +119,7 @@ TEST_F(SdkAdamWGolden, StateCapturedAndRestoredMidwayContinuesOnTheGoldens) {
     constexpr std::int64_t kResumeAt = 4;
     std::map<std::string, torch::Tensor> saved;
     {
-      Replay first(g_, fused);
+      AdamWReplay first(g_, fused);
       for (std::int64_t step = 0; step < kResumeAt; ++step) first.step(step);
       const NamedTensors params = named_parameters(first.model());
       for (const auto& [name, p] : params) saved["model/" + name] = p.detach().clone();
@@ -178,7 +127,7 @@ TEST_F(SdkAdamWGolden, StateCapturedAndRestoredMidwayContinuesOnTheGoldens) {
     }
     EXPECT_EQ(saved.size(), 6u * 4u) << "6 parameters, each with its value, exp_avg, exp_avg_sq and step";
 
-    Replay second(g_, fused);
+    AdamWReplay second(g_, fused);
     const NamedTensors params = named_parameters(second.model());
     {
       torch::NoGradGuard no_grad;

@@ -35,73 +35,37 @@ const nlohmann::json& goldens() {
   return g;
 }
 
-using golden_replay::float_tensor;
 using golden_replay::named_parameters;
 using golden_replay::TinyNet;
 
 /// One replay of `optim`'s goldens through the Trainer's own create_optimizer_for.
-class Replay {
+class OptimReplay : public golden_replay::Replay {
  public:
-  explicit Replay(const std::string& optim) : g_(goldens().at("replays").at(optim)), c_(g_.at("config")) {
-    model_ = std::make_shared<TinyNet>(c_.at("in").get<std::int64_t>(), c_.at("hidden").get<std::int64_t>(),
-                                       c_.at("out").get<std::int64_t>());
-    {
-      torch::NoGradGuard no_grad;
-      for (auto& item : model_->named_parameters()) {
-        const auto shape = g_.at("shapes").at(item.key()).get<std::vector<std::int64_t>>();
-        item.value().copy_(float_tensor(g_.at("initial").at(item.key()), shape));
-      }
-    }
-    steps_ = g_.at("steps_count").get<std::int64_t>();
-    const std::int64_t batch = c_.at("batch").get<std::int64_t>();
-    inputs_ = float_tensor(g_.at("inputs"), {steps_, batch, c_.at("in").get<std::int64_t>()});
-    targets_ = float_tensor(g_.at("targets"), {steps_, batch, c_.at("out").get<std::int64_t>()});
-    TrainingArguments args;
-    args.optim = optim;
-    args.learning_rate = c_.at("lr").get<double>();
-    args.weight_decay = c_.at("weight_decay").get<double>();
-    args.adam_beta1 = c_.at("betas")[0].get<double>();
-    args.adam_beta2 = c_.at("betas")[1].get<double>();
-    args.adam_epsilon = c_.at("eps").get<double>();
-    optimizer_ = create_optimizer_for(*model_, args);
-    schedule_ = std::make_unique<LrSchedule>(
-        LrScheduleOptions(LrSchedulerType::kLinear, c_.at("warmup_steps").get<std::int64_t>(), steps_)
-            .base_lr(c_.at("lr").get<double>()));
-  }
+  explicit OptimReplay(const std::string& optim)
+      : Replay(goldens().at("replays").at(optim),
+               [optim](TinyNet& model) {
+                 const nlohmann::json& c = goldens().at("replays").at(optim).at("config");
+                 TrainingArguments args;
+                 args.optim = optim;
+                 args.learning_rate = c.at("lr").get<double>();
+                 args.weight_decay = c.at("weight_decay").get<double>();
+                 args.adam_beta1 = c.at("betas")[0].get<double>();
+                 args.adam_beta2 = c.at("betas")[1].get<double>();
+                 args.adam_epsilon = c.at("eps").get<double>();
+                 return create_optimizer_for(model, args);
+               }),
+        g_(goldens().at("replays").at(optim)) {}
 
   void step(std::int64_t step) {
-    optimizer_->zero_grad();
-    torch::Tensor loss = torch::mse_loss(model_->forward(inputs_[step]), targets_[step]);
-    loss.backward();
-    torch::nn::utils::clip_grad_norm_(model_->parameters(), c_.at("max_grad_norm").get<double>());
-    for (auto& group : optimizer_->param_groups()) group.options().set_lr(schedule_->lr(step));
-    optimizer_->step();
-    EXPECT_NEAR(loss.item<double>(), g_.at("steps")[static_cast<std::size_t>(step)].at("loss").get<double>(), 1e-6)
+    Replay::step(step);
+    EXPECT_NEAR(loss(), g_.at("steps")[static_cast<std::size_t>(step)].at("loss").get<double>(), 1e-6)
         << "step " << step;
   }
-
-  void expect_parameters_after(std::int64_t step) const {
-    const nlohmann::json& expected = g_.at("steps")[static_cast<std::size_t>(step)].at("params");
-    for (const auto& item : model_->named_parameters()) {
-      const torch::Tensor want = float_tensor(expected.at(item.key()), item.value().sizes().vec());
-      const double diff = (item.value().detach() - want).abs().max().item<double>();
-      EXPECT_LE(diff, 2e-6) << item.key() << " after step " << step + 1;
-    }
-  }
-
-  std::int64_t steps() const { return steps_; }
-  TinyNet& model() { return *model_; }
-  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  void expect_parameters_after(std::int64_t step) const { Replay::expect_parameters_after(step, 2e-6); }
   const nlohmann::json& goldens_of_run() const { return g_; }
 
  private:
   const nlohmann::json& g_;
-  const nlohmann::json& c_;
-  std::shared_ptr<TinyNet> model_;
-  std::int64_t steps_ = 0;
-  torch::Tensor inputs_, targets_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::unique_ptr<LrSchedule> schedule_;
 };
 
 class SdkOptimizerGoldens : public ::testing::TestWithParam<std::string> {
@@ -110,7 +74,7 @@ class SdkOptimizerGoldens : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(SdkOptimizerGoldens, TenStepsWithScheduleAndClippingEqualTransformers) {
-  Replay replay(GetParam());
+  OptimReplay replay(GetParam());
   const std::string expected_class = GetParam() == "sgd" ? "SGD" : "Adafactor";
   ASSERT_EQ(replay.goldens_of_run().at("optimizer"), expected_class);
   EXPECT_STREQ(checkpointable_optimizer_name(replay.optimizer()), expected_class.c_str());
@@ -129,7 +93,7 @@ TEST_P(SdkOptimizerGoldens, StateCapturedAndRestoredMidwayContinuesOnTheGoldens)
   std::map<std::string, torch::Tensor> saved;
   std::set<std::string> keys;
   {
-    Replay first(GetParam());
+    OptimReplay first(GetParam());
     for (std::int64_t step = 0; step < kResumeAt; ++step) first.step(step);
     const NamedTensors params = named_parameters(first.model());
     for (const auto& [name, p] : params) saved["model/" + name] = p.detach().clone();
@@ -144,7 +108,7 @@ TEST_P(SdkOptimizerGoldens, StateCapturedAndRestoredMidwayContinuesOnTheGoldens)
   }
   EXPECT_EQ(keys, expected_keys);
 
-  Replay second(GetParam());
+  OptimReplay second(GetParam());
   const NamedTensors params = named_parameters(second.model());
   {
     torch::NoGradGuard no_grad;
