@@ -32,7 +32,6 @@ nlohmann::json goldens() {
   return nlohmann::json::parse(in);
 }
 
-using golden_replay::named_parameters;
 using golden_replay::TinyNet;
 
 /// The goldens' replay with torch::optim::AdamW, or with the Trainer's detail::FusedAdamW, which
@@ -121,22 +120,12 @@ TEST_F(SdkAdamWGolden, StateCapturedAndRestoredMidwayContinuesOnTheGoldens) {
     {
       AdamWReplay first(g_, fused);
       for (std::int64_t step = 0; step < kResumeAt; ++step) first.step(step);
-      const NamedTensors params = named_parameters(first.model());
-      for (const auto& [name, p] : params) saved["model/" + name] = p.detach().clone();
-      for (auto& [name, t] : capture_optimizer_state(first.optimizer(), params)) saved[name] = t;
+      saved = first.saved_state();
     }
     EXPECT_EQ(saved.size(), 6u * 4u) << "6 parameters, each with its value, exp_avg, exp_avg_sq and step";
 
     AdamWReplay second(g_, fused);
-    const NamedTensors params = named_parameters(second.model());
-    {
-      torch::NoGradGuard no_grad;
-      for (const auto& [name, p] : params) p.copy_(saved.at("model/" + name));
-    }
-    restore_optimizer_state(second.optimizer(), params, [&](const std::string& name) {
-      const auto it = saved.find(name);
-      return it == saved.end() ? torch::Tensor() : it->second;
-    });
+    second.restore(saved);
     for (std::int64_t step = kResumeAt; step < second.steps(); ++step) {
       second.step(step);
       second.expect_parameters_after(step);

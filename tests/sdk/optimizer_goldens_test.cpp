@@ -35,7 +35,6 @@ const nlohmann::json& goldens() {
   return g;
 }
 
-using golden_replay::named_parameters;
 using golden_replay::TinyNet;
 
 /// One replay of `optim`'s goldens through the Trainer's own create_optimizer_for.
@@ -91,16 +90,14 @@ TEST_P(SdkOptimizerGoldens, TenStepsWithScheduleAndClippingEqualTransformers) {
 TEST_P(SdkOptimizerGoldens, StateCapturedAndRestoredMidwayContinuesOnTheGoldens) {
   constexpr std::int64_t kResumeAt = 4;
   std::map<std::string, torch::Tensor> saved;
-  std::set<std::string> keys;
   {
     OptimReplay first(GetParam());
     for (std::int64_t step = 0; step < kResumeAt; ++step) first.step(step);
-    const NamedTensors params = named_parameters(first.model());
-    for (const auto& [name, p] : params) saved["model/" + name] = p.detach().clone();
-    for (auto& [name, t] : capture_optimizer_state(first.optimizer(), params)) {
-      keys.insert(name.substr(name.rfind('/') + 1));
-      saved[name] = t;
-    }
+    saved = first.saved_state();
+  }
+  std::set<std::string> keys;
+  for (const auto& [name, t] : saved) {
+    if (name.rfind("optim/", 0) == 0) keys.insert(name.substr(name.rfind('/') + 1));
   }
   std::set<std::string> expected_keys;
   for (const auto& key : goldens().at("replays").at(GetParam()).at("state_keys")) {
@@ -109,15 +106,7 @@ TEST_P(SdkOptimizerGoldens, StateCapturedAndRestoredMidwayContinuesOnTheGoldens)
   EXPECT_EQ(keys, expected_keys);
 
   OptimReplay second(GetParam());
-  const NamedTensors params = named_parameters(second.model());
-  {
-    torch::NoGradGuard no_grad;
-    for (const auto& [name, p] : params) p.copy_(saved.at("model/" + name));
-  }
-  restore_optimizer_state(second.optimizer(), params, [&](const std::string& name) {
-    const auto it = saved.find(name);
-    return it == saved.end() ? torch::Tensor() : it->second;
-  });
+  second.restore(saved);
   for (std::int64_t step = kResumeAt; step < second.steps(); ++step) {
     second.step(step);
     second.expect_parameters_after(step);

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -91,6 +93,28 @@ class Replay {
       const double diff = (item.value().detach() - want).abs().max().item<double>();
       EXPECT_LE(diff, tolerance) << item.key() << " after step " << step + 1;
     }
+  }
+
+  /// A copy of the parameters ("model/<name>") and of the optimizer's state
+  /// (capture_optimizer_state's names) as they stand: what a checkpoint holds.
+  std::map<std::string, torch::Tensor> saved_state() {
+    std::map<std::string, torch::Tensor> saved;
+    const NamedTensors params = named_parameters(*model_);
+    for (const auto& [name, p] : params) saved["model/" + name] = p.detach().clone();
+    for (auto& [name, t] : capture_optimizer_state(*optimizer_, params)) saved[name] = t;
+    return saved;
+  }
+  /// Puts another replay's saved_state() into this one's parameters and optimizer.
+  void restore(const std::map<std::string, torch::Tensor>& saved) {
+    const NamedTensors params = named_parameters(*model_);
+    {
+      torch::NoGradGuard no_grad;
+      for (const auto& [name, p] : params) p.copy_(saved.at("model/" + name));
+    }
+    restore_optimizer_state(*optimizer_, params, [&](const std::string& name) {
+      const auto it = saved.find(name);
+      return it == saved.end() ? torch::Tensor() : it->second;
+    });
   }
 
   const nlohmann::json& config() const { return c_; }
