@@ -200,10 +200,11 @@ NamedTensors capture_optimizer_state(torch::optim::Optimizer& optimizer, const N
 
 void restore_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors& named_params,
                              const Lookup& lookup) {
-  const std::string kind = checkpointable_optimizer_name(optimizer) ? checkpointable_optimizer_name(optimizer) : "";
-  if (kind.empty()) {
+  const char* const kind_name = checkpointable_optimizer_name(optimizer);
+  if (kind_name == nullptr) {
     throw ConfigError("restore_optimizer_state: the optimizer is not one Tenax can checkpoint (AdamW, SGD, Adafactor)");
   }
+  const std::string kind = kind_name;
   const auto restored = kind == "AdamW" ? restored_adamw : kind == "SGD" ? restored_sgd : restored_adafactor;
   auto& state = optimizer.state();
   state.clear();
