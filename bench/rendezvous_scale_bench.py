@@ -39,6 +39,10 @@ import bench_rules  # noqa: E402
 TARGET_NODES = 1024
 TARGET_FORM_S = 2.0
 TARGET_REFORM_S = 2.0
+# Issue 37: the re-form itself (every survivor told of the death -> all hold the new generation).
+# The service closes a re-form as soon as every live member has joined; the last call is only
+# the longest it waits for a member that may still come.
+TARGET_REFORM_AFTER_NOTICE_S = 1.0
 TARGET_CPU_SHARE = 0.10
 C10D_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c10d_rendezvous_scale.py")
 SYSTEMS = ("tenax", "c10d")
@@ -89,7 +93,7 @@ TENAX_ROWS = [
     ("death -> first survivor sees ABORTED (detection) (s)", "detect_s", 1, 3),
     ("death -> last survivor sees ABORTED (s)", "notified_s", 1, 3),
     ("death -> all survivors hold generation 1 (s)", "reform_s", 1, 3),
-    ("  of which last ABORTED -> all hold gen. 1 (incl. 3 s last call) (s)", "reform_after_notified_s", 1, 3),
+    ("  of which last ABORTED -> all hold gen. 1: the re-form (s)", "reform_after_notified_s", 1, 3),
     ("service CPU, steady, % of one core", "service_cpu_share", 100, 2),
     ("  its ZeroMQ I/O threads (CURVE, TCP), % of one core", "service_zmq_io_share", 100, 2),
     ("  its busiest other thread (the service thread), % of one core", "service_busiest_other_share", 100, 2),
@@ -267,8 +271,12 @@ def main():
         say(f"  generation forms in <= {TARGET_FORM_S:g} s: {form:.3f} s  "
             f"{'MET' if form <= TARGET_FORM_S else 'NOT MET'}")
         say(f"  re-forms in <= {TARGET_REFORM_S:g} s after a death: {reform:.3f} s  "
-            f"{'MET' if reform <= TARGET_REFORM_S else 'NOT MET'} (detection by design takes up to 2.6 s: 500 ms x 5 "
-            f"+ a 100 ms sweep; then the {last_call:g} s last call; the rest: {after - last_call:.3f} s)")
+            f"{'MET' if reform <= TARGET_REFORM_S else 'NOT MET'} (of which detection, {reform - after:.3f} s, "
+            f"takes up to 2.6 s by design at the default heartbeat: 500 ms x 5 + a 100 ms sweep)")
+        say(f"  the re-form itself (last survivor told -> all hold the new generation) in "
+            f"<= {TARGET_REFORM_AFTER_NOTICE_S:g} s: {after:.3f} s  "
+            f"{'MET' if after <= TARGET_REFORM_AFTER_NOTICE_S else 'NOT MET'} (it waits at most the "
+            f"{last_call:g} s last call)")
         say(f"  service <= {100 * TARGET_CPU_SHARE:g} % of one core: {100 * cpu:.2f} %  "
             f"{'MET' if cpu <= TARGET_CPU_SHARE else 'NOT MET'}")
     if "c10d" in systems and TARGET_NODES in node_counts:
