@@ -9,9 +9,9 @@
 //   single <seconds> <texts> <tokens> <id_sum>
 //   batch  <seconds> <texts> <tokens> <id_sum>
 // over --passes timed passes of every text, after one untimed pass (which loads the vocabulary's
-// pages and the allocator's arenas, and whose encodings give the totals, outside the timing). tokens and id_sum (of every id, padding included) let the
-// driver check that both systems produced the same encodings, so a faster wrong answer is not
-// a result.
+// pages and the allocator's arenas, and whose encodings give the totals, outside the timing). tokens and id_sum (of
+// every id, padding included) let the driver check that both systems produced the same encodings, so a faster wrong
+// answer is not a result.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -29,8 +29,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using tenax::sdk::BertTokenizer;
-using tenax::sdk::Encoding;
 using tenax::sdk::EncodeOptions;
+using tenax::sdk::Encoding;
 
 struct Totals {
   std::uint64_t tokens = 0;

@@ -1,14 +1,12 @@
 #include "file_digest.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
-#include <memory>
 
 #include "tenax/core/checksum.h"
 #include "tenax/core/error.h"
@@ -64,45 +62,6 @@ FileDigest read_file_into(const std::filesystem::path& path, void* buffer, std::
       });
   digest.checksum = hash.digest();
   return digest;
-}
-
-FileDigest digest_file_with_regions(const std::filesystem::path& path, std::uint64_t file_size,
-                                    const std::vector<KnownRegion>& regions) {
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw StorageError("cannot open " + path.string() + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw StorageError("cannot stat " + path.string() + ": " + std::strerror(errno));
-  if (static_cast<std::uint64_t>(st.st_size) != file_size) {
-    throw StorageError(path.string() + " has " + std::to_string(st.st_size) + " bytes, expected " +
-                       std::to_string(file_size));
-  }
-  constexpr std::size_t kChunk = std::size_t{1} << 20;
-  std::unique_ptr<char[]> buffer;  // only for the bytes between regions (HDF5's metadata)
-  Xxh3 hash;
-  std::uint64_t pos = 0;
-  auto read_until = [&](std::uint64_t end) {
-    while (pos < end) {
-      if (!buffer) buffer.reset(new char[kChunk]);
-      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, end - pos));
-      const ssize_t n = ::pread(fd.get(), buffer.get(), want, static_cast<off_t>(pos));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw StorageError("cannot read " + path.string() + ": " + std::strerror(errno));
-      if (n == 0) throw StorageError(path.string() + " ended at byte " + std::to_string(pos) + " while being hashed");
-      hash.update(buffer.get(), static_cast<std::size_t>(n));
-      pos += static_cast<std::uint64_t>(n);
-    }
-  };
-  for (const KnownRegion& r : regions) {
-    if (r.offset < pos || r.offset > file_size || r.nbytes > file_size - r.offset) {
-      throw StorageError(path.string() + ": region at " + std::to_string(r.offset) + " (+" + std::to_string(r.nbytes) +
-                         ") is unsorted, overlaps another or lies outside the file");
-    }
-    read_until(r.offset);
-    if (r.nbytes > 0) hash.update(r.data, static_cast<std::size_t>(r.nbytes));
-    pos += r.nbytes;
-  }
-  read_until(file_size);
-  return FileDigest{file_size, hash.digest()};
 }
 
 }  // namespace tenax::storage::detail

@@ -4,23 +4,21 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <exception>
 #include <cstring>
 #include <filesystem>
 #include <set>
 #include <system_error>
-#include <thread>
 
-#include "file_digest.h"
 #include "hdf5_handle.h"
 #include "json_fields.h"
+#include "region_writer.h"
 #include "shape_bytes.h"
 #include "tenax/core/checksum.h"
 #include "tenax/core/error.h"
 #include "tenax/core/files.h"
 #include "tenax/core/logging.h"
+#include "tenax/core/trace_point.h"
 #include "tenax/core/unique_fd.h"
 
 namespace tenax::storage {
@@ -88,8 +86,10 @@ void write_shape_attribute(hid_t object, const std::vector<std::int64_t>& shape,
   if (attr.close() < 0) fail_hdf5(StatusCode::kFailedPrecondition, file, tensor, "H5Aclose");
 }
 
-IndexEntry write_tensor(hid_t h5file, hid_t lcpl, const TensorRef& t, const std::string& shard,
-                        const std::filesystem::path& file) {
+// Creates the tensor's dataset with its space allocated now and never filled: HDF5 writes only
+// the metadata, write_regions() the bytes, at the offset recorded here.
+IndexEntry create_dataset(hid_t h5file, hid_t lcpl, hid_t dcpl, const TensorRef& t, const std::string& shard,
+                          const std::filesystem::path& file) {
   H5Handle type = detail::make_datatype(t.dtype);
   if (!type.valid()) fail_hdf5(StatusCode::kInternal, file, t.name, "datatype");
 
@@ -98,18 +98,15 @@ IndexEntry write_tensor(hid_t h5file, hid_t lcpl, const TensorRef& t, const std:
       dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   if (!space.valid()) fail_hdf5(StatusCode::kInternal, file, t.name, "H5Screate");
 
-  // Default creation properties: contiguous layout, no filters — the bytes on disk are the
-  // tensor's bytes, so our own checksum covers them end to end.
-  H5Handle dset = detail::dataset_handle(
-      H5Dcreate2(h5file, t.name.c_str(), type.get(), space.get(), lcpl, H5P_DEFAULT, H5P_DEFAULT));
+  // Contiguous layout, no filters: the bytes on disk are the tensor's bytes, so our own
+  // checksum covers them end to end.
+  H5Handle dset =
+      detail::dataset_handle(H5Dcreate2(h5file, t.name.c_str(), type.get(), space.get(), lcpl, dcpl, H5P_DEFAULT));
   if (!dset.valid()) fail_hdf5(StatusCode::kFailedPrecondition, file, t.name, "H5Dcreate2");
-  if (t.nbytes > 0 && H5Dwrite(dset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data) < 0) {
-    fail_hdf5(StatusCode::kFailedPrecondition, file, t.name, "H5Dwrite");
-  }
 
   IndexEntry entry;
   if (t.nbytes > 0) {
-    // Contiguous storage is allocated by the write and never moves afterwards.
+    // Contiguous storage allocated at creation (H5D_ALLOC_TIME_EARLY) never moves afterwards.
     const haddr_t address = H5Dget_offset(dset.get());
     if (address == HADDR_UNDEF) fail_hdf5(StatusCode::kInternal, file, t.name, "H5Dget_offset");
     entry.offset = static_cast<std::uint64_t>(address);
@@ -155,11 +152,12 @@ void validate(const std::vector<TensorRef>& tensors, const std::filesystem::path
 }
 
 // Room for HDF5's own metadata beside the tensor bytes (superblock, groups, object headers,
-// attributes; about 1 KiB per dataset with our three attributes). Running short only leaves
-// the last few KiB unreserved; running long only costs a trim.
+// attributes; about 1 KiB per dataset with our three attributes) and the alignment of large
+// datasets. Running short only leaves the last few KiB unreserved; running long only costs a
+// trim.
 std::uint64_t space_estimate(const std::vector<TensorRef>& tensors) {
   std::uint64_t bytes = 16 * 1024;
-  for (const TensorRef& t : tensors) bytes += t.nbytes + 2048;
+  for (const TensorRef& t : tensors) bytes += t.nbytes + 2048 + detail::kDirectIoAlignment;
   return bytes;
 }
 
@@ -202,27 +200,30 @@ std::uint64_t file_size_of(const std::filesystem::path& file) {
   return size;
 }
 
-// The tensors' bytes as they lie in the file, in file order (write_tensor recorded where).
-std::vector<detail::KnownRegion> known_regions(const ShardInfo& info, const std::vector<TensorRef>& tensors) {
-  std::vector<detail::KnownRegion> regions;
+// The tensors' bytes and where they go in the file (create_dataset recorded where).
+std::vector<detail::Region> regions_of(const ShardInfo& info, const std::vector<TensorRef>& tensors) {
+  std::vector<detail::Region> regions;
   regions.reserve(tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (info.tensors[i].offset) regions.push_back({*info.tensors[i].offset, tensors[i].data, tensors[i].nbytes});
   }
-  std::sort(regions.begin(), regions.end(),
-            [](const detail::KnownRegion& a, const detail::KnownRegion& b) { return a.offset < b.offset; });
   return regions;
 }
 
 ShardInfo write_shard_or_throw(const std::filesystem::path& file, const std::vector<TensorRef>& tensors) {
   validate(tensors, file);
   detail::silence_errors();
+  trace_point("save.shard.begin", 0);
 
   ShardInfo info;
   info.file = file.filename().string();
   {
     H5Handle fapl = detail::make_strong_fapl();
-    if (!fapl.valid()) fail_hdf5(StatusCode::kInternal, file, "", "file access properties");
+    // Every dataset of a block or more starts on a block boundary, so write_regions can send
+    // its bytes with O_DIRECT.
+    if (!fapl.valid() || H5Pset_alignment(fapl.get(), detail::kDirectIoAlignment, detail::kDirectIoAlignment) < 0) {
+      fail_hdf5(StatusCode::kInternal, file, "", "file access properties");
+    }
     H5Handle h5file = detail::file_handle(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
     if (!h5file.valid()) fail_hdf5(StatusCode::kFailedPrecondition, file, "", "H5Fcreate");
     try {
@@ -231,11 +232,16 @@ ShardInfo write_shard_or_throw(const std::filesystem::path& file, const std::vec
       if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0) {
         fail_hdf5(StatusCode::kInternal, file, "", "link creation properties");
       }
+      H5Handle dcpl = detail::plist_handle(H5Pcreate(H5P_DATASET_CREATE));
+      if (!dcpl.valid() || H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
+          H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0) {
+        fail_hdf5(StatusCode::kInternal, file, "", "dataset creation properties");
+      }
       info.tensors.reserve(tensors.size());
       for (const TensorRef& t : tensors) {
-        info.tensors.push_back(write_tensor(h5file.get(), lcpl.get(), t, info.file, file));
+        info.tensors.push_back(create_dataset(h5file.get(), lcpl.get(), dcpl.get(), t, info.file, file));
       }
-      // The flush writes metadata and the last raw data: this is where ENOSPC often shows up.
+      // The flush writes the metadata: this is where ENOSPC often shows up.
       // It comes before H5Fclose so that a failure still leaves us the file's identifier.
       if (H5Fflush(h5file.get(), H5F_SCOPE_GLOBAL) < 0) {
         fail_hdf5(StatusCode::kFailedPrecondition, file, "", "H5Fflush");
@@ -256,26 +262,13 @@ ShardInfo write_shard_or_throw(const std::filesystem::path& file, const std::vec
   }
 
   try {
-    // The whole-file checksum takes the tensor bytes from memory, where they still are, and
-    // reads back only HDF5's metadata; it runs while the fsync waits for the disk.
-    std::exception_ptr fsync_error;
-    std::thread fsync_thread([&] {
-      try {
-        files::fsync_file(file);
-      } catch (...) {
-        fsync_error = std::current_exception();
-      }
-    });
-    detail::FileDigest digest;
-    std::exception_ptr digest_error;
-    try {
-      digest = detail::digest_file_with_regions(file, file_size_of(file), known_regions(info, tensors));
-    } catch (...) {
-      digest_error = std::current_exception();
-    }
-    fsync_thread.join();
-    if (fsync_error) std::rethrow_exception(fsync_error);
-    if (digest_error) std::rethrow_exception(digest_error);
+    // The tensors' bytes, then the fsync of them and HDF5's metadata. The whole-file checksum
+    // comes out of the same pass: it takes the tensor bytes as they go out and reads back only
+    // the metadata.
+    trace_point("save.shard.laid_out", 0);
+    const detail::FileDigest digest = detail::write_regions(file, file_size_of(file), regions_of(info, tensors));
+    trace_point("save.shard.data_written", 0);
+    files::fsync_file(file);
     info.bytes = digest.bytes;
     info.checksum = digest.checksum;
   } catch (const StorageError& e) {
