@@ -6,15 +6,13 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 
+#include "background_io.h"
 #include "tenax/core/checksum.h"
 #include "tenax/core/error.h"
 #include "tenax/core/unique_fd.h"
@@ -52,73 +50,6 @@ int pwrite_all(int fd, const char* data, std::size_t n, std::uint64_t offset) {
   return 0;
 }
 
-// Writes one buffer at a time with O_DIRECT on a thread of its own, so that the caller copies and
-// hashes the next chunk while the device takes this one.
-class DirectWriteThread {
- public:
-  explicit DirectWriteThread(int fd) : fd_(fd), thread_([this] { loop(); }) {}
-  ~DirectWriteThread() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  DirectWriteThread(const DirectWriteThread&) = delete;
-  DirectWriteThread& operator=(const DirectWriteThread&) = delete;
-
-  /// Starts writing `n` bytes of `data` at `offset`; the previous write must have been waited for.
-  void start(const char* data, std::size_t n, std::uint64_t offset) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      job_ = Job{data, n, offset};
-      busy_ = true;
-    }
-    wake_.notify_all();
-  }
-  /// Waits for the write in flight (if any); its errno, 0 when it succeeded or none was in flight.
-  int wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return !busy_; });
-    return std::exchange(error_, 0);
-  }
-
- private:
-  struct Job {
-    const char* data = nullptr;
-    std::size_t n = 0;
-    std::uint64_t offset = 0;
-  };
-  void loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [this] { return stopping_ || (busy_ && !running_); });
-      if (stopping_ && !busy_) return;
-      running_ = true;
-      const Job job = job_;
-      lock.unlock();
-      const int err = pwrite_all(fd_, job.data, job.n, job.offset);
-      lock.lock();
-      running_ = false;
-      busy_ = false;
-      error_ = err;
-      done_.notify_all();
-    }
-  }
-
-  const int fd_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable done_;
-  Job job_;
-  bool busy_ = false;     // a job was started and not yet finished
-  bool running_ = false;  // the thread is writing it
-  bool stopping_ = false;
-  int error_ = 0;
-  std::thread thread_;  // last: starts after the members it uses exist
-};
-
 class Writer {
  public:
   Writer(const std::filesystem::path& path, std::uint64_t file_size, RegionWriteStats& stats)
@@ -151,7 +82,8 @@ class Writer {
         }
         finish_direct_write();
         if (direct_fd_) {
-          direct_->start(bounce, n, offset);
+          direct_->start(
+              [fd = direct_fd_.get(), bounce, n, offset]() -> long { return pwrite_all(fd, bounce, n, offset); });
           in_flight_ = Region{offset, src, n};
         } else {
           write_buffered(src, n, offset);
@@ -183,7 +115,7 @@ class Writer {
       if (::posix_memalign(&p, kDirectIoAlignment, kBounceBytes) != 0) throw StorageError("out of memory");
       buffer.reset(p);
     }
-    if (!direct_) direct_ = std::make_unique<DirectWriteThread>(direct_fd_.get());
+    if (!direct_) direct_ = std::make_unique<BackgroundIo>();
     return static_cast<char*>(buffer.get());
   }
 
@@ -192,7 +124,7 @@ class Writer {
   // other error is the disk's.
   void finish_direct_write() {
     if (!direct_ || in_flight_.nbytes == 0) return;
-    const int err = direct_->wait();
+    const auto err = static_cast<int>(direct_->wait());
     const Region chunk = std::exchange(in_flight_, Region{});
     if (err == 0) {
       stats_.direct_bytes += chunk.nbytes;
@@ -232,8 +164,8 @@ class Writer {
   UniqueFd fd_;
   UniqueFd direct_fd_;
   std::unique_ptr<void, FreeDeleter> bounce_[2];
-  std::unique_ptr<DirectWriteThread> direct_;  // after the buffers: it ends (joins) before they are freed
-  Region in_flight_;                           // the chunk direct_ is writing (its source, for a retry)
+  std::unique_ptr<BackgroundIo> direct_;  // after the buffers: it ends (joins) before they are freed
+  Region in_flight_;                      // the chunk direct_ is writing (its source, for a retry)
   std::size_t chunks_ = 0;
   std::unique_ptr<char[]> gap_;
   Xxh3 file_hash_;

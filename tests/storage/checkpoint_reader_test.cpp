@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <thread>
 
 #include "storage/storage_test_util.h"
@@ -233,6 +235,58 @@ TEST_F(StorageReader, ReadAllIntoReadsEveryTensorAndChecksTheWholeFile) {
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("file checksum"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(file), std::string::npos) << s.message();
+}
+
+// A load of a shard longer than one of the reader's 16 MiB reads (a read boundary inside a
+// tensor, sizes that end mid-block, one tensor not asked for), written on the file system at
+// `dir`: every byte lands where it belongs; a shard cut short under the reader is data loss
+// naming the byte.
+void expect_large_load_exact(const fs::path& dir) {
+  const std::vector<OwnedTensor> tensors = {
+      pattern_tensor("model/a", DType::kFloat32, {3, 1000, 1000}, 1),  // 12 MB
+      pattern_tensor("model/b", DType::kUInt8, {5 * 4096 + 77}, 2),
+      pattern_tensor("model/c", DType::kFloat32, {1001, 2003}, 3),  // 8.02 MB
+      pattern_tensor("model/d", DType::kFloat16, {3}, 4),
+  };
+  const fs::path step = testing::write_checkpoint(dir / "checkpoints", tensors);
+  auto reader = CheckpointReader::open(step);
+  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
+  std::vector<std::vector<std::uint8_t>> out(tensors.size());
+  std::vector<ReadTarget> targets;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (i == 1) continue;  // one tensor not asked for: its bytes are still hashed
+    out[i].assign(tensors[i].bytes.size(), 0xAB);
+    targets.push_back({tensors[i].name, out[i].data(), out[i].size()});
+  }
+  const Status loaded = reader.value().read_all_into(targets);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.to_string();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (i != 1) {
+      EXPECT_EQ(out[i], tensors[i].bytes) << tensors[i].name;
+    }
+  }
+
+  // Cut short after the open (which checks the size): the load itself must notice.
+  const std::string shard = reader.value().manifest().shards.at(0).file;
+  const auto full = fs::file_size(step / shard);
+  fs::resize_file(step / shard, full - 10000);
+  const Status s = reader.value().read_all_into(targets);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("ends at byte " + std::to_string(full - 10000)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+}
+
+TEST_F(StorageReader, LargeTensorsLoadExactlyAcrossChunks) { expect_large_load_exact(dir_); }
+
+TEST(StorageReaderNoDirectIo, AFileSystemWithoutODirectLoadsTheSameBytes) {
+  // tmpfs refuses O_DIRECT: the shard was written through the page cache.
+  const fs::path shm = "/dev/shm";
+  ASSERT_TRUE(fs::is_directory(shm)) << "this test needs a tmpfs at /dev/shm";
+  const fs::path dir = shm / ("tenax_storage_reader_no_direct_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  expect_large_load_exact(dir);
+  fs::remove_all(dir);
 }
 
 // Found by the fuzz target's review (tests/fuzz): HDF5 resolves "/x", "./x", "a//b" and

@@ -1,9 +1,6 @@
 #include "tenax/storage/shard_writer.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -12,7 +9,6 @@
 
 #include "storage/storage_test_util.h"
 #include "tenax/core/checksum.h"
-#include "tenax/core/unique_fd.h"
 #include "tenax/storage/checkpoint_reader.h"
 
 namespace tenax::storage {
@@ -110,22 +106,6 @@ std::filesystem::path expect_large_tensors_round_trip(const std::filesystem::pat
   return file;
 }
 
-// Pages of `file` in the page cache, out of the pages of [offset, offset + nbytes).
-std::size_t resident_pages(const std::filesystem::path& file, std::uint64_t offset, std::uint64_t nbytes) {
-  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  const auto size = static_cast<std::size_t>(std::filesystem::file_size(file));
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
-  if (map == MAP_FAILED) return SIZE_MAX;
-  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> in_core((size + page - 1) / page);
-  const int rc = ::mincore(map, size, in_core.data());
-  ::munmap(map, size);
-  if (rc != 0) return SIZE_MAX;
-  std::size_t resident = 0;
-  for (std::uint64_t p = offset / page; p < (offset + nbytes) / page; ++p) resident += in_core[p] & 1;
-  return resident;
-}
-
 TEST_F(StorageShard, LargeTensorsRoundTripBitExact) { expect_large_tensors_round_trip(dir_); }
 
 TEST_F(StorageShard, LargeTensorsBypassThePageCache) {
@@ -137,7 +117,7 @@ TEST_F(StorageShard, LargeTensorsBypassThePageCache) {
   const IndexEntry& e = info.value().tensors[0];
   ASSERT_TRUE(e.offset.has_value());
   EXPECT_EQ(*e.offset % 4096, 0u) << "HDF5 was asked to align large datasets to 4 KiB";
-  EXPECT_EQ(resident_pages(dir_ / "s.h5", *e.offset, e.nbytes), 0u)
+  EXPECT_EQ(testing::resident_pages(dir_ / "s.h5", *e.offset, e.nbytes), 0u)
       << "the tensor's bytes went through the page cache, not O_DIRECT";
   const std::string bytes = testing::read_file(dir_ / "s.h5");
   EXPECT_EQ(0, std::memcmp(bytes.data() + *e.offset, big.bytes.data(), big.bytes.size()));

@@ -2,7 +2,9 @@
 // a one-call checkpoint writer.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "tenax/core/files.h"
+#include "tenax/core/unique_fd.h"
 #include "tenax/storage/checkpoint_directory.h"
 #include "tenax/storage/layout.h"
 #include "tenax/storage/manifest.h"
@@ -89,6 +92,22 @@ inline std::filesystem::path write_checkpoint(const std::filesystem::path& root,
 }
 
 inline std::string read_file(const std::filesystem::path& p) { return files::read_all(p); }
+
+// Pages of `file` in the page cache, out of the pages of [offset, offset + nbytes).
+inline std::size_t resident_pages(const std::filesystem::path& file, std::uint64_t offset, std::uint64_t nbytes) {
+  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  const auto size = static_cast<std::size_t>(std::filesystem::file_size(file));
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (map == MAP_FAILED) return SIZE_MAX;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in_core((size + page - 1) / page);
+  const int rc = ::mincore(map, size, in_core.data());
+  ::munmap(map, size);
+  if (rc != 0) return SIZE_MAX;
+  std::size_t resident = 0;
+  for (std::uint64_t p = offset / page; p < (offset + nbytes) / page; ++p) resident += in_core[p] & 1;
+  return resident;
+}
 
 inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
