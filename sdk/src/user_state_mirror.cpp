@@ -24,18 +24,32 @@ NamedTensors captured(const UserState& state, int rank) {
   return replicated;
 }
 
-std::string encode(const NamedTensors& entries) {
-  std::string row;
-  for (const auto& [name, tensor] : entries) {
-    const torch::Tensor bytes = tensor.to(torch::kCPU).contiguous();
-    const std::uint64_t n = static_cast<std::uint64_t>(bytes.numel()) * bytes.element_size();
-    row.append(reinterpret_cast<const char*>(&n), sizeof n);
-    row.append(static_cast<const char*>(bytes.data_ptr()), n);
-  }
-  return row;
+// The bytes of each entry as a CPU tensor (the registered arrays already are: no copy).
+std::vector<torch::Tensor> host_bytes(const NamedTensors& entries) {
+  std::vector<torch::Tensor> out;
+  out.reserve(entries.size());
+  for (const auto& entry : entries) out.push_back(entry.second.to(torch::kCPU).contiguous());
+  return out;
 }
 
-std::map<std::string, torch::Tensor> decode(const std::string& row, const NamedTensors& templates, int rank) {
+std::size_t encoded_size(const std::vector<torch::Tensor>& bytes) {
+  std::size_t n = 0;
+  for (const torch::Tensor& b : bytes) n += sizeof(std::uint64_t) + static_cast<std::size_t>(b.nbytes());
+  return n;
+}
+
+// Each entry as its byte count, then its bytes, at `out` (encoded_size(bytes) of room).
+void encode_into(const std::vector<torch::Tensor>& bytes, char* out) {
+  for (const torch::Tensor& b : bytes) {
+    const std::uint64_t n = b.nbytes();
+    std::memcpy(out, &n, sizeof n);
+    out += sizeof n;
+    if (n > 0) std::memcpy(out, b.data_ptr(), n);
+    out += n;
+  }
+}
+
+std::map<std::string, torch::Tensor> decode(std::string_view row, const NamedTensors& templates, int rank) {
   std::map<std::string, torch::Tensor> out;
   std::size_t at = 0;
   for (const auto& [name, like] : templates) {
@@ -67,52 +81,81 @@ std::map<std::string, torch::Tensor> decode(const std::string& row, const NamedT
 
 }  // namespace
 
-void UserStateMirror::stage(elastic::Communicator& comm) {
-  const std::string mine = encode(captured(state_, comm.rank()));
-  row_bytes_ = mine.size();
-  const std::size_t world = static_cast<std::size_t>(comm.size());
-  if (capacity_ > 0) {
-    // One allgather per step: every rank's row in a slot of the agreed capacity, after its length;
-    // a row that outgrew it (a blob that grew) sends kOverflow instead, and since every rank then
-    // reads the same slots, every rank falls back below together.
-    std::string slot(capacity_, '\0');
-    const bool fits = mine.size() + sizeof(std::uint64_t) <= capacity_;
-    const std::uint64_t length = fits ? mine.size() : kOverflow;
-    std::memcpy(slot.data(), &length, sizeof length);
-    if (fits) std::memcpy(slot.data() + sizeof length, mine.data(), mine.size());
-    std::string all(capacity_ * world, '\0');
-    comm.allgather(slot.data(), all.data(), capacity_);
-    staged_.clear();
-    for (std::size_t r = 0; r < world; ++r) {
-      std::uint64_t n = 0;
-      std::memcpy(&n, all.data() + r * capacity_, sizeof n);
-      if (n == kOverflow) break;
-      staged_.emplace_back(all.data() + r * capacity_ + sizeof n, static_cast<std::size_t>(n));
-    }
-    if (staged_.size() == world) return;
-  }
-  staged_ = elastic::allgather_strings(comm, mine);  // two allgathers: lengths, then the rows
-  set_capacity(staged_);
+std::string_view UserStateMirror::Table::row(int rank) const {
+  const char* slot = bytes.data() + static_cast<std::size_t>(rank) * capacity;
+  std::uint64_t n = 0;
+  std::memcpy(&n, slot, sizeof n);
+  return {slot + sizeof n, static_cast<std::size_t>(n)};
 }
 
-void UserStateMirror::set_capacity(const std::vector<std::string>& rows) {
+bool UserStateMirror::Table::complete() const {
+  if (bytes.empty()) return false;
+  for (int r = 0; r < world; ++r) {
+    std::uint64_t n = 0;
+    std::memcpy(&n, bytes.data() + static_cast<std::size_t>(r) * capacity, sizeof n);
+    if (n == kOverflow || n + sizeof n > capacity) return false;
+  }
+  return true;
+}
+
+void UserStateMirror::stage(elastic::Communicator& comm) {
+  const std::vector<torch::Tensor> bytes = host_bytes(captured(state_, comm.rank()));
+  row_bytes_ = encoded_size(bytes);
+  const int world = comm.size();
+  if (capacity_ > 0) {
+    // One allgather per step, straight into the staged table: this rank's row in a slot of the
+    // agreed capacity, after its length. A row that outgrew it (a blob that grew) sends kOverflow
+    // instead, and since every rank then reads the same slots, every rank falls back below together.
+    send_.resize(capacity_);
+    const bool fits = row_bytes_ + sizeof(std::uint64_t) <= capacity_;
+    const std::uint64_t length = fits ? row_bytes_ : kOverflow;
+    std::memcpy(send_.data(), &length, sizeof length);
+    if (fits) encode_into(bytes, send_.data() + sizeof length);
+    staged_.world = 0;  // holds nothing whole until the allgather has returned
+    staged_.capacity = capacity_;
+    staged_.bytes.resize(capacity_ * static_cast<std::size_t>(world));
+    comm.allgather(send_.data(), staged_.bytes.data(), capacity_);
+    staged_.world = world;
+    if (staged_.complete()) return;
+  }
+  std::string mine(row_bytes_, '\0');
+  encode_into(bytes, mine.data());
+  const std::vector<std::string> rows = elastic::allgather_strings(comm, mine);  // lengths, then the rows
+  capacity_ = capacity_for(rows);
+  lay_out(rows, capacity_, staged_);
+}
+
+std::size_t UserStateMirror::capacity_for(const std::vector<std::string>& rows) {
   // Every rank computes it from the same rows, so every rank agrees on it without a collective.
   std::size_t longest = 0;
   for (const std::string& row : rows) longest = std::max(longest, row.size());
-  capacity_ = longest + longest / 8 + sizeof(std::uint64_t);  // some room for a blob that grows
+  // Some room for a blob that grows; little, since every step sends the whole slot (a registered
+  // array never changes size, and a row that outgrows its slot costs one step a second allgather).
+  return longest + longest / 64 + 4096 + sizeof(std::uint64_t);
+}
+
+void UserStateMirror::lay_out(const std::vector<std::string>& rows, std::size_t capacity, Table& table) {
+  table.capacity = capacity;
+  table.world = static_cast<int>(rows.size());
+  table.bytes.assign(capacity * rows.size(), '\0');
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    char* slot = table.bytes.data() + r * capacity;
+    const std::uint64_t n = rows[r].size();
+    std::memcpy(slot, &n, sizeof n);
+    std::memcpy(slot + sizeof n, rows[r].data(), rows[r].size());
+  }
 }
 
 void UserStateMirror::commit(std::int64_t step) {
-  if (staged_.empty()) return;
-  committed_ = std::move(staged_);
-  staged_.clear();
+  if (!staged_.complete()) return;
+  std::swap(committed_, staged_);  // the old committed table's memory is the next stage's
+  staged_.world = 0;               // not complete() until the next stage fills it
   step_ = step;
 }
 
 void UserStateMirror::heal(elastic::Communicator& comm, std::int64_t step) {
   const int rank = comm.rank();
-  staged_.clear();
-  const bool holds = step_ == step && committed_.size() == static_cast<std::size_t>(comm.size());
+  const bool holds = step_ == step && committed_.world == comm.size() && committed_.complete();
   const std::optional<HealPlan> plan = plan_heal(exchange_heal_status(comm, {holds ? step_ : -1}));
   if (!plan || plan->steps != step) {
     throw RendezvousError("healing generation at optimizer step " + std::to_string(step) +
@@ -123,31 +166,35 @@ void UserStateMirror::heal(elastic::Communicator& comm, std::int64_t step) {
   }
   NamedTensors outgoing;
   if (rank == plan->source) {
-    for (std::size_t r = 0; r < committed_.size(); ++r) {
-      const std::string& row = committed_[r];
-      outgoing.emplace_back(
-          "user_mirror/" + std::to_string(r),
-          torch::from_blob(const_cast<char*>(row.data()), {static_cast<std::int64_t>(row.size())}, torch::kUInt8));
-    }
+    outgoing.emplace_back(
+        "user_mirror",
+        torch::from_blob(committed_.bytes.data(), {static_cast<std::int64_t>(committed_.bytes.size())}, torch::kUInt8));
   }
   const NamedTensors received =
       broadcast_named_tensors(comm, plan->source, outgoing,
                               [](const std::string&, torch::ScalarType, c10::IntArrayRef) { return torch::Tensor(); });
   if (rank != plan->source) {
-    if (received.size() != static_cast<std::size_t>(comm.size())) {
+    const std::size_t total = received.size() == 1 ? static_cast<std::size_t>(received.front().second.numel()) : 0;
+    const auto world = static_cast<std::size_t>(comm.size());
+    if (total == 0 || total % world != 0) {
       throw RendezvousError("healing the user state: rank " + std::to_string(plan->source) + " sent " +
-                            std::to_string(received.size()) + " rows for a world of " + std::to_string(comm.size()));
+                            std::to_string(received.size()) + " tables of " + std::to_string(total) +
+                            " bytes, not one of a slot per rank for a world of " + std::to_string(world));
     }
-    committed_.clear();
-    for (const auto& [name, bytes] : received) {
-      const torch::Tensor b = bytes.contiguous();
-      committed_.emplace_back(static_cast<const char*>(b.data_ptr()), static_cast<std::size_t>(b.numel()));
+    const torch::Tensor table = received.front().second.contiguous();
+    committed_.capacity = total / world;
+    committed_.world = comm.size();
+    committed_.bytes.assign(static_cast<const char*>(table.data_ptr()),
+                            static_cast<const char*>(table.data_ptr()) + total);
+    if (!committed_.complete()) {
+      throw RendezvousError("healing the user state: the table rank " + std::to_string(plan->source) +
+                            " sent has a row longer than its slot");
     }
     step_ = step;
   }
-  set_capacity(committed_);  // the replacement's too: every rank stages alike from here on
-  const std::map<std::string, torch::Tensor> mine =
-      decode(committed_[static_cast<std::size_t>(rank)], captured(state_, rank), rank);
+  staged_.clear();
+  capacity_ = committed_.capacity;  // the replacement's too: every rank stages alike from here on
+  const std::map<std::string, torch::Tensor> mine = decode(committed_.row(rank), captured(state_, rank), rank);
   state_.restore(rank, [&](const std::string& name) {
     const auto it = mine.find(name);
     return it == mine.end() ? torch::Tensor() : it->second;

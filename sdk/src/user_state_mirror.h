@@ -11,7 +11,9 @@
 // the replacement gets its piece from the copy. So no rank needs a solver state that the job never
 // had on every rank at once, and any number of simultaneous losses is healed while one rank lives.
 // The cost is one allgather of (replicated + per-rank bytes) x world size per step (the first, and
-// any step whose state outgrew the agreed slot, take two), and as much host memory on every rank:
+// any step whose state outgrew the agreed slot, take two) and one copy of this rank's bytes into
+// the send slot; the gathered table is committed by a swap, not a copy. Host memory: two tables
+// of world x slot bytes on every rank (the committed one and the one being staged), which is
 // right for the state of the solvers that embed Tenax today (a few MB per rank); for a large world
 // with large fields a copy at one buddy rank would scale, at the price of a point-to-point
 // exchange the Communicator does not offer yet and of losing a rank together with its buddy.
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tenax/elastic/communicator.h"
@@ -48,13 +51,29 @@ class UserStateMirror {
   void heal(elastic::Communicator& comm, std::int64_t step);
 
  private:
+  /// Every rank's row in rank order, each in a slot of `capacity` bytes: the row's length (u64),
+  /// then its bytes. The allgather fills one in place; commit() swaps them, so that a step copies
+  /// its state once into the send slot and never again (the cost is per solver step, issue 37).
+  struct Table {
+    std::size_t capacity = 0;
+    int world = 0;
+    std::vector<char> bytes;  ///< capacity * world; empty when it holds nothing
+    std::string_view row(int rank) const;
+    /// Whether every slot holds a whole row (none marked as having outgrown the capacity).
+    bool complete() const;
+    void clear() { bytes.clear(); }
+  };
   static constexpr std::uint64_t kOverflow = std::numeric_limits<std::uint64_t>::max();
+
   /// The slot size of the one-allgather stage: the longest row with some room, from `rows`.
-  void set_capacity(const std::vector<std::string>& rows);
+  static std::size_t capacity_for(const std::vector<std::string>& rows);
+  /// `rows` laid out in `table` with slots of `capacity` bytes.
+  static void lay_out(const std::vector<std::string>& rows, std::size_t capacity, Table& table);
 
   const UserState& state_;
-  std::vector<std::string> committed_;  ///< one row per rank
-  std::vector<std::string> staged_;
+  Table committed_;
+  Table staged_;
+  std::vector<char> send_;  ///< this rank's slot, reused by every stage()
   std::int64_t step_ = -1;
   std::size_t row_bytes_ = 0;
   std::size_t capacity_ = 0;  ///< 0 until the first stage (or heal) agreed on one
