@@ -448,10 +448,10 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
   const std::int64_t data_step = step + skipped_steps_;  // which global batch of the data order
   notify([&](TrainerCallback& cb) { cb.on_step_begin(args_, state_, control_); });
 
-  // Every rank's registered state as the caller hands it to this step; it becomes the point a heal
-  // goes back to once the step's gradients are in (before the backward: GradSync may own the
-  // communicator from prepare_for_backward() on).
-  if (r.user_mirror) r.user_mirror->stage(context_.communicator());
+  // Every rank's registered state as the caller hands it to this step; exchanged right after the
+  // step's gradient allreduce (GradSync owns the communicator from prepare_for_backward() until
+  // then), it becomes the point a heal goes back to once the step completes.
+  if (r.user_mirror) r.user_mirror->capture(context_.rank());
   // Gradients accumulate locally over the micro-batches and are synchronised once, after the last.
   r.grad_sync->zero_grad();  // in place: gradients stay views into the buckets
   torch::Tensor loss;
@@ -471,7 +471,21 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
   r.preemption_from_step.reset();
   const int request = (r.preemption ? r.preemption->requested() : 0) |
                       (r.heals_in_process && context_.generation_superseded() ? kRegroupFlag : 0);
-  const int agreed = r.grad_sync->synchronize(r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor(), request);
+  // A small registered state rides along in the same allreduce; a large one is exchanged right
+  // after it. Either way no rank applies this step's update without every rank's state of it: a
+  // peer lost in between fails the step on every rank that has not completed it.
+  torch::Tensor mirrored = r.heals_in_process ? capture_cpu_rng_state() : torch::Tensor();
+  const std::int64_t rng_bytes = mirrored.defined() ? mirrored.numel() : 0;
+  const bool user_state_rides = r.user_mirror && r.user_mirror->rides_in_allreduce(context_.world_size());
+  if (user_state_rides) mirrored = torch::cat({mirrored, r.user_mirror->slot()});
+  const int agreed = r.grad_sync->synchronize(mirrored, request);
+  if (user_state_rides) {
+    const torch::Tensor table = r.grad_sync->mirrors();
+    r.user_mirror->take(table, rng_bytes, context_.communicator());
+    r.grad_sync->set_mirrors(table.narrow(1, 0, rng_bytes).contiguous());  // the random states, as a heal reads them
+  } else if (r.user_mirror) {
+    r.user_mirror->exchange(context_.communicator());
+  }
   if (r.preemption) r.preemption_from_step = agreed & kSignalFlags;
   // Before the update, so that a peer lost here fails the step on every rank, as in synchronize().
   if (args_.include_num_input_tokens_seen) state_.num_input_tokens_seen += input_tokens(micro_batches);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "tenax/core/logging.h"
+
 namespace tenax::sdk::detail {
 
 void TrainingRun::order_data(const Dataset& dataset, const TrainingArguments& args, std::int64_t global_batch) {
@@ -24,6 +26,24 @@ TrainingRun::TrainingRun(const std::filesystem::path& output_dir, elastic::Worke
       grad_sync_options(grad_sync_options),
       checkpointer_options(checkpointer_options),
       checkpointer(std::make_unique<Checkpointer>(output_dir, context, checkpointer_options)) {}
+
+TrainingRun::~TrainingRun() {
+  if (!user_mirror || user_mirror->stages() == 0) return;
+  // What in-process recovery's copy of the registered state cost this run, with the step API
+  // (the C API) too, which never calls Trainer::end() (issue 37, point 4).
+  try {
+    const double run_s =
+        start == Clock::time_point{} ? 0.0 : std::chrono::duration<double>(Clock::now() - start).count();
+    logger("tenax.trainer", LogPolicy::kRankZeroOnly)
+        ->info(
+            "in-process recovery mirrored the registered state ({} bytes from each rank) at {} steps: {:.3f} ms "
+            "per step, {:.2f} % of the {:.1f} s since the first step",
+            user_mirror->row_bytes(), user_mirror->stages(),
+            1e3 * user_mirror->stage_seconds() / static_cast<double>(user_mirror->stages()),
+            run_s > 0 ? 100.0 * user_mirror->stage_seconds() / run_s : 0.0, run_s);
+  } catch (...) {  // a destructor: the report is not worth a terminate()
+  }
+}
 
 void TrainingRun::rejoined(elastic::WorkerContext& context) {
   checkpointer.reset();

@@ -37,6 +37,11 @@ class TrainingRun {
   TrainingRun(const std::filesystem::path& output_dir, elastic::WorkerContext& context,
               const CheckpointerOptions& checkpointer_options, const GradSyncOptions& grad_sync_options);
 
+  /// Logs what the user-state mirror cost the run, where there was one (rank 0).
+  ~TrainingRun();
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
   /// After context.rejoin(): a Checkpointer and a GradSync over the new generation. A save in
   /// flight belonged to the lost generation and can never commit: it is cancelled (its
   /// uncommitted directory is removed by rank 0 of the new one); the GradSync keeps the mirrored

@@ -1,6 +1,7 @@
 #include "user_state_mirror.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -98,19 +99,49 @@ bool UserStateMirror::Table::complete() const {
   return true;
 }
 
+namespace {
+// Adds the wall time of its scope to `seconds`, on a return or a throw alike (its time was spent).
+struct ScopeClock {
+  double& seconds;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  ~ScopeClock() { seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+};
+}  // namespace
+
 void UserStateMirror::stage(elastic::Communicator& comm) {
-  const std::vector<torch::Tensor> bytes = host_bytes(captured(state_, comm.rank()));
+  capture(comm.rank());
+  exchange(comm);
+}
+
+void UserStateMirror::capture(int rank) {
+  const ScopeClock clock{stage_seconds_};
+  const std::vector<torch::Tensor> bytes = host_bytes(captured(state_, rank));
   row_bytes_ = encoded_size(bytes);
-  const int world = comm.size();
+  // This rank's slot as exchange() sends it: the row's length, then the row; at least the agreed
+  // capacity, so that the allgather can send it as it is.
+  send_.resize(std::max(capacity_, sizeof(std::uint64_t) + row_bytes_));
+  const std::uint64_t length = row_bytes_;
+  std::memcpy(send_.data(), &length, sizeof length);
+  encode_into(bytes, send_.data() + sizeof length);
+  captured_ = true;
+}
+
+void UserStateMirror::mark_slot() {
+  const std::uint64_t length = sizeof(std::uint64_t) + row_bytes_ <= capacity_ ? row_bytes_ : kOverflow;
+  std::memcpy(send_.data(), &length, sizeof length);
+}
+
+void UserStateMirror::exchange(elastic::Communicator& comm) {
+  if (!captured_) throw std::logic_error("UserStateMirror::exchange() without capture()");
+  captured_ = false;
+  ++stages_;
+  const ScopeClock clock{stage_seconds_};
   if (capacity_ > 0) {
-    // One allgather per step, straight into the staged table: this rank's row in a slot of the
-    // agreed capacity, after its length. A row that outgrew it (a blob that grew) sends kOverflow
-    // instead, and since every rank then reads the same slots, every rank falls back below together.
-    send_.resize(capacity_);
-    const bool fits = row_bytes_ + sizeof(std::uint64_t) <= capacity_;
-    const std::uint64_t length = fits ? row_bytes_ : kOverflow;
-    std::memcpy(send_.data(), &length, sizeof length);
-    if (fits) encode_into(bytes, send_.data() + sizeof length);
+    // One allgather per step, straight into the staged table: this rank's slot of the agreed
+    // capacity. A row that outgrew it sends kOverflow as its length instead, and since every rank
+    // then reads the same slots, every rank falls back together.
+    mark_slot();
+    const int world = comm.size();
     staged_.world = 0;  // holds nothing whole until the allgather has returned
     staged_.capacity = capacity_;
     staged_.bytes.resize(capacity_ * static_cast<std::size_t>(world));
@@ -118,8 +149,41 @@ void UserStateMirror::stage(elastic::Communicator& comm) {
     staged_.world = world;
     if (staged_.complete()) return;
   }
-  std::string mine(row_bytes_, '\0');
-  encode_into(bytes, mine.data());
+  gather_rows(comm);
+}
+
+bool UserStateMirror::rides_in_allreduce(int world) const {
+  return capacity_ > 0 && capacity_ * static_cast<std::size_t>(world) <= kRideBytes;
+}
+
+torch::Tensor UserStateMirror::slot() {
+  if (!captured_ || capacity_ == 0) throw std::logic_error("UserStateMirror::slot() without capture() or a slot");
+  mark_slot();
+  return torch::from_blob(send_.data(), {static_cast<std::int64_t>(capacity_)}, torch::kUInt8);
+}
+
+void UserStateMirror::take(const torch::Tensor& table, std::int64_t column, elastic::Communicator& comm) {
+  if (!captured_) throw std::logic_error("UserStateMirror::take() without capture()");
+  captured_ = false;
+  ++stages_;
+  const ScopeClock clock{stage_seconds_};
+  const int world = comm.size();
+  const auto width = static_cast<std::int64_t>(capacity_);
+  if (table.dim() != 2 || table.size(0) != world || table.size(1) < column + width ||
+      table.scalar_type() != torch::kUInt8) {
+    throw std::logic_error("UserStateMirror::take(): the allreduce's mirrors do not hold every rank's slot");
+  }
+  const torch::Tensor rows = table.narrow(1, column, width).contiguous();
+  staged_.capacity = capacity_;
+  staged_.bytes.resize(capacity_ * static_cast<std::size_t>(world));
+  std::memcpy(staged_.bytes.data(), rows.data_ptr(), staged_.bytes.size());
+  staged_.world = world;
+  if (!staged_.complete()) gather_rows(comm);
+}
+
+void UserStateMirror::gather_rows(elastic::Communicator& comm) {
+  staged_.world = 0;
+  const std::string mine(send_.data() + sizeof(std::uint64_t), row_bytes_);
   const std::vector<std::string> rows = elastic::allgather_strings(comm, mine);  // lengths, then the rows
   capacity_ = capacity_for(rows);
   lay_out(rows, capacity_, staged_);

@@ -36,14 +36,40 @@ class UserStateMirror {
   /// `state` is borrowed and must outlive the mirror.
   explicit UserStateMirror(const UserState& state) : state_(state) {}
 
-  /// Collective: every rank's registered state as it is now, kept aside until commit().
+  /// Collective: every rank's registered state as it is now, kept aside until commit():
+  /// capture() then exchange().
   void stage(elastic::Communicator& comm);
+  /// This rank's registered state as it is now, copied aside for the next exchange(). Not collective.
+  void capture(int rank);
+  /// Collective: every rank's capture(), kept aside until commit(). A step calls it right after its
+  /// gradient allreduce, when the ranks arrive together: waiting for a late peer is then paid once,
+  /// in the allreduce, not again here.
+  void exchange(elastic::Communicator& comm);
   /// What stage() took becomes the state a heal restores: that of optimizer step `step`.
   void commit(std::int64_t step);
   /// The optimizer step of the committed state; -1 when there is none (a replacement).
   std::int64_t step() const { return step_; }
   /// Bytes the last stage() moved from this rank (its own row).
   std::size_t row_bytes() const { return row_bytes_; }
+  /// Whether this rank's slot is small enough to ride in the step's gradient allreduce for a world
+  /// of `world` ranks (GradSync's mirror: world x slot bytes join the last bucket). A separate
+  /// collective costs a latency that, for a small state, outweighs its bytes: on 2 busy cores even
+  /// a barrier takes ~0.4 ms, as much as a solver step's halo exchange. Every rank agrees (the
+  /// slot's capacity is agreed), so every rank rides, or none.
+  bool rides_in_allreduce(int world) const;
+  /// The slot capture() filled, marked as outgrown where it did not fit: what rides (uint8; it
+  /// borrows this mirror's memory until the next capture()).
+  torch::Tensor slot();
+  /// Collective only when a row outgrew its slot (then as exchange()): the staged table from the
+  /// allreduce's mirrors, `table` [world, >= column + slot] uint8, columns from `column` on.
+  void take(const torch::Tensor& table, std::int64_t column, elastic::Communicator& comm);
+  /// World x slot bytes up to which a slot rides in the allreduce.
+  static constexpr std::size_t kRideBytes = std::size_t{512} << 10;
+
+  /// Calls of exchange() and the wall time of every capture() and exchange(), collectives
+  /// included: what the mirror costs the job (reported at the end of a run).
+  std::int64_t stages() const { return stages_; }
+  double stage_seconds() const { return stage_seconds_; }
 
   /// Collective over a healed generation at optimizer step `step`: the lowest rank whose committed
   /// state is that step's sends it; every rank restores its registered state from it in place and
@@ -65,6 +91,11 @@ class UserStateMirror {
   };
   static constexpr std::uint64_t kOverflow = std::numeric_limits<std::uint64_t>::max();
 
+  /// Writes send_'s length: the row's, or kOverflow where it outgrew the agreed slot.
+  void mark_slot();
+  /// After a gather into staged_ (complete() false: a row outgrew its slot): every row again,
+  /// with two allgathers, and a capacity that holds them.
+  void gather_rows(elastic::Communicator& comm);
   /// The slot size of the one-allgather stage: the longest row with some room, from `rows`.
   static std::size_t capacity_for(const std::vector<std::string>& rows);
   /// `rows` laid out in `table` with slots of `capacity` bytes.
@@ -73,10 +104,13 @@ class UserStateMirror {
   const UserState& state_;
   Table committed_;
   Table staged_;
-  std::vector<char> send_;  ///< this rank's slot, reused by every stage()
+  std::vector<char> send_;  ///< this rank's slot, filled by capture(), reused by every step
+  bool captured_ = false;   ///< capture() filled send_ and exchange() has not sent it yet
   std::int64_t step_ = -1;
   std::size_t row_bytes_ = 0;
   std::size_t capacity_ = 0;  ///< 0 until the first stage (or heal) agreed on one
+  std::int64_t stages_ = 0;
+  double stage_seconds_ = 0.0;
 };
 
 }  // namespace tenax::sdk::detail

@@ -52,8 +52,8 @@ int pwrite_all(int fd, const char* data, std::size_t n, std::uint64_t offset) {
 
 class Writer {
  public:
-  Writer(const std::filesystem::path& path, std::uint64_t file_size, RegionWriteStats& stats)
-      : path_(path), file_size_(file_size), stats_(stats), fd_(::open(path.c_str(), O_RDWR | O_CLOEXEC)) {
+  Writer(const std::filesystem::path& path, std::uint64_t file_size)
+      : path_(path), file_size_(file_size), fd_(::open(path.c_str(), O_RDWR | O_CLOEXEC)) {
     if (!fd_) throw StorageError(io_error(path, "open", errno));
     struct stat st {};
     if (::fstat(fd_.get(), &st) != 0) throw StorageError(io_error(path, "stat", errno));
@@ -63,6 +63,7 @@ class Writer {
     }
     // No O_DIRECT (tmpfs, some FUSE file systems): EINVAL here, and every byte is buffered.
     direct_fd_.reset(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT));
+    if (direct_fd_) direct_ = std::make_unique<BackgroundIo>();
   }
 
   void write(const Region& r) {
@@ -115,7 +116,6 @@ class Writer {
       if (::posix_memalign(&p, kDirectIoAlignment, kBounceBytes) != 0) throw StorageError("out of memory");
       buffer.reset(p);
     }
-    if (!direct_) direct_ = std::make_unique<BackgroundIo>();
     return static_cast<char*>(buffer.get());
   }
 
@@ -126,10 +126,7 @@ class Writer {
     if (!direct_ || in_flight_.nbytes == 0) return;
     const auto err = static_cast<int>(direct_->wait());
     const Region chunk = std::exchange(in_flight_, Region{});
-    if (err == 0) {
-      stats_.direct_bytes += chunk.nbytes;
-      return;
-    }
+    if (err == 0) return;
     if (err != EINVAL) throw StorageError(io_error(path_, "write", err));
     direct_.reset();
     direct_fd_.reset();
@@ -140,7 +137,6 @@ class Writer {
     if (const int err = pwrite_all(fd_.get(), data, n, offset); err != 0) {
       throw StorageError(io_error(path_, "write", err));
     }
-    stats_.buffered_bytes += n;
   }
 
   // Hashes the file's bytes from pos_ to `end` as they are on disk: HDF5's metadata.
@@ -160,7 +156,6 @@ class Writer {
 
   const std::filesystem::path& path_;
   const std::uint64_t file_size_;
-  RegionWriteStats& stats_;
   UniqueFd fd_;
   UniqueFd direct_fd_;
   std::unique_ptr<void, FreeDeleter> bounce_[2];
@@ -174,8 +169,7 @@ class Writer {
 
 }  // namespace
 
-FileDigest write_regions(const std::filesystem::path& path, std::uint64_t file_size, std::vector<Region> regions,
-                         RegionWriteStats* stats) {
+FileDigest write_regions(const std::filesystem::path& path, std::uint64_t file_size, std::vector<Region> regions) {
   std::sort(regions.begin(), regions.end(), [](const Region& a, const Region& b) { return a.offset < b.offset; });
   std::uint64_t end = 0;
   for (const Region& r : regions) {
@@ -185,8 +179,7 @@ FileDigest write_regions(const std::filesystem::path& path, std::uint64_t file_s
     }
     end = r.offset + r.nbytes;
   }
-  RegionWriteStats ignored;
-  Writer writer(path, file_size, stats != nullptr ? *stats : ignored);
+  Writer writer(path, file_size);
   for (const Region& r : regions) {
     if (r.nbytes > 0) writer.write(r);
   }

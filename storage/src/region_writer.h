@@ -24,12 +24,6 @@ struct Region {
   std::uint64_t nbytes = 0;
 };
 
-/// How the bytes went out (for the bench and the tests).
-struct RegionWriteStats {
-  std::uint64_t direct_bytes = 0;    ///< written with O_DIRECT
-  std::uint64_t buffered_bytes = 0;  ///< written through the page cache (tails, small tensors, or no O_DIRECT)
-};
-
 /// Writes every region at its offset into `path` (an existing file of exactly `file_size` bytes:
 /// HDF5 wrote its metadata and allocated the regions' space), then returns the size and XXH3-64
 /// of the whole file: the bytes between regions read back, the regions' bytes as written.
@@ -37,8 +31,7 @@ struct RegionWriteStats {
 /// region's last partial block, a file system without O_DIRECT) through the page cache. Does
 /// not fsync. Throws StorageError naming the file for an I/O error, a file of another size, or
 /// regions that overlap or lie outside the file.
-FileDigest write_regions(const std::filesystem::path& path, std::uint64_t file_size, std::vector<Region> regions,
-                         RegionWriteStats* stats = nullptr);
+FileDigest write_regions(const std::filesystem::path& path, std::uint64_t file_size, std::vector<Region> regions);
 
 /// The alignment of the regions that write_regions can send with O_DIRECT (HDF5 is asked to
 /// align every large dataset to it).
