@@ -152,35 +152,6 @@ void UserStateMirror::exchange(elastic::Communicator& comm) {
   gather_rows(comm);
 }
 
-bool UserStateMirror::rides_in_allreduce(int world) const {
-  return capacity_ > 0 && capacity_ * static_cast<std::size_t>(world) <= kRideBytes;
-}
-
-torch::Tensor UserStateMirror::slot() {
-  if (!captured_ || capacity_ == 0) throw std::logic_error("UserStateMirror::slot() without capture() or a slot");
-  mark_slot();
-  return torch::from_blob(send_.data(), {static_cast<std::int64_t>(capacity_)}, torch::kUInt8);
-}
-
-void UserStateMirror::take(const torch::Tensor& table, std::int64_t column, elastic::Communicator& comm) {
-  if (!captured_) throw std::logic_error("UserStateMirror::take() without capture()");
-  captured_ = false;
-  ++stages_;
-  const ScopeClock clock{stage_seconds_};
-  const int world = comm.size();
-  const auto width = static_cast<std::int64_t>(capacity_);
-  if (table.dim() != 2 || table.size(0) != world || table.size(1) < column + width ||
-      table.scalar_type() != torch::kUInt8) {
-    throw std::logic_error("UserStateMirror::take(): the allreduce's mirrors do not hold every rank's slot");
-  }
-  const torch::Tensor rows = table.narrow(1, column, width).contiguous();
-  staged_.capacity = capacity_;
-  staged_.bytes.resize(capacity_ * static_cast<std::size_t>(world));
-  std::memcpy(staged_.bytes.data(), rows.data_ptr(), staged_.bytes.size());
-  staged_.world = world;
-  if (!staged_.complete()) gather_rows(comm);
-}
-
 void UserStateMirror::gather_rows(elastic::Communicator& comm) {
   staged_.world = 0;
   const std::string mine(send_.data() + sizeof(std::uint64_t), row_bytes_);

@@ -5,19 +5,24 @@
 // Why every rank holds every rank's state: a simulation rank's piece of the domain (per-rank state)
 // exists only in that rank's memory; once it is dead, only a copy taken before can bring it back.
 // The copy is taken where every rank is anyway, at each step() (the step API's unit of progress):
-// one allgather of each rank's registered bytes before the step's backward, committed when the
-// step's gradient sync has returned. A heal then puts every rank, survivors included, back to the
-// committed copy: the survivors' solver state rolls back in memory to that step (their own bytes),
-// the replacement gets its piece from the copy. So no rank needs a solver state that the job never
-// had on every rank at once, and any number of simultaneous losses is healed while one rank lives.
-// The cost is one allgather of (replicated + per-rank bytes) x world size per step (the first, and
-// any step whose state outgrew the agreed slot, take two) and one copy of this rank's bytes into
-// the send slot; the gathered table is committed by a swap, not a copy. Host memory: two tables
-// of world x slot bytes on every rank (the committed one and the one being staged), which is
-// right for the state of the solvers that embed Tenax today (a few MB per rank); for a large world
-// with large fields a copy at one buddy rank would scale, at the price of a point-to-point
-// exchange the Communicator does not offer yet and of losing a rank together with its buddy.
-// Thread-safety: training thread only; stage() and heal() are collective.
+// each rank's registered bytes as the step starts, gathered by every rank with the step's gradient
+// allreduce, committed when the step completes. A heal then puts every rank, survivors included,
+// back to the committed copy: the survivors' solver state rolls back in memory to that step (their
+// own bytes), the replacement gets its piece from the copy. So no rank needs a solver state that
+// the job never had on every rank at once, and any number of simultaneous losses is healed while
+// one rank lives.
+// The cost per step: one copy of this rank's bytes into its slot, and one allgather right after
+// the gradient allreduce (the first step, and any step whose state outgrew the agreed slot, take
+// two more). Riding in the allreduce (GradSync's mirror, as the random states do) was measured
+// slower even for a 68 KB state: the float packing and the larger last bucket cost more than a
+// collective of its own.
+// The gathered table is committed by a swap, not a copy. Host memory: two tables of world x slot
+// bytes on every rank (the committed one and the one being staged), which is right for the state
+// of the solvers that embed Tenax today (a few MB per rank); for a large world with large fields a
+// copy at one buddy rank would scale, at the price of a point-to-point exchange the Communicator
+// does not offer yet and of losing a rank together with its buddy. bench/mirror_overhead.py
+// measures the cost.
+// Thread-safety: training thread only; stage(), exchange() and heal() are collective.
 #pragma once
 
 #include <cstdint>
@@ -51,21 +56,6 @@ class UserStateMirror {
   std::int64_t step() const { return step_; }
   /// Bytes the last stage() moved from this rank (its own row).
   std::size_t row_bytes() const { return row_bytes_; }
-  /// Whether this rank's slot is small enough to ride in the step's gradient allreduce for a world
-  /// of `world` ranks (GradSync's mirror: world x slot bytes join the last bucket). A separate
-  /// collective costs a latency that, for a small state, outweighs its bytes: on 2 busy cores even
-  /// a barrier takes ~0.4 ms, as much as a solver step's halo exchange. Every rank agrees (the
-  /// slot's capacity is agreed), so every rank rides, or none.
-  bool rides_in_allreduce(int world) const;
-  /// The slot capture() filled, marked as outgrown where it did not fit: what rides (uint8; it
-  /// borrows this mirror's memory until the next capture()).
-  torch::Tensor slot();
-  /// Collective only when a row outgrew its slot (then as exchange()): the staged table from the
-  /// allreduce's mirrors, `table` [world, >= column + slot] uint8, columns from `column` on.
-  void take(const torch::Tensor& table, std::int64_t column, elastic::Communicator& comm);
-  /// World x slot bytes up to which a slot rides in the allreduce.
-  static constexpr std::size_t kRideBytes = std::size_t{512} << 10;
-
   /// Calls of exchange() and the wall time of every capture() and exchange(), collectives
   /// included: what the mirror costs the job (reported at the end of a run).
   std::int64_t stages() const { return stages_; }
@@ -93,7 +83,7 @@ class UserStateMirror {
 
   /// Writes send_'s length: the row's, or kOverflow where it outgrew the agreed slot.
   void mark_slot();
-  /// After a gather into staged_ (complete() false: a row outgrew its slot): every row again,
+  /// After the allgather into staged_ (complete() false: a row outgrew its slot): every row again,
   /// with two allgathers, and a capacity that holds them.
   void gather_rows(elastic::Communicator& comm);
   /// The slot size of the one-allgather stage: the longest row with some room, from `rows`.

@@ -103,41 +103,6 @@ TEST(SdkUserStateMirror, ABlobThatOutgrowsItsSlotIsStillMirroredWhole) {
   });
 }
 
-// What a step does when the slot rides in its gradient allreduce: every rank's slot arrives as a
-// column range of GradSync's mirror table (here gathered after 5 bytes of another mirror).
-TEST(SdkUserStateMirror, SlotsThatRodeInAnAllreduceAreStagedAndARowThatOutgrewItsSlotIsGatheredAgain) {
-  constexpr int kWorld = 2;
-  constexpr std::int64_t kOther = 5;
-  testing::run_ranks(kWorld, [&](elastic::Communicator& comm) {
-    const int r = comm.rank();
-    RankState state;
-    UserStateMirror mirror(state.registry);
-    state.set(r, 1, 10);
-    mirror.stage(comm);
-    mirror.commit(1);
-    ASSERT_TRUE(mirror.rides_in_allreduce(kWorld));
-    EXPECT_FALSE(mirror.rides_in_allreduce(1 << 20)) << "a world this large sends world x slot bytes";
-    auto ride = [&](int step, std::size_t blob_bytes) {
-      state.set(r, step, blob_bytes);
-      mirror.capture(r);
-      const torch::Tensor mine = torch::cat({torch::full({kOther}, r, torch::kUInt8), mirror.slot()});
-      torch::Tensor table = torch::empty({kWorld, mine.numel()}, torch::kUInt8);
-      comm.allgather(mine.data_ptr(), table.data_ptr(), static_cast<std::size_t>(mine.numel()));
-      mirror.take(table, kOther, comm);
-      mirror.commit(step);
-    };
-    ride(2, 10);
-    state.set(r, 3, 10);
-    mirror.heal(comm, 2);
-    state.expect(r, 2, 10);
-    // Rank 0's blob outgrows the slot: its row rides marked as such, and both ranks gather again.
-    ride(4, r == 0 ? 100'000 : 10);
-    state.set(r, 5, 10);
-    mirror.heal(comm, 4);
-    state.expect(r, 4, r == 0 ? 100'000 : 10);
-  });
-}
-
 TEST(SdkUserStateMirror, AHealToAStepNoRankHoldsSaysTheJobMustRestartFromItsCheckpoint) {
   std::vector<std::string> messages(2);
   testing::run_ranks(2, [&](elastic::Communicator& comm) {
