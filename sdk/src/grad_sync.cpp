@@ -326,8 +326,14 @@ void GradSync::gather_mirrors(const torch::Tensor& mirror) {
 
 void GradSync::zero_grad() {
   torch::NoGradGuard no_grad;
+  const bool to_none = comm_.size() == 1;
   for (torch::Tensor& p : params_) {
-    if (p.grad().defined()) p.mutable_grad().zero_();
+    if (!p.grad().defined()) continue;
+    if (to_none) {
+      p.mutable_grad().reset();
+    } else {
+      p.mutable_grad().zero_();
+    }
   }
 }
 

@@ -453,7 +453,7 @@ double Trainer::take_step(const std::vector<Batch>& micro_batches) {
   // then), it becomes the point a heal goes back to once the step completes.
   if (r.user_mirror) r.user_mirror->capture(context_.rank());
   // Gradients accumulate locally over the micro-batches and are synchronised once, after the last.
-  r.grad_sync->zero_grad();  // in place: gradients stay views into the buckets
+  r.grad_sync->zero_grad();  // with peers in place (views into the buckets); alone, to none
   torch::Tensor loss;
   for (std::size_t micro = 0; micro < micro_batches.size(); ++micro) {
     // The last micro-batch's backward finishes the gradients: its buckets go out during it.

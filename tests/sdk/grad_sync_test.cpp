@@ -53,6 +53,7 @@ TEST_P(SdkGradSyncTest, LaterBackwardPassesAccumulateIntoTheBucketViews) {
   // Not std::vector<bool>: its elements share words, so ranks (threads) writing their own
   // element race with each other and lose updates.
   std::vector<char> same_storage(static_cast<size_t>(world), 0);
+  std::vector<char> cleared_to_none(static_cast<size_t>(world), 0);
   testing::run_ranks(world, [&](elastic::Communicator& comm) {
     const int r = comm.rank();
     auto w = torch::ones({4, 3}).set_requires_grad(true);
@@ -62,9 +63,10 @@ TEST_P(SdkGradSyncTest, LaterBackwardPassesAccumulateIntoTheBucketViews) {
     (b * 2.0f).sum().backward();
     sync.synchronize();
     const void* first_ptr = w.grad().data_ptr();
-    // The next step: gradients zeroed in place, two backward passes accumulate (as with
-    // gradient accumulation), then one synchronize.
+    // The next step: gradients cleared (zeroed in place with peers, set to none alone), two
+    // backward passes accumulate (as with gradient accumulation), then one synchronize.
     sync.zero_grad();
+    cleared_to_none[static_cast<size_t>(r)] = w.grad().defined() ? 0 : 1;
     (w * static_cast<float>(r + 1)).sum().backward();
     (w * 3.0f).sum().backward();
     (b * static_cast<float>(r)).sum().backward();
@@ -76,7 +78,13 @@ TEST_P(SdkGradSyncTest, LaterBackwardPassesAccumulateIntoTheBucketViews) {
   const auto expected = torch::cat({torch::full({12}, mean_r + 1.0f + 3.0f), torch::full({5}, mean_r)});
   for (int r = 0; r < world; ++r) {
     EXPECT_TRUE(torch::allclose(second[static_cast<size_t>(r)], expected)) << "rank " << r;
-    EXPECT_EQ(same_storage[static_cast<size_t>(r)], 1) << "rank " << r << ": the gradient was reallocated";
+    if (world == 1) {
+      // Alone there are no buckets to keep: autograd writes the first gradient, adds nothing to zeros.
+      EXPECT_EQ(cleared_to_none[0], 1) << "zero_grad() left a gradient to add to";
+    } else {
+      EXPECT_EQ(cleared_to_none[static_cast<size_t>(r)], 0) << "rank " << r << ": a bucket view was dropped";
+      EXPECT_EQ(same_storage[static_cast<size_t>(r)], 1) << "rank " << r << ": the gradient was reallocated";
+    }
   }
 }
 

@@ -76,7 +76,11 @@ class GradSync {
   void set_mirrors(torch::Tensor table) { mirrors_ = std::move(table); }
   static constexpr std::int64_t kMaxMirrorBytes = 1 << 20;
 
-  /// Zeroes every parameter's gradient in place (keeping the bucket views). Not collective.
+  /// Clears every parameter's gradient before a step's backward. Not collective. With more than
+  /// one rank the gradients are zeroed in place (they are views into the buckets, which the
+  /// allreduce reads); alone they are set to none, as Hugging Face's Trainer does, so that
+  /// autograd writes the first micro-batch's gradient instead of adding it to zeros (one pass
+  /// over every gradient fewer, and no fill).
   void zero_grad();
 
   /// Collective: copies rank `root`'s parameter values to every rank.

@@ -5,6 +5,7 @@
 #include <torch/nn/init.h>
 
 #include "models/attention.h"
+#include "models/linear.h"
 #include "models/bert/bert_layers.h"
 #include "models/classification_loss.h"
 #include "models/init_weights.h"
@@ -81,7 +82,7 @@ ModelOutput BertForSequenceClassification::forward(const torch::Tensor& input_id
                                                    const torch::Tensor& token_type_ids, const torch::Tensor& labels) {
   const BertOutput encoded = bert_->forward(input_ids, attention_mask, token_type_ids);
   ModelOutput out;
-  out.logits = classifier_(dropout_(encoded.pooler_output));
+  out.logits = detail::linear(classifier_, dropout_(encoded.pooler_output));
   if (labels.defined()) out.loss = detail::classification_loss(config_, out.logits, labels);
   return out;
 }

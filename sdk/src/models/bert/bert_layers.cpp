@@ -5,6 +5,7 @@
 #include <torch/nn/functional/activation.h>
 
 #include "models/attention.h"
+#include "models/linear.h"
 #include "tenax/sdk/activation_checkpoint.h"
 
 namespace tenax::sdk::detail {
@@ -55,8 +56,9 @@ torch::Tensor BertSelfAttention::forward(const torch::Tensor& hidden, const torc
   auto split_heads = [&](const torch::Tensor& x) {
     return x.view({batch, seq, heads_, head_dim_}).permute({0, 2, 1, 3});
   };
-  auto context = scaled_dot_product_attention(split_heads(query_(hidden)), split_heads(key_(hidden)),
-                                              split_heads(value_(hidden)), additive_mask, dropout_p_, is_training());
+  auto context =
+      scaled_dot_product_attention(split_heads(linear(query_, hidden)), split_heads(linear(key_, hidden)),
+                                   split_heads(linear(value_, hidden)), additive_mask, dropout_p_, is_training());
   return context.permute({0, 2, 1, 3}).contiguous().view({batch, seq, heads_ * head_dim_});
 }
 
@@ -67,7 +69,7 @@ BertResidualOutput::BertResidualOutput(const BertConfig& config, std::int64_t in
 }
 
 torch::Tensor BertResidualOutput::forward(const torch::Tensor& hidden, const torch::Tensor& residual) {
-  return layer_norm_(dropout_(dense_(hidden)) + residual);
+  return layer_norm_(dropout_(linear(dense_, hidden)) + residual);
 }
 
 BertAttention::BertAttention(const BertConfig& config) {
@@ -84,7 +86,7 @@ BertIntermediate::BertIntermediate(const BertConfig& config) {
 }
 
 torch::Tensor BertIntermediate::forward(const torch::Tensor& hidden) {
-  return torch::gelu(dense_(hidden));  // exact erf GELU, transformers' "gelu"
+  return torch::gelu(linear(dense_, hidden));  // exact erf GELU, transformers' "gelu"
 }
 
 BertLayer::BertLayer(const BertConfig& config) {
@@ -122,7 +124,7 @@ BertPooler::BertPooler(const BertConfig& config) {
 }
 
 torch::Tensor BertPooler::forward(const torch::Tensor& last_hidden_state) {
-  return torch::tanh(dense_(last_hidden_state.select(1, 0)));
+  return torch::tanh(linear(dense_, last_hidden_state.select(1, 0)));
 }
 
 }  // namespace tenax::sdk::detail

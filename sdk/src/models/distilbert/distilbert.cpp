@@ -5,6 +5,7 @@
 #include <torch/nn/init.h>
 
 #include "models/classification_loss.h"
+#include "models/linear.h"
 #include "models/distilbert/distilbert_layers.h"
 #include "models/init_weights.h"
 #include "tenax/core/error.h"
@@ -74,9 +75,9 @@ ModelOutput DistilBertForSequenceClassification::forward(const torch::Tensor& in
                                                          const torch::Tensor& attention_mask,
                                                          const torch::Tensor& labels) {
   const DistilBertOutput encoded = distilbert_->forward(input_ids, attention_mask);
-  const auto pooled = dropout_(torch::relu(pre_classifier_(encoded.last_hidden_state.select(1, 0))));
+  const auto pooled = dropout_(torch::relu(detail::linear(pre_classifier_, encoded.last_hidden_state.select(1, 0))));
   ModelOutput out;
-  out.logits = classifier_(pooled);
+  out.logits = detail::linear(classifier_, pooled);
   if (labels.defined()) out.loss = detail::classification_loss(config_, out.logits, labels);
   return out;
 }

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/functional/activation.h>
 
+#include "models/linear.h"
 #include "tenax/sdk/activation_checkpoint.h"
 
 namespace tenax::sdk::detail {
@@ -61,9 +62,9 @@ torch::Tensor DistilBertSelfAttention::forward(const torch::Tensor& hidden, cons
   auto shape = [&](const torch::Tensor& x) { return x.view({batch, -1, heads_, head_dim_}).transpose(1, 2); };
   // transformers' eager order: scale q first, then matmul; padded keys get finfo.min (not -inf,
   // so a fully padded row stays finite).
-  const auto q = shape(q_lin_(hidden)) / std::sqrt(static_cast<double>(head_dim_));
-  const auto k = shape(k_lin_(hidden));
-  const auto v = shape(v_lin_(hidden));
+  const auto q = shape(linear(q_lin_, hidden)) / std::sqrt(static_cast<double>(head_dim_));
+  const auto k = shape(linear(k_lin_, hidden));
+  const auto v = shape(linear(v_lin_, hidden));
   auto scores = at::matmul(q, k.transpose(2, 3));
   if (key_padding.defined()) {
     scores = scores.masked_fill(key_padding.view({batch, 1, 1, seq}).expand_as(scores), lowest(scores.scalar_type()));
@@ -71,7 +72,7 @@ torch::Tensor DistilBertSelfAttention::forward(const torch::Tensor& hidden, cons
   auto weights = at::softmax(scores, -1);
   if (is_training() && dropout_p_ > 0.0) weights = at::dropout(weights, dropout_p_, /*train=*/true);
   const auto context = at::matmul(weights, v).transpose(1, 2).contiguous().view({batch, -1, heads_ * head_dim_});
-  return out_lin_(context);
+  return linear(out_lin_, context);
 }
 
 DistilBertFeedForward::DistilBertFeedForward(const DistilBertConfig& config) : activation_(config.activation) {
@@ -81,9 +82,9 @@ DistilBertFeedForward::DistilBertFeedForward(const DistilBertConfig& config) : a
 }
 
 torch::Tensor DistilBertFeedForward::forward(const torch::Tensor& hidden) {
-  auto x = lin1_(hidden);
+  auto x = linear(lin1_, hidden);
   x = activation_ == DistilBertActivation::kRelu ? torch::relu(x) : torch::gelu(x);  // exact erf GELU
-  return dropout_(lin2_(x));
+  return dropout_(linear(lin2_, x));
 }
 
 DistilBertBlock::DistilBertBlock(const DistilBertConfig& config) {

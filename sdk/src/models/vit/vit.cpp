@@ -3,6 +3,7 @@
 #include <string>
 
 #include "models/classification_loss.h"
+#include "models/linear.h"
 #include "models/vit/vit_layers.h"
 #include "tenax/core/error.h"
 
@@ -51,7 +52,7 @@ ViTOutput ViTModel::forward(const torch::Tensor& pixel_values_in, PositionEncodi
   ViTOutput out;
   out.hidden_states = encoder_->forward(embeddings_->forward(pixel_values, positions));
   out.last_hidden_state = layernorm_(out.hidden_states.back());
-  if (pooler_dense_) out.pooler_output = torch::tanh(pooler_dense_(out.last_hidden_state.select(1, 0)));
+  if (pooler_dense_) out.pooler_output = torch::tanh(detail::linear(pooler_dense_, out.last_hidden_state.select(1, 0)));
   return out;
 }
 
@@ -73,7 +74,7 @@ ModelOutput ViTForImageClassification::forward(const torch::Tensor& pixel_values
                                                PositionEncoding positions) {
   const ViTOutput encoded = vit_->forward(pixel_values, positions);
   ModelOutput out;
-  out.logits = classifier_(encoded.last_hidden_state.select(1, 0));
+  out.logits = detail::linear(classifier_, encoded.last_hidden_state.select(1, 0));
   if (labels.defined()) out.loss = detail::classification_loss(config_, out.logits, labels);
   return out;
 }

@@ -7,6 +7,7 @@
 #include <torch/nn/init.h>
 
 #include "models/attention.h"
+#include "models/linear.h"
 #include "tenax/sdk/activation_checkpoint.h"
 #include "tenax/core/error.h"
 
@@ -32,7 +33,7 @@ ViTDense::ViTDense(std::int64_t in, std::int64_t out, double dropout) {
   dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
 }
 
-torch::Tensor ViTDense::forward(const torch::Tensor& x) { return dropout_(dense_(x)); }
+torch::Tensor ViTDense::forward(const torch::Tensor& x) { return dropout_(linear(dense_, x)); }
 
 ViTPatchEmbeddings::ViTPatchEmbeddings(const ViTConfig& config) {
   projection_ = register_module(
@@ -115,8 +116,9 @@ torch::Tensor ViTSelfAttention::forward(const torch::Tensor& hidden) {
     return x.view({batch, seq, heads_, head_dim_}).permute({0, 2, 1, 3});
   };
   // transformers' eager ViTSelfAttention: the same op order as BERT's, without a mask.
-  auto context = scaled_dot_product_attention(split_heads(query_(hidden)), split_heads(key_(hidden)),
-                                              split_heads(value_(hidden)), torch::Tensor(), dropout_p_, is_training());
+  auto context =
+      scaled_dot_product_attention(split_heads(linear(query_, hidden)), split_heads(linear(key_, hidden)),
+                                   split_heads(linear(value_, hidden)), torch::Tensor(), dropout_p_, is_training());
   return context.permute({0, 2, 1, 3}).contiguous().view({batch, seq, heads_ * head_dim_});
 }
 
