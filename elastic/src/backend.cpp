@@ -8,6 +8,7 @@
 #include "tenax/core/logging.h"
 #include "tenax/elastic/gloo_communicator.h"
 #include "tenax/elastic/nccl_communicator.h"
+#include "tenax/elastic/tcp_communicator.h"
 
 namespace tenax::elastic {
 
@@ -17,9 +18,10 @@ Backend parse_backend(const std::string& text, const std::string& source) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (lower == "auto") return Backend::kAuto;
   if (lower == "gloo") return Backend::kGloo;
+  if (lower == "tcp") return Backend::kTcp;
   if (lower == "nccl") return Backend::kNccl;
   if (lower == "mpi") return Backend::kMpi;
-  throw ConfigError(source + "='" + text + "' is not a communicator backend; use auto, gloo, nccl or mpi");
+  throw ConfigError(source + "='" + text + "' is not a communicator backend; use auto, gloo, tcp, nccl or mpi");
 }
 
 Backend backend_from_env() {
@@ -32,23 +34,26 @@ const char* backend_name(Backend backend) {
   switch (backend) {
     case Backend::kAuto: return "auto";
     case Backend::kGloo: return "gloo";
+    case Backend::kTcp: return "tcp";
     case Backend::kNccl: return "nccl";
     case Backend::kMpi: return "mpi";
   }
   return "unknown";
 }
 
-Backend resolve_backend(Backend requested, bool nccl_in_build, int visible_devices) {
+Backend resolve_backend(Backend requested, bool nccl_in_build, int visible_devices, bool gloo_in_build) {
   if (requested != Backend::kAuto) return requested;
-  return nccl_in_build && visible_devices > 0 ? Backend::kNccl : Backend::kGloo;
+  if (nccl_in_build && visible_devices > 0) return Backend::kNccl;
+  return gloo_in_build ? Backend::kGloo : Backend::kTcp;
 }
 
 std::unique_ptr<Communicator> make_communicator(Backend backend, Store& store, int rank, int size,
                                                 const CommunicatorOptions& options) {
   // Only ask CUDA for devices when the build has NCCL: the CPU flavour never touches CUDA.
-  const Backend resolved = backend == Backend::kAuto
-                               ? resolve_backend(backend, nccl_built(), nccl_built() ? visible_cuda_devices() : 0)
-                               : backend;
+  const Backend resolved =
+      backend == Backend::kAuto
+          ? resolve_backend(backend, nccl_built(), nccl_built() ? visible_cuda_devices() : 0, gloo_built())
+          : backend;
   switch (resolved) {
     case Backend::kNccl: {
       NcclOptions nccl;
@@ -60,7 +65,14 @@ std::unique_ptr<Communicator> make_communicator(Backend backend, Store& store, i
                         std::to_string(size) +
                         ": the MPI communicator is built from the program's own MPI "
                         "communicator (tenax_init_mpi or make_mpi_communicator under srun/mpirun), not from a "
-                        "rendezvous store; under `tenax run` use TENAX_BACKEND=gloo or nccl");
+                        "rendezvous store; under `tenax run` use TENAX_BACKEND=gloo, tcp or nccl");
+    case Backend::kTcp: {
+      TcpOptions tcp;
+      tcp.hostname = options.hostname;
+      tcp.timeout = options.timeout;
+      tcp.abort = options.abort;
+      return make_tcp_communicator(store, rank, size, tcp);
+    }
     case Backend::kAuto:
     case Backend::kGloo: break;
   }

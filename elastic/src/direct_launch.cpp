@@ -253,7 +253,8 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
     communicator = make_local_communicator();
     backend = "none (one rank)";
   } else {
-    const Backend chosen = resolve_backend(backend_from_env(), nccl_built(), nccl_built() ? visible_cuda_devices() : 0);
+    const Backend chosen =
+        resolve_backend(backend_from_env(), nccl_built(), nccl_built() ? visible_cuda_devices() : 0, gloo_built());
     backend = chosen == Backend::kNccl ? "NCCL" : "Gloo";
     if (!store) throw ConfigError(me + ": no store to connect the ranks (set TENAX_RDZV_ENDPOINT)");
     check_in(*store, id, me, endpoint, discovery_dir, timeout);

@@ -194,6 +194,8 @@ class GlooCommunicator final : public Communicator {
 
 }  // namespace
 
+bool gloo_built() { return true; }
+
 std::unique_ptr<Communicator> make_gloo_communicator(Store& store, int rank, int size, const GlooOptions& options) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw ConfigError("Gloo communicator: rank " + std::to_string(rank) + " is outside world size " +

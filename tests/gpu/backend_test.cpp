@@ -12,6 +12,8 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tenax/core/error.h"
 #include "tenax/elastic/in_memory_store.h"
@@ -56,11 +58,12 @@ std::string config_error_of(const std::function<void()>& fn) {
 TEST_F(CudaBackend, ParsesTheFourNamesInAnyCase) {
   EXPECT_EQ(parse_backend("auto"), Backend::kAuto);
   EXPECT_EQ(parse_backend("Gloo"), Backend::kGloo);
+  EXPECT_EQ(parse_backend("TCP"), Backend::kTcp);
   EXPECT_EQ(parse_backend("NCCL"), Backend::kNccl);
   EXPECT_EQ(parse_backend("mpi"), Backend::kMpi);
   const std::string message = config_error_of([] { parse_backend("nvlink"); });
   EXPECT_NE(message.find("TENAX_BACKEND='nvlink'"), std::string::npos) << message;
-  EXPECT_NE(message.find("auto, gloo, nccl or mpi"), std::string::npos) << message;
+  EXPECT_NE(message.find("auto, gloo, tcp, nccl or mpi"), std::string::npos) << message;
   EXPECT_STREQ(backend_name(Backend::kNccl), "nccl");
 }
 
@@ -75,11 +78,16 @@ TEST_F(CudaBackend, EnvironmentDefaultsToAuto) {
 }
 
 TEST_F(CudaBackend, AutoIsNcclOnlyWithNcclAndADevice) {
-  EXPECT_EQ(resolve_backend(Backend::kAuto, true, 4), Backend::kNccl);
-  EXPECT_EQ(resolve_backend(Backend::kAuto, true, 0), Backend::kGloo);
-  EXPECT_EQ(resolve_backend(Backend::kAuto, false, 4), Backend::kGloo);
-  EXPECT_EQ(resolve_backend(Backend::kGloo, true, 4), Backend::kGloo);
-  EXPECT_EQ(resolve_backend(Backend::kNccl, false, 0), Backend::kNccl) << "an explicit choice is kept (and fails)";
+  EXPECT_EQ(resolve_backend(Backend::kAuto, true, 4, false), Backend::kNccl);
+  EXPECT_EQ(resolve_backend(Backend::kAuto, true, 0, true), Backend::kGloo);
+  EXPECT_EQ(resolve_backend(Backend::kAuto, false, 4, true), Backend::kGloo);
+  // The build on PyPI's torch has no Gloo: CPU ranks get Tenax's TCP ring.
+  EXPECT_EQ(resolve_backend(Backend::kAuto, true, 0, false), Backend::kTcp);
+  EXPECT_EQ(resolve_backend(Backend::kAuto, false, 0, false), Backend::kTcp);
+  EXPECT_EQ(resolve_backend(Backend::kGloo, true, 4, true), Backend::kGloo);
+  EXPECT_EQ(resolve_backend(Backend::kTcp, true, 4, true), Backend::kTcp);
+  EXPECT_EQ(resolve_backend(Backend::kNccl, false, 0, true), Backend::kNccl)
+      << "an explicit choice is kept (and fails)";
 }
 
 TEST_F(CudaBackend, NcclWithoutADeviceNamesTheFix) {
@@ -110,7 +118,7 @@ TEST_F(CudaBackend, FactoryRefusesMpiFromAStore) {
   EXPECT_NE(message.find("tenax_init_mpi"), std::string::npos) << message;
 }
 
-TEST_F(CudaBackend, AutoWithoutADeviceIsGloo) {
+TEST_F(CudaBackend, AutoWithoutADeviceIsGlooOrTheTcpRing) {
   require_no_device();
   InMemoryStore store;
   CommunicatorOptions options;
@@ -120,11 +128,26 @@ TEST_F(CudaBackend, AutoWithoutADeviceIsGloo) {
   double x = 1.5;
   one->allreduce(&x, 1, ElementType::kFloat64, ReduceOp::kSum);
   EXPECT_EQ(x, 1.5);
+  // A CPU world of 2 runs in both flavours: on Gloo in the default build, on Tenax's TCP ring in
+  // the one on PyPI's torch (no Gloo there).
+  std::vector<double> sums(2, 0.0);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      auto comm = make_communicator(Backend::kAuto, store, r, 2, options);
+      double v = 1.0 + r;
+      comm->allreduce(&v, 1, ElementType::kFloat64, ReduceOp::kSum);
+      sums[static_cast<std::size_t>(r)] = v;
+    });
+  }
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(sums, (std::vector<double>{3.0, 3.0}));
 #if !defined(TENAX_TEST_HAS_GLOO)
-  // The CUDA flavour has no Gloo: a CPU world of 2 is refused with the way out.
-  const std::string message = config_error_of([&] { make_communicator(Backend::kAuto, store, 0, 2, options); });
+  // Gloo asked for by name where the build has none: refused with the way out.
+  InMemoryStore other;
+  const std::string message = config_error_of([&] { make_communicator(Backend::kGloo, other, 0, 2, options); });
   EXPECT_NE(message.find("no Gloo"), std::string::npos) << message;
-  EXPECT_NE(message.find("TENAX_BACKEND=nccl"), std::string::npos) << message;
+  EXPECT_NE(message.find("TENAX_BACKEND=tcp"), std::string::npos) << message;
 #endif
 }
 

@@ -1,5 +1,7 @@
-// Runs N ranks as threads in one process over an in-memory store with real Gloo
-// communicators (CONVENTIONS.md: multi-rank logic tested in one process).
+// Runs N ranks as threads in one process over an in-memory store with real communicators
+// (CONVENTIONS.md: multi-rank logic tested in one process): Gloo where the build has it, Tenax's
+// TCP ring where it does not (the build on PyPI's torch), or the one TENAX_BACKEND names (gloo
+// or tcp), so that the whole suite runs on either.
 #pragma once
 
 #include <exception>
@@ -9,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "tenax/elastic/backend.h"
 #include "tenax/elastic/communicator.h"
 #include "tenax/elastic/generation_fence.h"
 #include "tenax/elastic/gloo_communicator.h"
@@ -17,17 +20,27 @@
 
 namespace tenax::testing {
 
-/// Calls fn(comm) on `world` threads, one Gloo communicator each; rethrows the first failure.
-inline void run_ranks(int world, const std::function<void(elastic::Communicator&)>& fn) {
+/// The CPU backend the tests' ranks use: TENAX_BACKEND when it names gloo or tcp, else what
+/// `auto` picks on a machine without GPUs.
+inline elastic::Backend test_backend() {
+  const elastic::Backend wanted = elastic::backend_from_env();
+  if (wanted == elastic::Backend::kGloo || wanted == elastic::Backend::kTcp) return wanted;
+  return elastic::resolve_backend(elastic::Backend::kAuto, false, 0, elastic::gloo_built());
+}
+
+/// Calls fn(comm) on `world` threads, one communicator of `backend` each; rethrows the first
+/// failure.
+inline void run_ranks(int world, const std::function<void(elastic::Communicator&)>& fn,
+                      elastic::Backend backend = test_backend()) {
   elastic::InMemoryStore store;
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        elastic::GlooOptions options;
+        elastic::CommunicatorOptions options;
         options.timeout = std::chrono::seconds(30);
-        auto comm = elastic::make_gloo_communicator(store, r, world, options);
+        auto comm = elastic::make_communicator(backend, store, r, world, options);
         fn(*comm);
       } catch (...) {
         errors[static_cast<size_t>(r)] = std::current_exception();

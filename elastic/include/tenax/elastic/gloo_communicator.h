@@ -48,4 +48,8 @@ std::unique_ptr<Communicator> make_gloo_communicator(Store& store, int rank, int
 /// A communicator of world size 1 (every collective is a local copy or a no-op).
 std::unique_ptr<Communicator> make_local_communicator();
 
+/// Whether this build has the Gloo communicator (TENAX_WITH_GLOO; off in the build on PyPI's
+/// torch, where make_gloo_communicator refuses a world above 1).
+bool gloo_built();
+
 }  // namespace tenax::elastic
