@@ -196,9 +196,10 @@ class TcpCommunicator final : public Communicator {
       throw PeerLostError(fmt::format("{} on {}: {}; build a new one", what, who(), cut_reason()));
     }
     if (!failure_.empty()) {
-      throw PeerLostError(fmt::format("{} on {}: the communicator is unusable after an earlier failure ({}); build a "
-                                      "new one for the next generation",
-                                      what, who(), failure_));
+      throw PeerLostError(
+          fmt::format("{} on {}: the communicator is unusable after an earlier failure ({}); build a "
+                      "new one for the next generation",
+                      what, who(), failure_));
     }
     check_timeout(timeout, what);
     const auto deadline = Clock::now() + timeout;
@@ -237,8 +238,8 @@ class TcpCommunicator final : public Communicator {
 
 std::unique_ptr<Communicator> make_tcp_communicator(Store& store, int rank, int size, const TcpOptions& options) {
   if (size < 1 || rank < 0 || rank >= size) {
-    throw ConfigError(fmt::format("TCP communicator: rank {} is outside world size {} (need 0 <= rank < size)", rank,
-                                  size));
+    throw ConfigError(
+        fmt::format("TCP communicator: rank {} is outside world size {} (need 0 <= rank < size)", rank, size));
   }
   check_timeout(options.timeout, "make_tcp_communicator");
   if (size == 1) return make_local_communicator();
@@ -259,8 +260,8 @@ std::unique_ptr<Communicator> make_tcp_communicator(Store& store, int rank, int 
     ring->connect(store, options.hostname, deadline);
   } catch (const TimeoutError& e) {
     if (ring->was_cut()) throw PeerLostError("TCP rendezvous for " + who + " was cut: " + cut_message());
-    throw TimeoutError(fmt::format("TCP rendezvous for {} did not complete within {} ms: {}", who,
-                                   options.timeout.count(), e.what()));
+    throw TimeoutError(
+        fmt::format("TCP rendezvous for {} did not complete within {} ms: {}", who, options.timeout.count(), e.what()));
   } catch (const PeerLostError& e) {
     if (ring->was_cut()) throw PeerLostError("TCP rendezvous for " + who + " was cut: " + cut_message());
     throw PeerLostError(fmt::format("TCP rendezvous for {} lost a peer: {}", who, e.what()));

@@ -60,8 +60,8 @@ struct AddrInfo {
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = passive ? AI_PASSIVE : 0;
     if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &list); rc != 0) {
-      throw RendezvousError(fmt::format("TCP communicator: cannot resolve '{}': {}; check the host's address",
-                                        host, ::gai_strerror(rc)));
+      throw RendezvousError(
+          fmt::format("TCP communicator: cannot resolve '{}': {}; check the host's address", host, ::gai_strerror(rc)));
     }
   }
   ~AddrInfo() {
@@ -147,9 +147,10 @@ void TcpRing::connect(Store& store, const std::string& hostname, Clock::time_poi
       break;
     }
     if (!listener) {
-      throw RendezvousError(fmt::format("TCP communicator: rank {} of {} cannot listen on '{}': {}; check the "
-                                        "host's address",
-                                        rank_, size_, hostname, last_error));
+      throw RendezvousError(
+          fmt::format("TCP communicator: rank {} of {} cannot listen on '{}': {}; check the "
+                      "host's address",
+                      rank_, size_, hostname, last_error));
     }
     std::lock_guard<std::mutex> lock(mutex_);
     if (cut_) throw_cut("before it listened");
@@ -159,7 +160,7 @@ void TcpRing::connect(Store& store, const std::string& hostname, Clock::time_poi
   socklen_t length = sizeof bound;
   ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&bound), &length);
   const int port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(bound).sin6_port
-                                                      : reinterpret_cast<const sockaddr_in&>(bound).sin_port);
+                                                     : reinterpret_cast<const sockaddr_in&>(bound).sin_port);
   const std::string published = fmt::format("{} {} {}", hostname, port, token_);
   store.set(key_of(rank_), std::vector<char>(published.begin(), published.end()));
 
@@ -258,8 +259,8 @@ void TcpRing::accept_from_prev(Clock::time_point deadline) {
     if (closed || hello.magic != kMagic || hello.token != token_ || hello.rank != static_cast<std::uint32_t>(peer) ||
         hello.size != static_cast<std::uint32_t>(size_)) {
       // Not the previous rank of this ring: a stale generation's rank or a stranger on the port.
-      logger("tenax.elastic")->debug("TCP ring rank {} of {}: dropped a connection that is not rank {}'s", rank_,
-                                     size_, peer);
+      logger("tenax.elastic")
+          ->debug("TCP ring rank {} of {}: dropped a connection that is not rank {}'s", rank_, size_, peer);
       continue;
     }
     set_socket_options(fd.get());
@@ -302,10 +303,9 @@ void TcpRing::exchange(const Transfer& t, Clock::time_point deadline) {
     if (ready == 0) {
       if (left.count() > 0) continue;
       const bool owed_by_prev = received < t.recv_bytes;
-      throw TimeoutError(fmt::format(
-          "rank {} of {} waited for rank {} ({} of {} bytes {})", rank_, size_, owed_by_prev ? prev() : next(),
-          owed_by_prev ? received : sent, owed_by_prev ? t.recv_bytes : t.send_bytes,
-          owed_by_prev ? "received" : "sent"));
+      throw TimeoutError(fmt::format("rank {} of {} waited for rank {} ({} of {} bytes {})", rank_, size_,
+                                     owed_by_prev ? prev() : next(), owed_by_prev ? received : sent,
+                                     owed_by_prev ? t.recv_bytes : t.send_bytes, owed_by_prev ? "received" : "sent"));
     }
     if (recv_index >= 0 && fds[recv_index].revents != 0) {
       const ssize_t n = ::recv(from_prev_.get(), t.recv + received, t.recv_bytes - received, 0);
