@@ -135,8 +135,9 @@ TENAX_API const char* tenax_version(void);
  *     rank 0 hosts the key-value service that bootstraps the communicator (TENAX_RDZV_ENDPOINT
  *     names a `tenax rdzv` instead); recovery is a Slurm requeue;
  *   - with none of these: a single process (world size 1).
- * Gradients are averaged by the build's communicator, as TENAX_BACKEND (auto|gloo|nccl|mpi) picks:
- * by default NCCL in the CUDA build when the process sees a GPU, Gloo (TCP) in the CPU build. */
+ * Gradients are averaged by the build's communicator, as TENAX_BACKEND (auto|gloo|tcp|nccl|mpi)
+ * picks: by default NCCL in the CUDA build when the process sees a GPU, else Gloo in the CPU build
+ * and Tenax's TCP ring in the CUDA build. */
 TENAX_API tenax_status tenax_init(tenax_context** ctx);
 /* Collective over `comm`. As tenax_init, but the ranks are those of the caller's MPI communicator
  * (a Fortran handle, MPI_Fint; from C: MPI_Comm_c2f(comm)) and gradients are averaged with

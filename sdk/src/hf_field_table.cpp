@@ -87,8 +87,8 @@ const std::vector<HfField> kTable = {
     {"local_rank", "", {"-1"},
      "the launcher gives each worker its rank (tenax run, srun and mpirun set LOCAL_RANK); a config cannot choose it"},
     {"ddp_backend", "", {},
-     "the communicator is chosen by the environment: TENAX_BACKEND=gloo|nccl|mpi (default: NCCL on GPUs, Gloo on "
-     "CPUs)"},
+     "the communicator is chosen by the environment: TENAX_BACKEND=gloo|tcp|nccl|mpi (default: NCCL on GPUs, Gloo on "
+     "CPUs, Tenax's TCP ring where the build has no Gloo)"},
     {"tpu_num_cores", "", {}, kTpu},
     {"tpu_metrics_debug", "", {"false"}, kTpu},
     {"debug", "", {"", "[]"},
