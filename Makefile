@@ -44,11 +44,12 @@ format:
 check-inventory: build
 	python3 tools/check_test_inventory.py $(BUILD)
 
-# The CUDA flavour (docs/gpu-clusters.md): the same sources against PyPI's torch CUDA 13.0
-# wheel and the NCCL wheel it pins (tools/setup_cuda_libtorch.sh: pinned, hashed, ~1 GB once,
-# silent afterwards), with the NCCL communicator; needs a CUDA 13.0 toolkit (nvcc, nccl.h) but no
-# GPU. Gloo is off in it (CMakeLists.txt says why). CUDA_TARGETS are what CI builds and tests
-# there (the libraries, the tenax CLI, the flavour's own tests); CUDA_TARGETS=all for everything.
+# The CUDA flavour (docs/gpu-clusters.md): the same sources against PyPI's torch 2.15 CUDA 13.2
+# wheel and the NCCL and CUDA runtime wheels it pins (tools/setup_cuda_libtorch.sh: pinned,
+# hashed, ~1 GB once, silent afterwards), with the NCCL communicator; needs a CUDA 13 toolkit
+# (checked with 13.0: nvcc, headers, cuBLAS, cuDNN) but no GPU. Gloo is off in it (CMakeLists.txt
+# says why). CUDA_TARGETS are what CI builds and tests there (the libraries, the tenax CLI, the
+# flavour's own tests); CUDA_TARGETS=all for everything.
 BUILD_CUDA   ?= build-cuda
 CUDA_TARGETS ?= tenax tenax_c cuda_backend_test nccl_gpu_test
 build-cuda: deps

@@ -2,8 +2,9 @@
 # Fetches the libtorch of the CUDA build flavour (make build-cuda): the wheels pinned with their
 # SHA-256 in tools/requirements-cuda-libtorch.txt, unpacked side by side as pip would install
 # them, so that the RPATH libtorch carries ($ORIGIN/../../nvidia/<lib>/lib) finds NCCL,
-# cuSPARSELt, NVSHMEM and cuFile with no LD_LIBRARY_PATH. Idempotent and silent when the
-# unpacked tree matches the requirements file; ~1 GB download once (about 15 s at 100 MB/s).
+# cuSPARSELt, NVSHMEM, cuFile and the CUDA runtime with no LD_LIBRARY_PATH. Idempotent and silent
+# when the unpacked tree matches the requirements file; ~1 GB download once (about 15 s at
+# 100 MB/s).
 #
 #   bash tools/setup_cuda_libtorch.sh      # prints the prefix on stdout
 #
@@ -34,10 +35,10 @@ trap 'rm -f "$log"' EXIT
 echo "setup_cuda_libtorch: downloading the pinned torch CUDA and nvidia wheels (~1 GB) into $wheels" >&2
 # The wheels are for CPython 3.11 on manylinux x86_64 whatever interpreter runs pip: only the
 # C++ libraries inside are used. Several --platform values because the nvidia wheels are tagged
-# manylinux2014 / manylinux_2_18 and torch manylinux_2_28.
+# manylinux2014 / manylinux_2_18 / manylinux_2_27 (cuFile) and torch manylinux_2_28.
 if ! "$python" -m pip download --no-deps --require-hashes --only-binary=:all: --disable-pip-version-check -q \
        --implementation cp --python-version 3.11 --abi cp311 --abi none \
-       --platform manylinux_2_28_x86_64 --platform manylinux_2_18_x86_64 \
+       --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_18_x86_64 \
        --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
        -d "$wheels" -r "$req" >"$log" 2>&1; then
   cat "$log" >&2

@@ -95,8 +95,11 @@ int main(int argc, char** argv) {
   // CLI11 reads the command; the command reads the rest (run_options.h, rdzv_command.h, ckpt_command.h).
   CLI::App app("", "tenax");
   app.set_help_flag("-h,--help", "show this help");
+  // The description through ->description(): as C++20 (the CUDA flavour's libtorch needs it), a
+  // string literal second argument also matches CLI11 2.1's counting add_flag(name, T&) overload.
   CLI::Option* version_flag =
-      app.add_flag("--version", "name the build (its commit, flavour and libtorch) and the BLAS kernels of workers");
+      app.add_flag("--version")
+          ->description("name the build (its commit, flavour and libtorch) and the BLAS kernels of workers");
   CLI::App* run = app.add_subcommand("run",
                                      "start and supervise the workers of a training job on this node\n"
                                      "(tenax run --nproc-per-node N [--nnodes MIN:MAX ...] -- PROGRAM ARGS...)");

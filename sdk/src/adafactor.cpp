@@ -50,7 +50,8 @@ torch::Tensor approx_sq_grad(const torch::Tensor& row, const torch::Tensor& col)
 }  // namespace
 
 Adafactor::Adafactor(std::vector<torch::optim::OptimizerParamGroup> param_groups, AdafactorOptions defaults)
-    : Optimizer(std::move(param_groups), std::make_unique<AdafactorOptions>(defaults)) {
+    : Optimizer(param_groups, std::make_unique<AdafactorOptions>(defaults)) {
+  compat::keep_group_options(*this, param_groups);  // torch 2.15 gives a group of ours the defaults
   for (const auto& group : this->param_groups()) check(static_cast<const AdafactorOptions&>(group.options()));
 }
 

@@ -15,6 +15,7 @@
 
 #include "ordered_pipeline.h"
 #include "tenax/core/error.h"
+#include "torch_compat.h"
 
 namespace tenax::sdk {
 namespace {
@@ -50,7 +51,7 @@ struct GradSync::Overlap {
   std::vector<char> in_slot;                   // per parameter: this round's gradient is in its slot
   // The accumulators are kept alive with the hooks on them: autograd holds them only weakly
   // between backward passes, and a recreated one would have lost its hook.
-  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, std::uintptr_t>> hooks;
+  std::vector<std::pair<compat::NodePtr, std::uintptr_t>> hooks;
   OrderedPipeline pipeline;  // last: destroyed first, so its thread stops before the rest goes
 };
 
@@ -108,7 +109,7 @@ GradSync::GradSync(elastic::Communicator& comm, std::vector<torch::Tensor> param
   if (!o.threaded) return;
   for (std::size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;  // never final: synchronize() fills its slot
-    std::shared_ptr<torch::autograd::Node> accumulator = torch::autograd::impl::grad_accumulator(params_[k]);
+    compat::NodePtr accumulator = torch::autograd::impl::grad_accumulator(params_[k]);
     if (!accumulator) continue;
     const std::uintptr_t key =
         accumulator->add_post_hook(std::make_unique<GradientFinalHook>([this, k] { on_gradient_final(k); }));

@@ -11,6 +11,7 @@
 #include "tenax/core/error.h"
 #include "tenax/sdk/adafactor.h"
 #include "fused_adamw.h"
+#include "torch_compat.h"
 
 namespace tenax::sdk {
 namespace {
@@ -58,12 +59,12 @@ std::unique_ptr<torch::optim::Optimizer> create_optimizer_for(const torch::nn::M
     case OptimizerName::kAdamWTorchFused: {
       torch::optim::AdamWOptions options(args.learning_rate);
       options.betas({args.adam_beta1, args.adam_beta2}).eps(args.adam_epsilon).weight_decay(args.weight_decay);
-      return std::make_unique<detail::FusedAdamW>(decay_param_groups(model, options), options);
+      return compat::make_optimizer<detail::FusedAdamW>(decay_param_groups(model, options), options);
     }
     case OptimizerName::kSgd: {
       torch::optim::SGDOptions options(args.learning_rate);
       options.weight_decay(args.weight_decay);
-      return std::make_unique<torch::optim::SGD>(decay_param_groups(model, options), options);
+      return compat::make_optimizer<torch::optim::SGD>(decay_param_groups(model, options), options);
     }
     case OptimizerName::kAdafactor: {
       // transformers' Trainer: Adafactor(scale_parameter=False, relative_step=False, lr=learning_rate).

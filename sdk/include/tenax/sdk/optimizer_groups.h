@@ -36,7 +36,10 @@ std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> split_by_weigh
 /// two and in this order (either may be empty): [0] the trainable parameters of
 /// decay_parameter_names with `options` (its weight_decay), [1] the other trainable parameters
 /// with `options` and weight_decay 0. `Options`: any libtorch optimizer's options with a
-/// weight_decay (AdamWOptions, SGDOptions, AdafactorOptions).
+/// weight_decay (AdamWOptions, SGDOptions, AdafactorOptions). Adafactor and create_optimizer_for
+/// keep each group's options; torch 2.15's own optimizers merge them into their defaults, where a
+/// weight_decay equal to the options class's default (0 for SGD, Adam, Adagrad, RMSprop; AdamW's
+/// is 0.01) counts as unset and takes the defaults' value.
 template <typename Options>
 std::vector<torch::optim::OptimizerParamGroup> decay_param_groups(const torch::nn::Module& model,
                                                                   const Options& options) {
