@@ -117,8 +117,9 @@ int main(int argc, char** argv) {
         for (std::int64_t i = 0; i < calls; ++i) call();
         const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
         if (r == 0) {
-          lines.push_back(fmt::format(R"({{"backend": "{}", "ranks": {}, "bytes": {}, "calls": {}, "seconds_per_call": {:.9f}}})",
-                                      backend_name(o.backend), o.ranks, bytes, calls, seconds / static_cast<double>(calls)));
+          lines.push_back(
+              fmt::format(R"({{"backend": "{}", "ranks": {}, "bytes": {}, "calls": {}, "seconds_per_call": {:.9f}}})",
+                          backend_name(o.backend), o.ranks, bytes, calls, seconds / static_cast<double>(calls)));
         }
       }
       comm->barrier();
