@@ -172,7 +172,7 @@ TEST_F(CudaBackend, WorkerContextUnderTenaxRunReportsNoDevice) {
 
   set("TENAX_BACKEND", "mpi");
   const std::string mpi = config_error_of([] { WorkerContext::from_env(seconds(20)); });
-  EXPECT_NE(mpi.find("under `tenax run` use TENAX_BACKEND=gloo or nccl"), std::string::npos) << mpi;
+  EXPECT_NE(mpi.find("under `tenax run` use TENAX_BACKEND=gloo, tcp or nccl"), std::string::npos) << mpi;
 }
 
 #if defined(TENAX_TEST_LIBTORCH_CUDA)
