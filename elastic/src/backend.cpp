@@ -66,13 +66,7 @@ std::unique_ptr<Communicator> make_communicator(Backend backend, Store& store, i
                         ": the MPI communicator is built from the program's own MPI "
                         "communicator (tenax_init_mpi or make_mpi_communicator under srun/mpirun), not from a "
                         "rendezvous store; under `tenax run` use TENAX_BACKEND=gloo, tcp or nccl");
-    case Backend::kTcp: {
-      TcpOptions tcp;
-      tcp.hostname = options.hostname;
-      tcp.timeout = options.timeout;
-      tcp.abort = options.abort;
-      return make_tcp_communicator(store, rank, size, tcp);
-    }
+    case Backend::kTcp: return make_tcp_communicator(store, rank, size, options);
     case Backend::kAuto:
     case Backend::kGloo: break;
   }

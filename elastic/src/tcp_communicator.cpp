@@ -236,7 +236,8 @@ class TcpCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_tcp_communicator(Store& store, int rank, int size, const TcpOptions& options) {
+std::unique_ptr<Communicator> make_tcp_communicator(Store& store, int rank, int size,
+                                                    const CommunicatorOptions& options) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw ConfigError(
         fmt::format("TCP communicator: rank {} is outside world size {} (need 0 <= rank < size)", rank, size));

@@ -465,7 +465,7 @@ TEST(ElasticTcpCommunicator, AStrangerOnThePortIsDroppedAndTheRingForms) {
 
 TEST(ElasticTcpCommunicator, AnUnusableAddressIsARendezvousErrorNamingIt) {
   InMemoryStore store;
-  TcpOptions options;
+  CommunicatorOptions options;
   options.hostname = "192.0.2.1";  // TEST-NET-1: not an address of this machine
   options.timeout = seconds(5);
   try {

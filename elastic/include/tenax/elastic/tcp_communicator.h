@@ -24,35 +24,27 @@
 // Thread-safety: one thread at a time per instance, any thread (callable_from_any_thread), except
 // abort(), which any thread may call at any time.
 //
+// Options (CommunicatorOptions, backend.h): the address this rank listens on and advertises, the
+// deadline for connecting the ring (and the default for calls that pass none), the abort signal.
+//
 //   auto comm = tenax::elastic::make_tcp_communicator(store, rank, world, {hostname, timeout, abort});
 //   comm->allreduce(grads.data(), grads.size(), ElementType::kFloat32, ReduceOp::kSum);
 #pragma once
 
-#include <chrono>
 #include <memory>
-#include <string>
 
-#include "tenax/elastic/abort_signal.h"
+#include "tenax/elastic/backend.h"
 #include "tenax/elastic/communicator.h"
 #include "tenax/elastic/store.h"
 
 namespace tenax::elastic {
-
-struct TcpOptions {
-  /// The address (or host name) this rank listens on and advertises to the previous rank.
-  std::string hostname = "127.0.0.1";
-  /// Deadline for connecting the ring, and the default for operations that pass none.
-  std::chrono::milliseconds timeout = kDefaultCollectiveTimeout;
-  /// When raised (from any thread), the connect and every call in flight or later fail with
-  /// PeerLostError naming the signal's reason, instead of waiting out their timeouts.
-  std::shared_ptr<AbortSignal> abort;
-};
 
 /// Collective over `size` ranks: connects the ring through `store` (borrowed only for the call).
 /// World size 1 gives the local communicator (the store is not touched). Throws TimeoutError
 /// when a neighbour does not arrive within options.timeout, PeerLostError when one goes away
 /// during the connect (or the abort signal is raised), RendezvousError when this rank cannot
 /// listen on options.hostname, ConfigError for a rank or size out of range or a timeout <= 0.
-std::unique_ptr<Communicator> make_tcp_communicator(Store& store, int rank, int size, const TcpOptions& options);
+std::unique_ptr<Communicator> make_tcp_communicator(Store& store, int rank, int size,
+                                                    const CommunicatorOptions& options);
 
 }  // namespace tenax::elastic
