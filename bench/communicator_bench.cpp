@@ -13,11 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "tenax/core/error.h"
@@ -37,44 +37,32 @@ struct Options {
   double min_seconds = 0.5;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::cerr << "communicator_bench: " << why
-            << "\nusage: communicator_bench [--backend gloo|tcp] [--ranks N] [--sizes B,B,...] [--warmup N] "
-               "[--min-seconds S]\n";
-  std::exit(2);
-}
-
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) usage(flag + " needs a value");
-    const std::string value = argv[++i];
-    try {
-      if (flag == "--backend") {
-        o.backend = parse_backend(value, "--backend");
-      } else if (flag == "--ranks") {
-        o.ranks = std::stoi(value);
-      } else if (flag == "--warmup") {
-        o.warmup = std::stoi(value);
-      } else if (flag == "--min-seconds") {
-        o.min_seconds = std::stod(value);
-      } else if (flag == "--sizes") {
-        o.sizes.clear();
-        std::stringstream in(value);
-        for (std::string item; std::getline(in, item, ',');) o.sizes.push_back(std::stoull(item));
-      } else {
-        usage("unknown option " + flag);
-      }
-    } catch (const std::exception& e) {
-      usage(flag + " '" + value + "': " + e.what());
-    }
+  std::string backend = "tcp";
+  CLI::App app("allreduce time per call of one CPU communicator (bench/communicator_bench.py runs it)",
+               "communicator_bench");
+  app.add_option("--backend", backend, "gloo or tcp")->check(CLI::IsMember({"gloo", "tcp"}));
+  app.add_option("--ranks", o.ranks, "ranks (threads)")->check(CLI::Range(2, 64));
+  app.add_option("--sizes", o.sizes, "message sizes in bytes, multiples of 4")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            std::size_t bytes = 0;
+            const bool number = CLI::detail::lexical_cast(v, bytes);
+            return number && bytes > 0 && bytes % sizeof(float) == 0 ? std::string()
+                                                                     : v + " is not a positive multiple of 4";
+          },
+          "BYTES"));
+  app.add_option("--warmup", o.warmup, "untimed calls per size")->check(CLI::NonNegativeNumber);
+  app.add_option("--min-seconds", o.min_seconds, "timed calls per size last at least this long")
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e) == 0 ? 0 : 2);
   }
-  if (o.backend != Backend::kGloo && o.backend != Backend::kTcp) usage("--backend must be gloo or tcp");
-  if (o.ranks < 2) usage("--ranks must be at least 2");
-  for (std::size_t s : o.sizes) {
-    if (s == 0 || s % sizeof(float) != 0) usage(fmt::format("size {} is not a positive multiple of 4", s));
-  }
+  o.backend = parse_backend(backend, "--backend");
   return o;
 }
 
