@@ -255,7 +255,7 @@ WorkerContext WorkerContext::from_launch(const LaunchOptions& options, std::uniq
   } else {
     const Backend chosen =
         resolve_backend(backend_from_env(), nccl_built(), nccl_built() ? visible_cuda_devices() : 0, gloo_built());
-    backend = chosen == Backend::kNccl ? "NCCL" : "Gloo";
+    backend = backend_name(chosen);
     if (!store) throw ConfigError(me + ": no store to connect the ranks (set TENAX_RDZV_ENDPOINT)");
     check_in(*store, id, me, endpoint, discovery_dir, timeout);
     CommunicatorOptions options;

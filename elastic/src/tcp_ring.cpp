@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -28,6 +29,7 @@ using Clock = TcpRing::Clock;
 
 constexpr std::uint64_t kMagic = 0x5054434b58414e54ULL;  // "TNAXKCTP": a Tenax ring hello
 constexpr int kBacklog = 16;
+constexpr std::size_t kMaxPendingHellos = 64;  // connections read at once while waiting for a hello
 
 // The hello a rank sends on the connection it opened to the next rank.
 struct Hello {
@@ -230,44 +232,79 @@ void TcpRing::connect_to_next(Store& store, Clock::time_point deadline) {
 }
 
 void TcpRing::accept_from_prev(Clock::time_point deadline) {
-  const int peer = prev();
-  for (;;) {
-    if (!wait_for(listener_.get(), POLLIN, deadline)) {
-      throw TimeoutError(fmt::format("rank {} of {}: rank {} did not connect", rank_, size_, peer));
-    }
-    if (was_cut()) throw_cut("while it waited for rank " + std::to_string(peer));
-    UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (!fd) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) continue;
-      throw PeerLostError(fmt::format("rank {} of {}: accept failed: {}", rank_, size_, errno_text(errno)));
-    }
+  // Every connection that has not yet sent its whole hello is read beside the others and the
+  // listener, so that a stranger that connects and goes quiet (a port scanner, a stale
+  // generation's half-open connection) cannot hold up the previous rank until the deadline.
+  struct Pending {
+    UniqueFd fd;
     Hello hello{};
     std::size_t got = 0;
-    bool closed = false;
-    while (got < sizeof hello && !closed) {
-      if (!wait_for(fd.get(), POLLIN, deadline)) {
-        throw TimeoutError(fmt::format("rank {} of {}: a connection sent no hello", rank_, size_));
-      }
-      if (was_cut()) throw_cut("while it waited for rank " + std::to_string(peer));
-      const ssize_t n = ::recv(fd.get(), reinterpret_cast<char*>(&hello) + got, sizeof hello - got, 0);
-      if (n > 0) {
-        got += static_cast<std::size_t>(n);
-      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        closed = true;
-      }
+  };
+  const int peer = prev();
+  std::vector<Pending> pending;
+  int dropped = 0;
+  const auto drop = [&](std::size_t i) {
+    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+    ++dropped;
+  };
+  for (;;) {
+    if (was_cut()) throw_cut("while it waited for rank " + std::to_string(peer));
+    std::vector<pollfd> fds;
+    fds.reserve(pending.size() + 2);
+    fds.push_back({wake_.get(), POLLIN, 0});
+    fds.push_back({listener_.get(), POLLIN, 0});
+    for (const Pending& p : pending) fds.push_back({p.fd.get(), POLLIN, 0});
+    const auto left = left_until(deadline);
+    const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<std::int64_t>(left.count(), 60'000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) throw Error("TCP communicator: poll failed: " + errno_text(errno));
+    if (ready == 0) {
+      if (left.count() > 0) continue;
+      throw TimeoutError(fmt::format("rank {} of {}: rank {} did not connect{}", rank_, size_, peer,
+                                     dropped + static_cast<int>(pending.size()) == 0
+                                         ? ""
+                                         : fmt::format(" ({} other connection(s) to this rank's port sent no valid "
+                                                       "hello and were ignored)",
+                                                       dropped + static_cast<int>(pending.size()))));
     }
-    if (closed || hello.magic != kMagic || hello.token != token_ || hello.rank != static_cast<std::uint32_t>(peer) ||
-        hello.size != static_cast<std::uint32_t>(size_)) {
-      // Not the previous rank of this ring: a stale generation's rank or a stranger on the port.
-      logger("tenax.elastic")
-          ->debug("TCP ring rank {} of {}: dropped a connection that is not rank {}'s", rank_, size_, peer);
-      continue;
+    // Hellos first, in reverse so that dropping one leaves the indices still to visit valid.
+    for (std::size_t i = pending.size(); i-- > 0;) {
+      if (fds[i + 2].revents == 0) continue;
+      Pending& p = pending[i];
+      const ssize_t n = ::recv(p.fd.get(), reinterpret_cast<char*>(&p.hello) + p.got, sizeof p.hello - p.got, 0);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      if (n <= 0) {
+        drop(i);
+        continue;
+      }
+      p.got += static_cast<std::size_t>(n);
+      if (p.got < sizeof p.hello) continue;
+      const Hello& hello = p.hello;
+      if (hello.magic != kMagic || hello.token != token_ || hello.rank != static_cast<std::uint32_t>(peer) ||
+          hello.size != static_cast<std::uint32_t>(size_)) {
+        // Not the previous rank of this ring: a stale generation's rank or a stranger on the port.
+        logger("tenax.elastic")
+            ->debug("TCP ring rank {} of {}: dropped a connection that is not rank {}'s", rank_, size_, peer);
+        drop(i);
+        continue;
+      }
+      set_socket_options(p.fd.get());
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cut_) throw_cut("while it waited for rank " + std::to_string(peer));
+      from_prev_ = std::move(p.fd);
+      return;
     }
-    set_socket_options(fd.get());
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (cut_) throw_cut("while it waited for rank " + std::to_string(peer));
-    from_prev_ = std::move(fd);
-    return;
+    if (fds[1].revents == 0) continue;
+    for (;;) {
+      UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (!fd) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) break;
+        throw PeerLostError(fmt::format("rank {} of {}: accept failed: {}", rank_, size_, errno_text(errno)));
+      }
+      // Bounded: a flood of idle connections costs the oldest its place, never a descriptor each.
+      if (pending.size() >= kMaxPendingHellos) drop(0);
+      pending.push_back(Pending{std::move(fd)});
+    }
   }
 }
 

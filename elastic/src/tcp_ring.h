@@ -11,6 +11,8 @@
 // and sends a hello (magic, its rank, the world size, the next rank's token), and accepts the
 // previous rank's connection, dropping any connection whose hello does not carry this rank's
 // token (the store is the rendezvous's authenticated one; a stranger on the port cannot join).
+// The hellos of every pending connection are read side by side, so a stranger that connects and
+// stays silent cannot hold up the previous rank's hello.
 //
 // cut() (any thread, any time) ends every wait at once: it shuts both connections down — so the
 // neighbours' waits end too, as they would on a dead peer — and wakes this rank's poll through

@@ -43,7 +43,7 @@ std::string this_host() {
   return host;
 }
 
-// Where this rank's Gloo device binds; see the header comment.
+// Where this rank's communicator binds; see the header comment.
 std::string gloo_hostname(const WorkerIdentity& id) {
   if (auto explicit_host = env::get("TENAX_GLOO_HOSTNAME")) return *explicit_host;
   if (id.world_size == id.local_world_size) return env::get("MASTER_ADDR").value_or("127.0.0.1");
@@ -277,7 +277,7 @@ WorkerContext WorkerContext::from_tenax_run(std::chrono::milliseconds timeout, s
     throw ConfigError("the communicator passed to from_launch is rank " + std::to_string(given->rank()) + " of " +
                       std::to_string(given->size()) + " but `tenax run` started this process as RANK=" +
                       std::to_string(id.rank) + " of WORLD_SIZE=" + std::to_string(id.world_size) +
-                      "; under `tenax run` pass no communicator (Gloo is built from the agent's store)");
+                      "; under `tenax run` pass no communicator (one is built from the agent's store)");
   }
   std::unique_ptr<Communicator> communicator;
   // Under in-process recovery every communicator of this process is released as soon as the
@@ -428,7 +428,7 @@ void WorkerContext::rejoin(std::chrono::milliseconds timeout) {
   if (!in_process_ || !base_store_ || !store_factory_for_) {
     throw RendezvousError(who +
                           ": cannot rejoin in process; this job restarts its processes instead (`tenax run "
-                          "--recovery in-process` with the Gloo communicator it builds)");
+                          "--recovery in-process` with the TCP or Gloo communicator it builds)");
   }
   // Blocked on the job from here on (the agents declare the next generation, the peers
   // connect): --hang-timeout's beacon says so, as it does in the collective that just failed.

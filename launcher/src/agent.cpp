@@ -161,7 +161,7 @@ int RunLoop::run() {
   Stop stop;
   int restarts = 0;
   for (;;) {
-    std::variant<GenerationPlan, Stop> next = source_->next(restarts);
+    std::variant<GenerationPlan, Stop> next = source_->next(restarts, [this] { return recovery_->carried_finished(); });
     if (const Stop* s = std::get_if<Stop>(&next)) {
       stop = *s;
       break;

@@ -14,6 +14,7 @@
 #include <variant>
 
 #include <filesystem>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -44,8 +45,11 @@ class GenerationSource {
   virtual ~GenerationSource() = default;
 
   /// The next generation, or why the agent stops. `restarts`: restarts so far, for the plan's
-  /// restart count on one node.
-  virtual std::variant<GenerationPlan, Stop> next(int restarts) = 0;
+  /// restart count on one node. `local_work_done`, asked while a wait for the next generation
+  /// lasts: whether the workers this node carries into it (in-process recovery) have all finished
+  /// training meanwhile; then the node leaves the rendezvous and stops, finished, instead of
+  /// waiting for a generation that its peers, finished too, will never form.
+  virtual std::variant<GenerationPlan, Stop> next(int restarts, const std::function<bool()>& local_work_done) = 0;
   /// While a generation runs: OK, or aborted (the rendezvous ended it: another node) or
   /// unavailable (the service is gone, or the lease says it moved).
   virtual Status watch() { return Status::ok(); }

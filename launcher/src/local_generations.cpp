@@ -20,7 +20,8 @@ class LocalGenerations final : public GenerationSource {
                    std::shared_ptr<spdlog::logger> log)
       : options_(options), service_(service), fence_(control_dir), log_(std::move(log)) {}
 
-  std::variant<GenerationPlan, Stop> next(int restarts) override {
+  // One node declares each generation at once: there is no wait for local_work_done to end.
+  std::variant<GenerationPlan, Stop> next(int restarts, const std::function<bool()>& /*local_work_done*/) override {
     GenerationPlan plan;
     plan.generation = static_cast<int>(advance_fence_from(fence_, next_generation_));
     plan.world_size = options_.nproc_per_node;

@@ -73,6 +73,9 @@ class RecoveryCoordinator {
   /// Across nodes: keeps `group` alive until the rendezvous forms the next generation.
   void carry(WorkerGroup&& group, const GenerationPlan& plan);
   bool carrying() const { return carried_.has_value(); }
+  /// Whether every carried worker has exited 0: training ended before the next generation formed
+  /// (a false alarm near the end, whose old generation's collectives still worked).
+  bool carried_finished() { return carried_ && carried_->all_succeeded(); }
   /// The carried group and where it comes from; carrying() is false afterwards.
   std::pair<WorkerGroup, PreviousGeneration> take_carried();
   /// The job ends: carried workers are stopped, spares too.

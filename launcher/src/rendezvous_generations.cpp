@@ -50,14 +50,14 @@ class RendezvousGenerations final : public GenerationSource {
 
   ~RendezvousGenerations() override { close_service(); }
 
-  std::variant<GenerationPlan, Stop> next(int /*restarts*/) override {
+  std::variant<GenerationPlan, Stop> next(int /*restarts*/, const std::function<bool()>& local_work_done) override {
     if (!opened_) {
       opened_ = true;
       if (std::optional<Stop> stop = open()) return *stop;
     }
     std::optional<elastic::Assignment> assigned;
     Stop stop;
-    if (!join_generation(assigned, stop)) return stop;
+    if (!join_generation(assigned, stop, local_work_done)) return stop;
     const int generation = static_cast<int>(assigned->generation);
     last_generation_ = assigned->generation;
     last_node_rank_ = assigned->node_rank;
@@ -125,7 +125,8 @@ class RendezvousGenerations final : public GenerationSource {
 
  private:
   std::optional<Stop> open();
-  bool join_generation(std::optional<elastic::Assignment>& assigned, Stop& stop);
+  bool join_generation(std::optional<elastic::Assignment>& assigned, Stop& stop,
+                       const std::function<bool()>& local_work_done);
   bool locate_service(const std::string& why, Stop& stop);
   bool host_service(std::int64_t term, const std::string& reason);
   void connect_client(const std::string& endpoint);
@@ -206,9 +207,11 @@ std::optional<Stop> RendezvousGenerations::open() {
   return std::nullopt;
 }
 
-// Joins the next generation in slices of one second, so that a signal or a moved service is
-// acted on at once. A rendezvous service lost or moved meanwhile is found again.
-bool RendezvousGenerations::join_generation(std::optional<elastic::Assignment>& assigned, Stop& stop) {
+// Joins the next generation in slices of one second, so that a signal, a moved service or the
+// carried workers' end is acted on at once. A rendezvous service lost or moved meanwhile is found
+// again.
+bool RendezvousGenerations::join_generation(std::optional<elastic::Assignment>& assigned, Stop& stop,
+                                            const std::function<bool()>& local_work_done) {
   auto started = Clock::now();
   // The service fails a round that lacks MIN nodes at --join-timeout; this bound only guards
   // against a service that accepts the joins but never answers.
@@ -233,6 +236,16 @@ bool RendezvousGenerations::join_generation(std::optional<elastic::Assignment>& 
       return true;
     }
     const Status& status = joined.status();
+    if (local_work_done && local_work_done()) {
+      // Before the round's own failure: a round that cannot form because the other nodes
+      // finished too is the job's end, not a failure.
+      const std::string why = fmt::format(
+          "finished: the workers of node {} completed training while it waited for the next generation", plan_.node_id);
+      log_->info("{}; leaving the rendezvous", why);
+      leave();
+      stop = {kExitDone, Outcome::kFinished, why};
+      return false;
+    }
     std::string moved = status.code() == StatusCode::kUnavailable ? status.message() : service_moved();
     if (!moved.empty()) {
       if (!locate_service(moved, stop)) return false;

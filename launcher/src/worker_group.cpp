@@ -255,6 +255,12 @@ bool WorkerGroup::any_succeeded() const {
   });
 }
 
+bool WorkerGroup::all_succeeded() {
+  return !workers_.empty() && std::all_of(workers_.begin(), workers_.end(), [](Worker& w) {
+    return w.ended() && w.process && w.process->status() && w.process->status()->succeeded();
+  });
+}
+
 bool WorkerGroup::any_running() {
   return std::any_of(workers_.begin(), workers_.end(), [](Worker& w) { return !w.ended(); });
 }

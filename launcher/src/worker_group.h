@@ -77,6 +77,8 @@ class WorkerGroup {
   bool any_preempted() const;
   bool any_running();
   bool any_succeeded() const;
+  /// Every worker has ended and exited 0 (false for an empty group); polls the running ones.
+  bool all_succeeded();
 
   /// What became of each worker, for agent.json; `reap` waits for their exit first (false for
   /// workers that are carried into the next generation).

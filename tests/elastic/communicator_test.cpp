@@ -425,42 +425,92 @@ TEST_P(ElasticCommunicatorFailure, APeerThatNeverCallsIsATimeoutNamingTheRank) {
 INSTANTIATE_TEST_SUITE_P(CpuBackends, ElasticCommunicatorFailure, ::testing::Values(Backend::kGloo, Backend::kTcp),
                          backend_param_name);
 
+// A plain TCP connection to the port rank `rank` published under tcp/rank_<rank> in `store`.
+UniqueFd connect_to_published(Store& store, int rank) {
+  const auto value = store.get("tcp/rank_" + std::to_string(rank), seconds(30));
+  std::string host;
+  int port = 0;
+  std::istringstream(std::string(value.begin(), value.end())) >> host >> port;
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, host.c_str(), &address.sin_addr);
+  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0) << std::strerror(errno);
+  return fd;
+}
+
+// Forms a 2-rank TCP ring with `timeout` while `stranger_fn` (started first, given the store)
+// uses rank 0's port; rank 1 starts only once the stranger fulfils the promise. `done` turns true
+// once both ranks have finished, before the stranger is joined. Returns both ranks' sums of 1 + 2.
+using Stranger = std::function<void(Store&, std::promise<void>& in, const std::atomic<bool>& done)>;
+std::vector<std::int64_t> form_beside(const Stranger& stranger_fn, milliseconds timeout) {
+  InMemoryStore store;
+  std::promise<void> stranger_in;
+  std::future<void> in = stranger_in.get_future();
+  std::atomic<bool> done{false};
+  std::thread stranger([&] { stranger_fn(store, stranger_in, done); });
+  std::vector<std::int64_t> sums(2, 0);
+  std::thread rank1([&] {
+    in.wait();
+    try {
+      auto comm = make(Backend::kTcp, store, 1, 2, timeout);
+      std::int64_t v = 2;
+      comm->allreduce(&v, 1, ElementType::kInt64, ReduceOp::kSum);
+      sums[1] = v;
+    } catch (const Error&) {
+      // Rank 0's outcome is the test's; rank 1 fails when rank 0 does.
+    }
+  });
+  const auto finish = [&] {
+    rank1.join();
+    done.store(true);
+    stranger.join();
+  };
+  try {
+    auto comm = make(Backend::kTcp, store, 0, 2, timeout);
+    std::int64_t v = 1;
+    comm->allreduce(&v, 1, ElementType::kInt64, ReduceOp::kSum);
+    sums[0] = v;
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
+  return sums;
+}
+
 // The TCP ring's own promise: a connection that is not the previous rank's (no token, a stale
 // generation's rank) is dropped, and the ring still forms.
 TEST(ElasticTcpCommunicator, AStrangerOnThePortIsDroppedAndTheRingForms) {
-  InMemoryStore store;
-  std::thread stranger([&] {
-    // Read rank 0's published address and connect with a wrong hello before rank 1 does.
-    const auto value = store.get("tcp/rank_0", seconds(30));
-    std::string host;
-    int port = 0;
-    std::istringstream(std::string(value.begin(), value.end())) >> host >> port;
-    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(port));
-    ::inet_pton(AF_INET, host.c_str(), &address.sin_addr);
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-      const char junk[24] = "not a Tenax rank";
-      [[maybe_unused]] const auto sent = ::send(fd.get(), junk, sizeof junk, MSG_NOSIGNAL);
-    }
-    std::this_thread::sleep_for(milliseconds(200));
-  });
-  std::vector<std::int64_t> sums(2, 0);
-  std::thread rank1([&] {
-    std::this_thread::sleep_for(milliseconds(100));  // let the stranger in first
-    auto comm = make(Backend::kTcp, store, 1, 2, seconds(30));
-    std::int64_t v = 2;
-    comm->allreduce(&v, 1, ElementType::kInt64, ReduceOp::kSum);
-    sums[1] = v;
-  });
-  auto comm = make(Backend::kTcp, store, 0, 2, seconds(30));
-  std::int64_t v = 1;
-  comm->allreduce(&v, 1, ElementType::kInt64, ReduceOp::kSum);
-  sums[0] = v;
-  rank1.join();
-  stranger.join();
+  const auto sums = form_beside(
+      [](Store& store, std::promise<void>& in, const std::atomic<bool>& done) {
+        UniqueFd fd = connect_to_published(store, 0);
+        const char junk[24] = "not a Tenax rank";
+        [[maybe_unused]] const auto sent = ::send(fd.get(), junk, sizeof junk, MSG_NOSIGNAL);
+        in.set_value();
+        while (!done.load()) std::this_thread::sleep_for(milliseconds(10));
+      },
+      seconds(30));
   EXPECT_EQ(sums, (std::vector<std::int64_t>{3, 3}));
+}
+
+// A stranger that connects first, sends part of a hello and then stays silent with the connection
+// open (a port scanner, a half-open connection of a stale generation) must not hold up the
+// previous rank's hello until the deadline: the ring forms long before it.
+TEST(ElasticTcpCommunicator, ASilentStrangerOnThePortDoesNotDelayTheRing) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto sums = form_beside(
+      [](Store& store, std::promise<void>& in, const std::atomic<bool>& done) {
+        UniqueFd fd = connect_to_published(store, 0);
+        const char part[3] = {'T', 'N', 'A'};
+        [[maybe_unused]] const auto sent = ::send(fd.get(), part, sizeof part, MSG_NOSIGNAL);
+        in.set_value();
+        while (!done.load()) std::this_thread::sleep_for(milliseconds(10));  // silent, open
+      },
+      seconds(10));
+  EXPECT_EQ(sums, (std::vector<std::int64_t>{3, 3}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5)) << "the silent stranger held the ring up";
 }
 
 TEST(ElasticTcpCommunicator, AnUnusableAddressIsARendezvousErrorNamingIt) {

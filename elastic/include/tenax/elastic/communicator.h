@@ -1,10 +1,9 @@
 // Collectives for one generation of ranks (DESIGN.md decision 1).
 //
-// Backends: Gloo (CPU, here) and NCCL (GPU build). One instance per generation; after any
-// failure it is thrown away and a new one is built on a fresh "gen/<n>/" store prefix.
-// All calls except abort() are collective: every rank must call them in the same order.
-// Every call takes a timeout and throws TimeoutError / PeerLostError on failure.
-// Thread-safety: one thread at a time per instance.
+// Backends: Tenax's TCP ring and Gloo (CPU), NCCL (GPU build), MPI (a program's own; backend.h). One instance per
+// generation; after any failure it is thrown away and a new one is built on a fresh "gen/<n>/" store prefix. All calls
+// except abort() are collective: every rank must call them in the same order. Every call takes a timeout and throws
+// TimeoutError / PeerLostError on failure. Thread-safety: one thread at a time per instance.
 //
 //   comm.allreduce(grads.data(), grads.size(), ElementType::kFloat32, ReduceOp::kSum);
 #pragma once

@@ -30,9 +30,9 @@
 //     "launch/<launch id>/gen/<generation>/", so that two launches never read each other's).
 //     The service binds 127.0.0.1 when every rank is on this node, else all interfaces, and is
 //     reached as SLURMD_NODENAME (else this host's name), or TENAX_RDZV_HOST if set.
-//  3. The communicator: the given one when its size is > 1; else Gloo over the store (as
-//     from_env), each rank bound to TENAX_GLOO_HOSTNAME, else 127.0.0.1 on a single node, else
-//     SLURMD_NODENAME / this host's name; before Gloo connects, every rank checks in and a rank
+//  3. The communicator: the given one when its size is > 1; else TENAX_BACKEND's over the store
+//     (as from_env), each rank bound to TENAX_GLOO_HOSTNAME, else 127.0.0.1 on a single node, else
+//     SLURMD_NODENAME / this host's name; before it connects, every rank checks in and a rank
 //     that does not come within the timeout is named in a TimeoutError.
 //  4. TENAX_FENCE_DIR as from_env: checkpoints commit only while the generation is current.
 // Every wait is bounded by LaunchOptions::timeout, or TENAX_RDZV_TIMEOUT (seconds) when set;

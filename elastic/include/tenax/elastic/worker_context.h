@@ -3,7 +3,7 @@
 // `from_env()` reads the launcher's torchrun-compatible environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
 // MASTER_ADDR, TENAX_GENERATION, TENAX_RESTART_COUNT, TENAX_RDZV_ENDPOINT, TENAX_FENCE_DIR; never MASTER_PORT, a
 // PyTorch peer's own store), connects to the rendezvous key-value service at TENAX_RDZV_ENDPOINT and
-// builds the Gloo communicator under the store prefix "gen/<generation>/". Without the launcher
+// builds the communicator (backend.h) under the store prefix "gen/<generation>/". Without the launcher
 // (no RANK in the environment) it gives a single-process context of world size 1.
 // Defaults when RANK is set: LOCAL_RANK = RANK, LOCAL_WORLD_SIZE = WORLD_SIZE, TENAX_GENERATION
 // and TENAX_RESTART_COUNT = 0; TENAX_RDZV_ENDPOINT is required when WORLD_SIZE > 1.
@@ -11,8 +11,8 @@
 // ranks that bring their own (MPI) communicator; under `tenax run` it is from_env().
 // TENAX_FENCE_DIR (optional) names the job's GenerationFence: its checkpoints commit only while
 // this context's generation is current. Unset or empty: no fencing (a single process, tests).
-// The Gloo device binds TENAX_GLOO_HOSTNAME if set, else MASTER_ADDR on a single-node world,
-// else this host's name on a multi-node world (MASTER_ADDR is another node's address there);
+// The communicator binds TENAX_GLOO_HOSTNAME if set (the name is Gloo's; it serves the TCP ring too), else MASTER_ADDR
+// on a single-node world, else this host's name on a multi-node world (MASTER_ADDR is another node's address there);
 // 127.0.0.1 when none applies.
 // In-process recovery (in_process_recovery.h): under `tenax run --recovery in-process` a rank
 // whose collective failed calls rejoin() and goes on in the next generation with the same local rank;
