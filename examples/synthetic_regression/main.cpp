@@ -13,6 +13,9 @@
 // generation only, without a signal: its training thread spins in a busy loop or sleeps in a
 // system call for ever, while the process (and its other threads) lives on; the peers block in
 // the next step's allreduce. For `tenax run --hang-timeout`, which must tell it from them.
+// --stop-at-exit-rank R: rank R SIGSTOPs itself once training has ended (the final checkpoint
+// committed, the progress file closed), in generation 0 only: a worker stuck on its way
+// out, which `tenax run --hang-timeout` must still find.
 // --sample-log PATH: each process appends to PATH.<pid>, at the start of every optimizer step,
 // "<generation> <step> <world size> <rank> <sample index>...": the samples of its slice of that
 // step's global batch, so that a test can check every sample is seen once per epoch however the
@@ -172,6 +175,7 @@ struct Options {
   std::int64_t hang_at_step = -1;
   int hang_rank = 0;
   HangInjection::Mode hang_mode = HangInjection::Mode::kSpin;
+  int stop_at_exit_rank = -1;
   std::int64_t preempt_at_step = -1;
   int preempt_signal = SIGUSR1;
   std::int64_t dataset_size = 4096;
@@ -188,7 +192,7 @@ constexpr const char* kUsage =
     "       [--optim adamw_torch|adamw_torch_fused|sgd|adafactor]\n"
     "       [--dataset-size N] [--fail-at-step S --fail-rank R [--fail-signal KILL|STOP]]\n"
     "       [--preempt-at-step S [--preempt-signal USR1|TERM]] [--fail-on-heal yes]\n"
-    "       [--hang-at-step S --hang-rank R [--hang-mode spin|sleep]]\n"
+    "       [--hang-at-step S --hang-rank R [--hang-mode spin|sleep]] [--stop-at-exit-rank R]\n"
     "       [--handle-preemption yes|no] [--sample-log PATH] [--step-lines yes|no]\n"
     "       [--eval-steps N [--early-stopping-patience P [--early-stopping-threshold X]]]\n";
 
@@ -266,6 +270,8 @@ Options parse(int argc, char** argv) {
       o.hang_at_step = as_int();
     else if (flag == "--hang-rank")
       o.hang_rank = static_cast<int>(as_int());
+    else if (flag == "--stop-at-exit-rank")
+      o.stop_at_exit_rank = static_cast<int>(as_int());
     else if (flag == "--hang-mode") {
       if (value != "spin" && value != "sleep") usage_error("--hang-mode must be spin or sleep, got " + value);
       o.hang_mode = value == "spin" ? HangInjection::Mode::kSpin : HangInjection::Mode::kSleep;
@@ -337,6 +343,7 @@ int main(int argc, char** argv) {
           std::make_shared<tenax::examples::PreemptionInjection>(options.preempt_at_step, options.preempt_signal));
     }
     const tenax::sdk::TrainOutput out = trainer.train();
+    if (options.stop_at_exit_rank == context.rank() && context.generation() == 0) ::raise(SIGSTOP);
     context.finalize();
     return out.preempted ? tenax::kExitPreempted : tenax::kExitDone;
   } catch (const tenax::ConfigError& e) {

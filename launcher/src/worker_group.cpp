@@ -105,13 +105,34 @@ std::chrono::milliseconds age_of(std::filesystem::file_time_type changed, std::f
 
 }  // namespace
 
+namespace {
+
+// Outside the phases its progress file judges (before the first step, after the last: starting,
+// evaluating, tearing down take as long as they take) a running worker is not judged; a stopped
+// one is, by how long it has been stopped: a process stopped (SIGSTOP, a debugger) for longer
+// than the timeout is doing none of these, and would otherwise hold the job until its time limit.
+std::optional<HangFacts> stopped_outside_a_phase(Worker& w) {
+  if (!w.process->stopped()) {
+    w.stopped_since.reset();
+    return std::nullopt;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (!w.stopped_since) w.stopped_since = now;
+  HangFacts facts;
+  facts.stopped = true;
+  facts.progress_age = std::chrono::duration_cast<std::chrono::milliseconds>(now - *w.stopped_since);
+  return facts;
+}
+
+}  // namespace
+
 // --hang-timeout looks at a worker's progress file, and only when that is stale at its wait
 // beacon and /proc: the common case costs one stat per worker and second.
 std::optional<HangFacts> WorkerGroup::hang_facts(Worker& w) const {
   if (w.progress_file.empty() || w.ended()) return std::nullopt;
   std::error_code ec;
   const auto changed = std::filesystem::last_write_time(w.progress_file, ec);
-  if (ec) return std::nullopt;  // never reported progress: not judged
+  if (ec) return stopped_outside_a_phase(w);  // no progress reported yet, or none any more
   const auto now = std::filesystem::file_time_type::clock::now();
   HangFacts facts;
   facts.progress_age = age_of(changed, now);
@@ -129,7 +150,8 @@ std::optional<HangFacts> WorkerGroup::hang_facts(Worker& w) const {
   }
   // ProgressFile::finish() removes the progress file, then the beacon: a worker caught between
   // the two stopped reporting on purpose and is not judged.
-  if (!facts.beacon_age && !std::filesystem::exists(w.progress_file, ec)) return std::nullopt;
+  if (!facts.beacon_age && !std::filesystem::exists(w.progress_file, ec)) return stopped_outside_a_phase(w);
+  w.stopped_since.reset();
   return facts;
 }
 

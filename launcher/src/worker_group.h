@@ -35,6 +35,9 @@ struct Worker {
   /// without a culprit, and once more when a culprit is found (on one node that is often a
   /// second later: the waiter's progress goes stale a moment before the culprit's does).
   enum class WaitLogged { kNothing, kWithoutCulprit, kWithCulprit } wait_logged = WaitLogged::kNothing;
+  /// When the agent first saw it stopped while its progress file was not judging it (before its
+  /// first step, between phases, after its last); reset when it runs again.
+  std::optional<std::chrono::steady_clock::time_point> stopped_since;
 
   bool ended() { return !process || process->poll().has_value(); }
 };

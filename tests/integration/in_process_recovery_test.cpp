@@ -387,6 +387,18 @@ TEST(InProcessRecovery, ANewProcessInASparesSlotThatHangsIsFoundAndReplaced) {
   EXPECT_NE(r.log.find("the process is stopped"), std::string::npos) << r.log;
 }
 
+// A worker stopped on its way out (the final checkpoint committed, its progress file closed)
+// while its peer has finished: --hang-timeout finds it stopped, and since a finished peer cannot
+// heal it, the job restarts from the final checkpoint and ends at once. (The agent waited for it
+// for ever: a stopped process outside the judged phases was never judged.)
+TEST(InProcessRecovery, AWorkerStoppedAfterItsLastStepIsFoundAndTheJobFinishes) {
+  const Job job{"stopped-at-exit", 2, kMaxSteps, 0, "--hang-timeout 2", "--stop-at-exit-rank 1"};
+  const Result r = run(job);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_NE(r.log.find("the process is stopped"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("tenax run exits 0: finished"), std::string::npos) << r.log;
+}
+
 // Early stopping's patience counter travels with the heal (issue 32, point 6). Evaluations every
 // 5 steps with a threshold no gain reaches. As in transformers, the best metric is recorded when a
 // checkpoint is saved (every 20 steps here), so the evaluations up to step 20 all improve on

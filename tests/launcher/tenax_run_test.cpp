@@ -398,6 +398,20 @@ TEST_F(LauncherRun, HangTimeoutStopsAWorkerWhoseProgressFileStopsChanging) {
   EXPECT_EQ(r.summary["history"][0]["workers"][1]["stopped_by_agent"], true) << explain(r);
 }
 
+TEST_F(LauncherRun, HangTimeoutFindsAWorkerStoppedOutsideItsProgressPhases) {
+  // Rank 1 never reports progress (as before its first step, or after its last, when the progress
+  // file is gone) and stops itself in the first generation; rank 0 finishes. A process stopped
+  // for longer than the timeout is hung wherever it stopped: the agent must not wait for it for
+  // ever (it did), and the restart finishes the job.
+  TenaxResult r =
+      tenax_workers(2, "if [ \"$RANK\" = 1 ] && [ \"$TENAX_RESTART_COUNT\" = 0 ]; then kill -STOP $$; fi; exit 0",
+                    {"--hang-timeout", "1", "--max-restarts", "1"});
+  ASSERT_EQ(r.exit_code, 0) << explain(r);
+  EXPECT_TRUE(has_line(r.log, {"worker rank 1 (pid ", "made no progress for ", "the process is stopped"}))
+      << explain(r);
+  EXPECT_EQ(r.summary["restarts"], 1) << explain(r);
+}
+
 TEST_F(LauncherRun, SingleNodeRunHasNoProgressFileWithoutHangTimeout) {
   TenaxResult r = tenax_workers(1, "test -z \"$TENAX_PROGRESS_FILE\"");
   EXPECT_EQ(r.exit_code, 0) << explain(r);
