@@ -31,6 +31,43 @@ double f1_of(const Counts& c) {
   return denominator == 0 ? 0.0 : 2 * c.tp / denominator;
 }
 
+double ratio(double a, double b) { return b == 0 ? 0.0 : a / b; }
+
+PrecisionRecallF1 scores_of(const Counts& c) { return {ratio(c.tp, c.tp + c.fp), ratio(c.tp, c.tp + c.fn), f1_of(c)}; }
+
+// sklearn's averages over per-label counts: micro pools the counts; macro and weighted average
+// the per-label scores (weighted by each label's true count, tp + fn).
+PrecisionRecallF1 averaged(const std::vector<Counts>& labels, Average average) {
+  if (average == Average::kMicro) {
+    Counts pooled;
+    for (const Counts& c : labels) pooled.tp += c.tp, pooled.fp += c.fp, pooled.fn += c.fn;
+    return scores_of(pooled);
+  }
+  PrecisionRecallF1 sum;
+  double total_weight = 0;
+  for (const Counts& c : labels) {
+    const double weight = average == Average::kWeighted ? c.tp + c.fn : 1.0;
+    const PrecisionRecallF1 s = scores_of(c);
+    sum.precision += weight * s.precision, sum.recall += weight * s.recall, sum.f1 += weight * s.f1;
+    total_weight += weight;
+  }
+  if (total_weight == 0) return {};
+  return {sum.precision / total_weight, sum.recall / total_weight, sum.f1 / total_weight};
+}
+
+std::size_t indicator_width(const std::vector<std::vector<std::int64_t>>& y_true,
+                            const std::vector<std::vector<std::int64_t>>& y_pred, const char* metric) {
+  const std::size_t width = y_true.front().size();
+  for (std::size_t i = 0; i < y_true.size(); ++i) {
+    if (y_true[i].size() != width || y_pred[i].size() != width) {
+      throw Error(std::string(metric) + ": row " + std::to_string(i) + " is not " + std::to_string(width) +
+                  " labels wide");
+    }
+  }
+  if (width == 0) throw Error(std::string(metric) + ": rows with no labels");
+  return width;
+}
+
 std::map<std::int64_t, Counts> per_class(const std::vector<std::int64_t>& y_true,
                                          const std::vector<std::int64_t>& y_pred) {
   std::map<std::int64_t, Counts> counts;
@@ -117,6 +154,76 @@ double f1_macro(const std::vector<std::int64_t>& y_true, const std::vector<std::
   double sum = 0;
   for (const auto& [label, c] : counts) sum += f1_of(c);
   return sum / static_cast<double>(counts.size());
+}
+
+Average parse_average(const std::string& name) {
+  if (name == "binary") return Average::kBinary;
+  if (name == "micro") return Average::kMicro;
+  if (name == "macro") return Average::kMacro;
+  if (name == "weighted") return Average::kWeighted;
+  throw ConfigError("average '" + name + "' is not one of binary, micro, macro, weighted");
+}
+
+const char* average_name(Average average) {
+  switch (average) {
+    case Average::kBinary: return "binary";
+    case Average::kMicro: return "micro";
+    case Average::kMacro: return "macro";
+    case Average::kWeighted: return "weighted";
+  }
+  return "?";
+}
+
+PrecisionRecallF1 precision_recall_f1(const std::vector<std::int64_t>& y_true, const std::vector<std::int64_t>& y_pred,
+                                      Average average, std::int64_t pos_label) {
+  check_sizes(y_true, y_pred, "precision_recall_f1");
+  const auto counts = per_class(y_true, y_pred);
+  if (average == Average::kBinary) {
+    if (counts.size() > 2) {
+      throw Error("precision_recall_f1: " + std::to_string(counts.size()) +
+                  " distinct labels with average binary; use micro, macro or weighted for more than two classes");
+    }
+    const auto it = counts.find(pos_label);
+    if (it == counts.end() && counts.size() == 2) {
+      throw Error("precision_recall_f1: pos_label " + std::to_string(pos_label) +
+                  " is neither of the two labels present; pass the positive class's id");
+    }
+    return it == counts.end() ? PrecisionRecallF1{} : scores_of(it->second);
+  }
+  std::vector<Counts> classes;
+  for (const auto& [label, c] : counts) classes.push_back(c);
+  return averaged(classes, average);
+}
+
+PrecisionRecallF1 multilabel_precision_recall_f1(const std::vector<std::vector<std::int64_t>>& y_true,
+                                                 const std::vector<std::vector<std::int64_t>>& y_pred,
+                                                 Average average) {
+  check_sizes(y_true, y_pred, "multilabel_precision_recall_f1");
+  if (average == Average::kBinary) {
+    throw Error(
+        "multilabel_precision_recall_f1: average binary has no meaning for several labels; use micro, macro "
+        "or weighted");
+  }
+  const std::size_t width = indicator_width(y_true, y_pred, "multilabel_precision_recall_f1");
+  std::vector<Counts> labels(width);
+  for (std::size_t i = 0; i < y_true.size(); ++i) {
+    for (std::size_t k = 0; k < width; ++k) {
+      const bool t = y_true[i][k] != 0, p = y_pred[i][k] != 0;
+      labels[k].tp += t && p;
+      labels[k].fp += !t && p;
+      labels[k].fn += t && !p;
+    }
+  }
+  return averaged(labels, average);
+}
+
+double multilabel_accuracy(const std::vector<std::vector<std::int64_t>>& y_true,
+                           const std::vector<std::vector<std::int64_t>>& y_pred) {
+  check_sizes(y_true, y_pred, "multilabel_accuracy");
+  indicator_width(y_true, y_pred, "multilabel_accuracy");
+  std::size_t right = 0;
+  for (std::size_t i = 0; i < y_true.size(); ++i) right += y_true[i] == y_pred[i];
+  return static_cast<double>(right) / static_cast<double>(y_true.size());
 }
 
 double matthews_corrcoef(const std::vector<std::int64_t>& y_true, const std::vector<std::int64_t>& y_pred) {

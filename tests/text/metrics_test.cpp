@@ -3,6 +3,7 @@
 #include "tenax/sdk/metrics.h"
 
 #include <cmath>
+#include <functional>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -44,6 +45,42 @@ TEST(TextMetrics, ClassificationEqualsScikitLearn) {
   }
 }
 
+// precision_recall_fscore_support for every average sklearn accepts on each case.
+void expect_averages(const nlohmann::json& expected, const std::string& name,
+                     const std::function<PrecisionRecallF1(Average)>& score) {
+  ASSERT_FALSE(expected.empty()) << name;
+  for (const auto& [average, values] : expected.items()) {
+    const PrecisionRecallF1 got = score(parse_average(average));
+    const std::string what = name + " " + average;
+    expect_value(got.precision, values.at(0), 1e-12, what + " precision");
+    expect_value(got.recall, values.at(1), 1e-12, what + " recall");
+    expect_value(got.f1, values.at(2), 1e-12, what + " f1");
+  }
+}
+
+TEST(TextMetrics, PrecisionRecallAndF1EqualScikitLearnForEveryAverage) {
+  const auto g = goldens();
+  for (const auto& c : g.at("classification")) {
+    const auto y = c.at("y_true").get<std::vector<std::int64_t>>();
+    const auto p = c.at("y_pred").get<std::vector<std::int64_t>>();
+    expect_averages(c.at("precision_recall_f1"), c.at("name"),
+                    [&](Average average) { return precision_recall_f1(y, p, average); });
+  }
+}
+
+TEST(TextMetrics, MultiLabelScoresEqualScikitLearnOnIndicatorRows) {
+  const auto g = goldens();
+  ASSERT_GE(g.at("multilabel").size(), 5u);
+  for (const auto& c : g.at("multilabel")) {
+    const auto y = c.at("y_true").get<std::vector<std::vector<std::int64_t>>>();
+    const auto p = c.at("y_pred").get<std::vector<std::vector<std::int64_t>>>();
+    const std::string name = c.at("name");
+    expect_value(multilabel_accuracy(y, p), c.at("accuracy"), 1e-12, name + " accuracy");
+    expect_averages(c.at("precision_recall_f1"), name,
+                    [&](Average average) { return multilabel_precision_recall_f1(y, p, average); });
+  }
+}
+
 TEST(TextMetrics, CorrelationEqualsSciPy) {
   const auto g = goldens();
   ASSERT_GE(g.at("correlation").size(), 7u);
@@ -67,6 +104,10 @@ TEST(TextMetrics, BadInputsThrow) {
   EXPECT_THROW(accuracy({1, 0}, {1}), Error);
   EXPECT_THROW(f1_binary({0, 1, 2}, {0, 1, 2}), Error);  // three classes
   EXPECT_THROW(f1_binary({0, 2}, {2, 0}), Error);        // pos_label 1 absent
+  EXPECT_THROW(precision_recall_f1({0, 1, 2}, {0, 1, 2}, Average::kBinary), Error);
+  EXPECT_THROW(multilabel_precision_recall_f1({{1, 0}}, {{1, 0}}, Average::kBinary), Error);
+  EXPECT_THROW(multilabel_accuracy({{1, 0}, {1}}, {{1, 0}, {1, 0}}), Error);  // ragged rows
+  EXPECT_THROW(parse_average("samples"), ConfigError);
   EXPECT_THROW(pearson({1.0}, {2.0}), Error);
   EXPECT_THROW(spearman({1.0, NAN}, {2.0, 3.0}), Error);
 }

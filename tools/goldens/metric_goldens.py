@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/text/goldens/metric_goldens.json: scikit-learn's and SciPy's values of
-accuracy, F1 (binary, macro), Matthews correlation, Pearson and Spearman on fixed vectors, which
+accuracy, precision, recall and F1 (binary, micro, macro, weighted; single- and multi-label),
+Matthews correlation, Pearson and Spearman on fixed vectors, which
 tests/text/metrics_test.cpp compares with tenax::sdk's metrics.
 
     .venv-goldens/bin/python tools/goldens/metric_goldens.py    (tools/goldens/requirements-text.txt)
@@ -14,7 +15,7 @@ import numpy as np
 import scipy
 import sklearn
 from scipy.stats import pearsonr, spearmanr
-from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef, precision_recall_fscore_support
 
 OUT = os.path.join("tests", "text", "goldens", "metric_goldens.json")
 
@@ -50,7 +51,37 @@ def classification_cases(rng):
                 "f1_binary": num(f1_score(y, p, average="binary", zero_division=0)) if binary else None,
                 "f1_macro": num(f1_score(y, p, average="macro", zero_division=0)),
                 "matthews_corrcoef": num(matthews_corrcoef(y, p)),
+                "precision_recall_f1": averages(y, p, binary),
             })
+    return out
+
+
+def averages(y, p, binary):
+    """{average: [precision, recall, f1]} for each average sklearn accepts on these labels."""
+    out = {}
+    for average in (["binary"] if binary else []) + ["micro", "macro", "weighted"]:
+        pr, rc, f1, _ = precision_recall_fscore_support(y, p, average=average, zero_division=0)
+        out[average] = [num(pr), num(rc), num(f1)]
+    return out
+
+
+def multilabel_cases(rng):
+    cases = {
+        "perfect": ([[1, 0, 1], [0, 1, 0]], [[1, 0, 1], [0, 1, 0]]),
+        "label_never_true_nor_predicted": ([[1, 0, 0], [0, 1, 0], [1, 1, 0]], [[1, 0, 0], [0, 0, 0], [1, 1, 0]]),
+        "empty_rows": ([[0, 0], [1, 0], [0, 1]], [[0, 0], [0, 0], [1, 1]]),
+    }
+    for n, k in [(40, 3), (300, 5)]:
+        y = (rng.random((n, k)) < 0.4).astype(int)
+        flip = rng.random((n, k)) < 0.25
+        cases[f"random_n{n}_k{k}"] = (y.tolist(), np.where(flip, 1 - y, y).tolist())
+    out = []
+    for name, (y, p) in cases.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out.append({"name": name, "y_true": y, "y_pred": p,
+                        "accuracy": num(accuracy_score(np.array(y), np.array(p))),
+                        "precision_recall_f1": averages(np.array(y), np.array(p), False)})
     return out
 
 
@@ -78,7 +109,7 @@ def main():
     rng = np.random.default_rng(1234)
     data = {"generator": "tools/goldens/metric_goldens.py", "sklearn": sklearn.__version__,
             "scipy": scipy.__version__, "classification": classification_cases(rng),
-            "correlation": correlation_cases(rng)}
+            "correlation": correlation_cases(rng), "multilabel": multilabel_cases(rng)}
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         json.dump(data, f, indent=None, sort_keys=True)
