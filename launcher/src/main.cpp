@@ -24,6 +24,7 @@
 #include "tenax/core/exit_codes.h"
 #include "tenax/core/logging.h"
 #include "tenax/elastic/kv_service.h"
+#include "train_command.h"
 
 namespace {
 
@@ -107,7 +108,10 @@ int main(int argc, char** argv) {
   CLI::App* ckpt = app.add_subcommand("ckpt",
                                       "list, verify, inspect, export and compare checkpoints\n"
                                       "(tenax ckpt ls|verify|inspect|export|diff ...)");
-  for (CLI::App* command : {run, rdzv, ckpt}) command->group("Commands");
+  CLI::App* train = app.add_subcommand("train",
+                                       "fine-tune a Hugging Face model from a TOML job file, no C++\n"
+                                       "(tenax run --nproc-per-node N -- tenax train JOB.toml [KEY=VALUE ...])");
+  for (CLI::App* command : {run, train, rdzv, ckpt}) command->group("Commands");
   CLI::App* help = app.add_subcommand("help")->group("");  // the words, beside --help and --version
   CLI::App* version = app.add_subcommand("version")->group("");
   app.footer(
@@ -139,6 +143,7 @@ int main(int argc, char** argv) {
     return kExitDone;
   }
   if (run->parsed()) return run_command(rest);
+  if (train->parsed()) return launcher::exec_train_command(rest);
   if (rdzv->parsed()) return launcher::run_rdzv_command(rest);
   return launcher::run_ckpt_command(argc - 1, argv + 1);  // `ckpt`, the one left; argv[1] is "ckpt"
 }

@@ -33,7 +33,28 @@ LabelMap::LabelMap(std::vector<std::string> names) : names_(std::move(names)) {
       return a < b || (a == b && x < y);  // "1" and "01" are both kept, in a fixed order
     });
   }
-  for (std::size_t i = 0; i < names_.size(); ++i) ids_[names_[i]] = static_cast<std::int64_t>(i);
+  index();
+}
+
+LabelMap LabelMap::in_order(std::vector<std::string> names) {
+  if (names.empty()) throw ConfigError("LabelMap: the label list is empty");
+  LabelMap map;
+  map.names_ = std::move(names);
+  map.index();
+  if (map.ids_.size() != map.names_.size()) {
+    for (std::size_t i = 0; i < map.names_.size(); ++i) {
+      if (map.ids_.at(map.names_[i]) != static_cast<std::int64_t>(i)) {
+        throw ConfigError("the label list names '" + map.names_[i] + "' twice; each label once");
+      }
+    }
+  }
+  return map;
+}
+
+void LabelMap::index() {
+  ids_.clear();
+  // Backwards, so that a duplicate keeps the id of its first place (which in_order reports).
+  for (std::size_t i = names_.size(); i-- > 0;) ids_[names_[i]] = static_cast<std::int64_t>(i);
 }
 
 LabelMap LabelMap::from_records(const TextRecords& records) {

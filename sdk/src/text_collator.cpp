@@ -37,7 +37,12 @@ Batch pad_text_batch(const std::vector<Example>& examples, std::int64_t pad_id) 
       batch.token_type_ids.index_put_({b, Slice(0, length)}, ex.input[1]);
     }
     batch.attention_mask.index_put_({b, Slice(0, length)}, 1);
-    if (ex.label.defined()) labels.push_back(ex.label.to(torch::kInt64).reshape({}));
+    // Class ids become int64 scalars; float targets (regression, multi-hot rows) keep their
+    // shape, as the loss reads them (classification_loss.h).
+    if (ex.label.defined()) {
+      labels.push_back(ex.label.is_floating_point() ? ex.label.to(torch::kFloat32)
+                                                    : ex.label.to(torch::kInt64).reshape({}));
+    }
   }
   if (!labels.empty()) {
     if (labels.size() != examples.size()) {

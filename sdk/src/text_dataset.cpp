@@ -125,11 +125,12 @@ void read_jsonl(TextRecords& out, const std::string& data, const std::vector<Wan
       }
       if (it->is_string()) {
         values.push_back(it->get<std::string>());
-      } else if (is_label && (it->is_number() || it->is_boolean())) {
-        values.push_back(it->dump());
+      } else if (is_label && (it->is_number() || it->is_boolean() || it->is_array())) {
+        values.push_back(it->dump());  // an array: a multi-label field (text_targets.h reads it)
       } else {
         throw ConfigError(where + "key '" + wanted[i].name + "' is " + it->type_name() +
-                          (is_label ? "; a label must be a string, number or boolean" : "; a text must be a string"));
+                          (is_label ? "; a label must be a string, number, boolean or a list of labels"
+                                    : "; a text must be a string"));
       }
     }
     add_record(out, std::move(values), line, wanted);

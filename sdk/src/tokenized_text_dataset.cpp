@@ -8,7 +8,21 @@ namespace tenax::sdk {
 
 TokenizedTextDataset::TokenizedTextDataset(const TextRecords& records, const LabelMap& labels,
                                            const BertTokenizer& tokenizer, std::int64_t max_length)
-    : labels_(labels.ids(records)) {
+    : TokenizedTextDataset(records, torch::tensor(labels.ids(records), torch::kInt64), tokenizer, max_length) {}
+
+TokenizedTextDataset::TokenizedTextDataset(const TextRecords& records, torch::Tensor targets,
+                                           const BertTokenizer& tokenizer, std::int64_t max_length)
+    : targets_(std::move(targets)) {
+  if (!targets_.defined() || targets_.dim() < 1 || targets_.size(0) != static_cast<std::int64_t>(records.size())) {
+    throw Error("TokenizedTextDataset: " + records.path + " has " + std::to_string(records.size()) +
+                " records but the targets have " +
+                (targets_.defined() && targets_.dim() >= 1 ? std::to_string(targets_.size(0)) : std::string("no")) +
+                " rows");
+  }
+  targets_ = targets_.contiguous();
+  if (targets_.scalar_type() == torch::kInt64 && targets_.dim() == 1) {
+    labels_.assign(targets_.data_ptr<std::int64_t>(), targets_.data_ptr<std::int64_t>() + targets_.numel());
+  }
   const auto options = EncodeOptions().truncation(Truncation::kLongestFirst).max_length(max_length);
   encodings_.reserve(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
@@ -38,7 +52,7 @@ Example TokenizedTextDataset::get(std::int64_t index) const {
     a[0][i] = e.input_ids[static_cast<std::size_t>(i)];
     a[1][i] = e.token_type_ids[static_cast<std::size_t>(i)];
   }
-  return {input, torch::tensor(labels_[static_cast<std::size_t>(index)], torch::kInt64)};
+  return {input, targets_[index].clone()};
 }
 
 std::int64_t TokenizedTextDataset::length(std::int64_t index) const {

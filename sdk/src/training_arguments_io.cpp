@@ -452,6 +452,7 @@ void ArgumentParser::apply_overrides(const std::vector<std::string>& flags) {
     std::string name = typed.substr(2);
     std::replace(name.begin(), name.end(), '-', '_');
     const Field* field = find_flag(name);
+    if (field == nullptr) field = find_key(name);  // a program's option by its file key: --data.train_file
     const HfField* hf = field == nullptr ? find_hf_field(name) : nullptr;
     std::optional<std::string> value;
     if (eq != std::string::npos) value = a.substr(eq + 1);

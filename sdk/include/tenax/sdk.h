@@ -51,6 +51,7 @@
 #include "tenax/sdk/text/vocab.h"
 #include "tenax/sdk/text_collator.h"
 #include "tenax/sdk/text_dataset.h"
+#include "tenax/sdk/text_targets.h"
 #include "tenax/sdk/tokenized_text_dataset.h"
 #include "tenax/sdk/vision/idx_file.h"
 #include "tenax/sdk/vision/image.h"

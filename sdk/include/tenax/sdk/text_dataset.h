@@ -56,8 +56,8 @@ class TextFileOptions {
   TextFileFormat format_ = TextFileFormat::kAuto;
 };
 
-/// The records of one file, in file order. Labels stay strings here (JSONL numbers and
-/// booleans are written as JSON writes them: 1, 2.5, true).
+/// The records of one file, in file order. Labels stay strings here (JSONL numbers, booleans
+/// and arrays — multi-label fields — are written as JSON writes them: 1, 2.5, true, ["a","b"]).
 struct TextRecords {
   std::string path;
   std::vector<std::string> texts;
@@ -83,6 +83,9 @@ class LabelMap {
   explicit LabelMap(std::vector<std::string> names);
   /// The labels that occur in `records`.
   static LabelMap from_records(const TextRecords& records);
+  /// `names` in the order given (id = position): a label list from a config or a model's
+  /// id2label. Throws ConfigError when it is empty or names a label twice.
+  static LabelMap in_order(std::vector<std::string> names);
 
   std::size_t size() const { return names_.size(); }
   const std::vector<std::string>& names() const { return names_; }
@@ -93,6 +96,9 @@ class LabelMap {
   std::vector<std::int64_t> ids(const TextRecords& records) const;
 
  private:
+  LabelMap() = default;
+  void index();
+
   std::vector<std::string> names_;
   std::unordered_map<std::string, std::int64_t> ids_;
 };

@@ -21,7 +21,8 @@
 // (dashes stand for underscores), booleans as `--bf16`, `--bf16 false` or `--bf16=false`,
 // lists comma-separated (`--report_to jsonl,tensorboard`; `--report_to ""` is empty), nested
 // fields dotted (`--lr_scheduler_kwargs.power 2`). A program's own options go by their bare
-// names (`--max_length 128`), so a program keeps the flags it had.
+// names (`--max_length 128`), so a program keeps the flags it had, or by their file key
+// (`--finetune.max_length 128`).
 //
 // Why a program's options are a struct plus a visitor of its fields, not a list of named
 // options: the program reads `o.max_length`, a typed member that the compiler checks, never

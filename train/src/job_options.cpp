@@ -1,0 +1,198 @@
+#include "job_options.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+
+#include "tenax/core/error.h"
+#include "tenax/core/exit_codes.h"
+#include "tenax/sdk/training_arguments_io.h"
+
+namespace tenax::train {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: tenax train [JOB.toml] [KEY=VALUE | TABLE.KEY=VALUE | --KEY VALUE]... [--print-config]\n"
+    "Fine-tunes a Hugging Face model directory (BERT, DistilBERT) on a text dataset (CSV, TSV,\n"
+    "JSON Lines): single-label or multi-label classification, or regression, with the job in a\n"
+    "TOML file. Run it as the workers of `tenax run` (fault tolerance, restarts, requeue), or\n"
+    "directly under srun/mpirun:\n"
+    "  tenax run --nproc-per-node 2 -- tenax train job.toml learning_rate=3e-5\n"
+    "  JOB.toml            TrainingArguments at the top level (Hugging Face's names; nested ones as\n"
+    "                      tables: [lr_scheduler_kwargs]); the job's own keys in the tables\n"
+    "                      [model], [data], [metrics], [run]. train/jobs/ has examples. Without\n"
+    "                      a file, the keys on the command line are the whole job.\n"
+    "  KEY=VALUE           any key below, after the file: num_train_epochs=3, data.max_seq_length=64,\n"
+    "                      --learning_rate 3e-5 (the command line beats the file, which beats the\n"
+    "                      defaults; lists comma-separated: metrics.metric_name=accuracy,f1)\n"
+    "  --print-config      print the resolved job as TOML and exit\n"
+    "  --help              this text\n"
+    "Writes to output_dir: checkpoints, train_results.json, eval_results.json, test_results.json,\n"
+    "all_results.json, trainer_state.json, and model/: the fine-tuned model in Hugging Face layout.\n"
+    "Exit: 0 done, 2 configuration or data error (nothing is retried), 3 preempted (requeue), 1 failure.\n"
+    "Keys, types and defaults:\n";
+
+void require(bool ok, const std::string& key, const std::string& why) {
+  if (!ok) throw ConfigError(key + ": " + why);
+}
+
+std::optional<sdk::ProblemType> parse_problem_type(const std::string& name) {
+  if (name == "auto") return std::nullopt;
+  for (auto type : {sdk::ProblemType::kSingleLabelClassification, sdk::ProblemType::kMultiLabelClassification,
+                    sdk::ProblemType::kRegression}) {
+    if (name == sdk::problem_type_name(type)) return type;
+  }
+  throw ConfigError("model.problem_type: '" + name +
+                    "' is not one of auto, single_label_classification, multi_label_classification, regression");
+}
+
+sdk::TextFileFormat parse_format(const std::string& name) {
+  if (name == "auto") return sdk::TextFileFormat::kAuto;
+  if (name == "csv") return sdk::TextFileFormat::kCsv;
+  if (name == "tsv") return sdk::TextFileFormat::kTsv;
+  if (name == "jsonl" || name == "json") return sdk::TextFileFormat::kJsonl;
+  throw ConfigError("data.format: '" + name + "' is not one of auto (by extension), csv, tsv, jsonl");
+}
+
+constexpr Metric kMetrics[] = {Metric::kAccuracy,           Metric::kF1,      Metric::kPrecision,
+                               Metric::kRecall,             Metric::kPearson, Metric::kSpearman,
+                               Metric::kMatthewsCorrelation, Metric::kMse};
+
+Metric parse_metric(const std::string& name) {
+  if (name == "mcc" || name == "matthews_corrcoef") return Metric::kMatthewsCorrelation;
+  if (name == "pearsonr") return Metric::kPearson;
+  if (name == "spearmanr") return Metric::kSpearman;
+  std::string known;
+  for (Metric m : kMetrics) {
+    if (name == metric_name(m)) return m;
+    known += std::string(known.empty() ? "" : ", ") + metric_name(m);
+  }
+  throw ConfigError("metrics.metric_name: '" + name + "' is not a metric Tenax computes (" + known + ")");
+}
+
+void validate(JobOptions& o) {
+  require(!o.model.model_name_or_path.empty(), "model.model_name_or_path",
+          "is required: a Hugging Face model directory (config.json, model.safetensors, vocab.txt)");
+  require(o.model.model_type == "auto" || o.model.model_type == "bert" || o.model.model_type == "distilbert",
+          "model.model_type", "must be auto, bert or distilbert (the text families), got '" + o.model.model_type + "'");
+  require(!o.data.train_file.empty(), "data.train_file", "is required (a .csv, .tsv or .jsonl file)");
+  require(o.data.text_column_names.size() == 1 || o.data.text_column_names.size() == 2, "data.text_column_names",
+          "must name one text column, or two for a text pair; got " + std::to_string(o.data.text_column_names.size()));
+  require(!o.data.label_column_name.empty(), "data.label_column_name", "must name the label column");
+  require(o.data.max_seq_length >= 3 && o.data.max_seq_length <= 512, "data.max_seq_length",
+          "must be in [3, 512] (the model's max_position_embeddings bounds it too), got " +
+              std::to_string(o.data.max_seq_length));
+  for (const char* key : {"max_train_samples", "max_eval_samples", "max_predict_samples"}) {
+    const std::int64_t value = std::string(key) == "max_train_samples" ? o.data.max_train_samples
+                               : std::string(key) == "max_eval_samples" ? o.data.max_eval_samples
+                                                                        : o.data.max_predict_samples;
+    require(value >= 0, std::string("data.") + key, "must be >= 0 (0: all), got " + std::to_string(value));
+  }
+  require(o.run.threads >= 1, "run.threads", "must be >= 1, got " + std::to_string(o.run.threads));
+  require(o.run.fail_at_step == -1 || o.run.fail_at_step >= 1, "run.fail_at_step",
+          "must be >= 1 (or -1: none), got " + std::to_string(o.run.fail_at_step));
+  require(o.run.fail_rank >= 0, "run.fail_rank", "must be >= 0, got " + std::to_string(o.run.fail_rank));
+  require(o.run.preempt_at_step == -1 || o.run.preempt_at_step >= 1, "run.preempt_at_step",
+          "must be >= 1 (or -1: none), got " + std::to_string(o.run.preempt_at_step));
+  require(o.run.preempt_signal == "USR1" || o.run.preempt_signal == "TERM", "run.preempt_signal",
+          "must be USR1 or TERM, got '" + o.run.preempt_signal + "'");
+
+  o.choices.problem_type = parse_problem_type(o.model.problem_type);
+  o.choices.format = parse_format(o.data.format);
+  o.choices.metrics.clear();
+  for (const auto& name : o.metrics.metric_name) o.choices.metrics.push_back(parse_metric(name));
+  o.choices.average = o.metrics.average == "auto" ? std::nullopt : std::optional(sdk::parse_average(o.metrics.average));
+  o.choices.preempt_signal = o.run.preempt_signal == "TERM" ? SIGTERM : SIGUSR1;
+}
+
+bool is_toml(const std::string& word) { return word.size() > 5 && word.compare(word.size() - 5, 5, ".toml") == 0; }
+
+// `key=value` and `table.key=value` words become `--key=value`; the first word that is neither
+// a flag nor an assignment is the job file.
+std::vector<std::string> normalise(const std::vector<std::string>& words, std::string& job_file) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.rfind("--", 0) == 0) {
+      out.push_back(w);
+      // A flag's value may be a word without dashes: keep it with its flag.
+      if (w.find('=') == std::string::npos && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0 &&
+          words[i + 1].find('=') == std::string::npos && !(job_file.empty() && is_toml(words[i + 1]))) {
+        out.push_back(words[++i]);
+      }
+    } else if (const auto eq = w.find('='); eq != std::string::npos && eq > 0) {
+      out.push_back("--" + w);
+    } else if (job_file.empty()) {
+      job_file = w;
+    } else {
+      throw ConfigError("unexpected argument '" + w + "' (a second job file? keys are KEY=VALUE or --KEY VALUE)");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* metric_name(Metric metric) {
+  switch (metric) {
+    case Metric::kAccuracy:
+      return "accuracy";
+    case Metric::kF1:
+      return "f1";
+    case Metric::kPrecision:
+      return "precision";
+    case Metric::kRecall:
+      return "recall";
+    case Metric::kMatthewsCorrelation:
+      return "matthews_correlation";
+    case Metric::kPearson:
+      return "pearson";
+    case Metric::kSpearman:
+      return "spearman";
+    case Metric::kMse:
+      return "mse";
+  }
+  return "?";
+}
+
+JobOptions parse_job_options(int argc, char** argv) {
+  JobOptions o;
+  bool print_config = false;
+  std::vector<std::string> words;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--print-config") {
+      print_config = true;
+    } else {
+      words.push_back(a);
+    }
+  }
+  sdk::ArgumentParser parser(o.args);
+  parser.add_section("model", [&o](auto&& field) { o.model.for_each_field(field); });
+  parser.add_section("data", [&o](auto&& field) { o.data.for_each_field(field); });
+  parser.add_section("metrics", [&o](auto&& field) { o.metrics.for_each_field(field); });
+  parser.add_section("run", [&o](auto&& field) { o.run.for_each_field(field); });
+  for (const auto& w : words) {
+    if (w == "--help" || w == "-h") {
+      std::cout << kUsage << parser.keys_help();
+      std::exit(kExitDone);
+    }
+  }
+  try {
+    const std::vector<std::string> flags = normalise(words, o.job_file);
+    if (!o.job_file.empty()) parser.load_toml_file(o.job_file);
+    parser.apply_overrides(flags);
+    o.args.validate();
+    validate(o);
+  } catch (const ConfigError& e) {
+    std::cerr << "tenax train: configuration error: " << e.what() << "\n(tenax train --help lists the keys)\n";
+    std::exit(kExitUsage);
+  }
+  if (print_config) {
+    std::cout << parser.to_toml();
+    std::exit(kExitDone);
+  }
+  return o;
+}
+
+}  // namespace tenax::train
