@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -79,14 +80,19 @@ class FailureWhileHealing final : public sdk::TrainerCallback {
 
 /// Sends `signal` to the agent (this worker's parent) after step `step`, from rank 0 — the way
 /// Slurm's warning signal or scancel reaches a job — so that the preemption path can be tested.
+/// A worker with no agent (started directly, by srun or by hand: no TENAX_RUN_DIR) gets the
+/// signal itself, as Slurm sends it to the job's processes.
 class PreemptionInjection final : public sdk::TrainerCallback {
  public:
   PreemptionInjection(std::int64_t step, int signal) : step_(step), signal_(signal) {}
   void on_step_end(const sdk::TrainingArguments&, sdk::TrainerState& state, sdk::TrainerControl&) override {
     if (!sent_ && state.global_step == step_ && state.rank == 0) {
-      logger("example")->warn("preemption injection: sending {} to the agent (pid {}) after step {}",
-                              signal_ == SIGUSR1 ? "SIGUSR1" : "SIGTERM", ::getppid(), step_);
-      ::kill(::getppid(), signal_);
+      const bool has_agent = std::getenv("TENAX_RUN_DIR") != nullptr;
+      const pid_t target = has_agent ? ::getppid() : ::getpid();
+      logger("example")->warn("preemption injection: sending {} to the {} (pid {}) after step {}",
+                              signal_ == SIGUSR1 ? "SIGUSR1" : "SIGTERM", has_agent ? "agent" : "worker itself", target,
+                              step_);
+      ::kill(target, signal_);
       sent_ = true;
     }
   }

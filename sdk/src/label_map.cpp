@@ -77,8 +77,9 @@ std::int64_t LabelMap::id(const std::string& label) const {
   std::string known;
   for (const auto& n : names_) known += (known.empty() ? "'" : ", '") + n + "'";
   throw ConfigError("label '" + label + "' is not one of the " + std::to_string(names_.size()) + " known labels (" +
-                    known + "); build the LabelMap from the training file " +
-                    "and make every split use the same label column");
+                    known +
+                    "); every split's labels must be among the training file's (or the label list "
+                    "given), in the same label column");
 }
 
 std::vector<std::int64_t> LabelMap::ids(const TextRecords& records) const {

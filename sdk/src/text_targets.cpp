@@ -24,7 +24,8 @@ std::optional<double> parse_number(const std::string& s) {
 }
 
 bool is_integer_text(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin() + (s[0] == '-' ? 1 : 0), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !s.empty() &&
+         std::all_of(s.begin() + (s[0] == '-' ? 1 : 0), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 std::string where(const TextRecords& records, std::size_t i) {
@@ -70,8 +71,7 @@ std::vector<std::string> split_multi_label(const std::string& field, const std::
 
 ProblemType infer_problem_type(const TextRecords& records, const std::string& separator) {
   if (records.size() == 0) throw ConfigError(records.path + ": no records; check the file");
-  const bool lists =
-      !separator.empty() || std::any_of(records.labels.begin(), records.labels.end(), looks_like_list);
+  const bool lists = !separator.empty() || std::any_of(records.labels.begin(), records.labels.end(), looks_like_list);
   if (lists) return ProblemType::kMultiLabelClassification;
   bool all_numbers = true, all_integers = true;
   for (const auto& label : records.labels) {

@@ -627,6 +627,9 @@ TrainOutput Trainer::end(int preempt_signal) {
       load_parameters_from(dir);
       log->info("loaded the best model from {} ({} = {})", dir.string(), best_metric_key(),
                 state_.best_metric ? *state_.best_metric : 0.0);
+    } else {
+      log->info("the best model ({} = {}) is the last one, step {}: kept", best_metric_key(),
+                state_.best_metric ? *state_.best_metric : 0.0, *best);
     }
   }
   if (preempt_signal != 0) {

@@ -441,7 +441,10 @@ void ArgumentParser::load_toml(const std::string& text, const std::string& sourc
 
 void ArgumentParser::apply_overrides(const std::vector<std::string>& flags) {
   std::vector<std::string> known;
-  for (const Field& f : fields_) known.push_back(f.flag);
+  for (const Field& f : fields_) {
+    known.push_back(f.flag);
+    if (f.key != f.flag) known.push_back(f.key);  // --data.max_seq_length finds its suggestion too
+  }
   for (std::size_t i = 0; i < flags.size(); ++i) {
     const std::string& a = flags[i];
     if (a.size() < 3 || !starts_with(a, "--")) {

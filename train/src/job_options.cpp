@@ -54,9 +54,8 @@ sdk::TextFileFormat parse_format(const std::string& name) {
   throw ConfigError("data.format: '" + name + "' is not one of auto (by extension), csv, tsv, jsonl");
 }
 
-constexpr Metric kMetrics[] = {Metric::kAccuracy,           Metric::kF1,      Metric::kPrecision,
-                               Metric::kRecall,             Metric::kPearson, Metric::kSpearman,
-                               Metric::kMatthewsCorrelation, Metric::kMse};
+constexpr Metric kMetrics[] = {Metric::kAccuracy, Metric::kF1,       Metric::kPrecision,           Metric::kRecall,
+                               Metric::kPearson,  Metric::kSpearman, Metric::kMatthewsCorrelation, Metric::kMse};
 
 Metric parse_metric(const std::string& name) {
   if (name == "mcc" || name == "matthews_corrcoef") return Metric::kMatthewsCorrelation;
@@ -83,7 +82,7 @@ void validate(JobOptions& o) {
           "must be in [3, 512] (the model's max_position_embeddings bounds it too), got " +
               std::to_string(o.data.max_seq_length));
   for (const char* key : {"max_train_samples", "max_eval_samples", "max_predict_samples"}) {
-    const std::int64_t value = std::string(key) == "max_train_samples" ? o.data.max_train_samples
+    const std::int64_t value = std::string(key) == "max_train_samples"  ? o.data.max_train_samples
                                : std::string(key) == "max_eval_samples" ? o.data.max_eval_samples
                                                                         : o.data.max_predict_samples;
     require(value >= 0, std::string("data.") + key, "must be >= 0 (0: all), got " + std::to_string(value));
@@ -135,22 +134,14 @@ std::vector<std::string> normalise(const std::vector<std::string>& words, std::s
 
 const char* metric_name(Metric metric) {
   switch (metric) {
-    case Metric::kAccuracy:
-      return "accuracy";
-    case Metric::kF1:
-      return "f1";
-    case Metric::kPrecision:
-      return "precision";
-    case Metric::kRecall:
-      return "recall";
-    case Metric::kMatthewsCorrelation:
-      return "matthews_correlation";
-    case Metric::kPearson:
-      return "pearson";
-    case Metric::kSpearman:
-      return "spearman";
-    case Metric::kMse:
-      return "mse";
+    case Metric::kAccuracy: return "accuracy";
+    case Metric::kF1: return "f1";
+    case Metric::kPrecision: return "precision";
+    case Metric::kRecall: return "recall";
+    case Metric::kMatthewsCorrelation: return "matthews_correlation";
+    case Metric::kPearson: return "pearson";
+    case Metric::kSpearman: return "spearman";
+    case Metric::kMse: return "mse";
   }
   return "?";
 }

@@ -59,14 +59,14 @@ std::string require_model_dir(const JobOptions& o) {
 
 // An evaluation the job asks for needs the split it evaluates, and the best model needs a
 // metric that is computed: said now, not after the first epoch.
-void check_evaluation(const JobOptions& o, const tenax::train::TextData& data,
-                      const tenax::train::MetricPlan& plan) {
+void check_evaluation(const JobOptions& o, const tenax::train::TextData& data, const tenax::train::MetricPlan& plan) {
   using tenax::sdk::IntervalStrategy;
-  const bool evaluates = o.args.eval_strategy != IntervalStrategy::kNo || o.args.load_best_model_at_end ||
-                         o.args.eval_on_start;
+  const bool evaluates =
+      o.args.eval_strategy != IntervalStrategy::kNo || o.args.load_best_model_at_end || o.args.eval_on_start;
   if (evaluates && !data.validation) {
-    throw ConfigError("eval_strategy / load_best_model_at_end evaluate during training, which needs "
-                      "data.validation_file; set it, or eval_strategy = \"no\"");
+    throw ConfigError(
+        "eval_strategy / load_best_model_at_end evaluate during training, which needs "
+        "data.validation_file; set it, or eval_strategy = \"no\"");
   }
   std::string metric = o.args.metric_for_best_model;
   if (metric.rfind("eval_", 0) == 0) metric = metric.substr(5);
@@ -76,8 +76,8 @@ void check_evaluation(const JobOptions& o, const tenax::train::TextData& data,
     if (metric == tenax::train::metric_name(m)) return;
     known += std::string(", ") + tenax::train::metric_name(m);
   }
-  throw ConfigError("metric_for_best_model: '" + o.args.metric_for_best_model +
-                    "' is not computed by this job (" + known + "); add it to metrics.metric_name");
+  throw ConfigError("metric_for_best_model: '" + o.args.metric_for_best_model + "' is not computed by this job (" +
+                    known + "); add it to metrics.metric_name");
 }
 
 int run(const JobOptions& o) {
@@ -95,7 +95,8 @@ int run(const JobOptions& o) {
     pretrained.num_labels(1);
   } else {
     tenax::sdk::Id2Label id2label;
-    for (std::size_t i = 0; i < data.label_names.size(); ++i) id2label[static_cast<std::int64_t>(i)] = data.label_names[i];
+    for (std::size_t i = 0; i < data.label_names.size(); ++i)
+      id2label[static_cast<std::int64_t>(i)] = data.label_names[i];
     pretrained.id2label(id2label);
   }
   torch::manual_seed(o.args.seed);  // the new classifier head: the same on every rank

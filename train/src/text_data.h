@@ -27,9 +27,7 @@ struct TextData {
   std::shared_ptr<sdk::TokenizedTextDataset> test;        ///< null without data.test_file
 
   /// Classifier outputs: the label count, 1 for regression.
-  std::int64_t num_labels() const {
-    return label_names.empty() ? 1 : static_cast<std::int64_t>(label_names.size());
-  }
+  std::int64_t num_labels() const { return label_names.empty() ? 1 : static_cast<std::int64_t>(label_names.size()); }
 };
 
 TextData load_text_data(const JobOptions& options, const sdk::BertTokenizer& tokenizer);

@@ -57,7 +57,7 @@ MetricPlan plan_metrics(const ParsedChoices& choices, std::int64_t pos_label, sd
       throw ConfigError("metrics.metric_name: matthews_correlation is for single-label classification");
     }
   }
-  plan.average = choices.average.value_or(multi_label      ? sdk::Average::kMicro
+  plan.average = choices.average.value_or(multi_label       ? sdk::Average::kMicro
                                           : num_labels == 2 ? sdk::Average::kBinary
                                                             : sdk::Average::kMacro);
   if (plan.average == sdk::Average::kBinary && (multi_label || num_labels > 2)) {

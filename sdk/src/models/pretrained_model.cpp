@@ -65,12 +65,15 @@ void copy_into(torch::Tensor& param, const storage::SafetensorsFile& file, const
                        param_name + " needs a floating type (F32, F16 or BF16)");
   }
   if (!same_shape(param, entry)) {
-    throw StorageError(where + " has shape " + shape_string(entry.shape) + " but parameter " + param_name +
-                       " of the model built from config.json has shape " +
-                       shape_string({param.sizes().begin(), param.sizes().end()}) +
-                       "; the checkpoint and its config.json do not belong together (a head trained for "
-                       "other labels: PretrainedOptions().ignore_mismatched_sizes(true) re-initialises it, as "
-                       "transformers' ignore_mismatched_sizes=True does)");
+    // A ConfigError, not a StorageError: the file reads fine, it is the wrong one for the model
+    // asked for (most often a head trained for other labels), which no retry can mend.
+    throw ConfigError(where + " has shape " + shape_string(entry.shape) + " but parameter " + param_name +
+                      " of the model built from config.json has shape " +
+                      shape_string({param.sizes().begin(), param.sizes().end()}) +
+                      "; the checkpoint and its config.json do not belong together (a head trained for "
+                      "other labels: ignore_mismatched_sizes re-initialises it, as transformers' "
+                      "ignore_mismatched_sizes=True does — PretrainedOptions().ignore_mismatched_sizes(true), or "
+                      "model.ignore_mismatched_sizes = true in a `tenax train` job)");
   }
   storage::TensorData data;
   data.dtype = entry.dtype;

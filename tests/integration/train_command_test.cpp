@@ -1,0 +1,424 @@
+// `tenax train` end to end, as a user runs it: real processes, generated data files.
+//  - each task on each text format (CSV, TSV, JSON Lines): single-label, pair, multi-label (JSON
+//    arrays and a separator), regression — trains, evaluates, and writes transformers' results
+//    files and a model whose config.json says what it learned;
+//  - a job SIGKILLed by pid from outside at a random, printed step and rank resumes under
+//    `tenax run` to a model bit-identical to an uninterrupted run's (restart and in-process);
+//  - a preempted job exits 3 and its rerun resumes to the uninterrupted model;
+//  - the CoLA job file (MCC, evaluation and save per epoch, best model loaded) on a generated TSV;
+//  - every bad input exits 2 before training, naming the key, file or row, and loses nothing.
+// The tiny DistilBERT of the goldens trains in milliseconds; the kill test uses the demo's
+// all-MiniLM-L6-v2 (tools/fetch_assets.sh; fails, never skips, without it), whose steps are
+// long enough to be hit.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/agent_process.h"
+#include "support/example_job.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kTinyModel = fs::path(TENAX_SOURCE_DIR) / "tests/sdk/models/goldens/distilbert_tiny";
+
+fs::path assets_dir() {
+  const char* env = std::getenv("TENAX_ASSETS");
+  return env != nullptr && *env != '\0' ? fs::path(env) : fs::path(TENAX_SOURCE_DIR) / ".assets";
+}
+
+fs::path work_dir() {
+  static const fs::path dir = tenax::testing::fresh_work_dir("tenax-train");
+  return dir;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+json read_json(const fs::path& p) { return json::parse(slurp(p), nullptr, /*allow_exceptions=*/false); }
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+// Texts whose words carry the labels, so that a few steps learn something: deterministic.
+struct Row {
+  std::string text, pair, label;
+  std::vector<std::string> tags;
+  double score = 0;
+};
+
+std::vector<Row> rows(int n, unsigned seed) {
+  const std::vector<std::string> good = {"good", "great", "fine", "lovely", "superb"};
+  const std::vector<std::string> bad = {"bad", "awful", "poor", "dull", "boring"};
+  const std::vector<std::string> tags = {"red", "green", "blue"};
+  std::mt19937 rng(seed);
+  std::vector<Row> out;
+  for (int i = 0; i < n; ++i) {
+    Row r;
+    const bool positive = rng() % 2 == 0;
+    for (int w = 0; w < 4; ++w) r.text += (w ? " " : "") + (positive ? good : bad)[rng() % 5];
+    r.pair = positive ? "so it is" : "so it is not";
+    r.label = positive ? "yes" : "no";
+    for (const auto& t : tags) {
+      if (rng() % 5 < 2) r.tags.push_back(t);
+    }
+    for (const auto& t : r.tags) r.text += " " + t;
+    r.score = positive ? 4.0 + (rng() % 10) / 10.0 : 1.0 + (rng() % 10) / 10.0;
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+// Writes train and validation files of one task in one format; returns their paths.
+std::pair<fs::path, fs::path> write_task(const fs::path& dir, const std::string& task, const std::string& format) {
+  std::pair<fs::path, fs::path> files{dir / ("train." + format), dir / ("validation." + format)};
+  for (const auto& [path, seed] : {std::pair{files.first, 1U}, std::pair{files.second, 2U}}) {
+    std::string text;
+    const char sep = format == "tsv" ? '\t' : ',';
+    if (format != "jsonl") {
+      text = task == "pair" ? std::string("premise") + sep + "hypothesis" + sep + "label\n"
+                            : std::string("text") + sep + "label\n";
+    }
+    for (const Row& r : rows(seed == 1U ? 96 : 32, seed)) {
+      std::string label = task == "multi" ? join(r.tags, "|") : task == "regression" ? std::to_string(r.score) : r.label;
+      if (format == "jsonl") {
+        json o = {{"text", r.text}, {"label", label}};
+        if (task == "pair") o = {{"premise", r.text}, {"hypothesis", r.pair}, {"label", r.label}};
+        if (task == "multi") o["label"] = r.tags;
+        if (task == "regression") o["label"] = r.score;
+        text += o.dump() + "\n";
+      } else {
+        text += (task == "pair" ? r.text + sep + r.pair : r.text) + sep + label + "\n";
+      }
+    }
+    write(path, text);
+  }
+  return files;
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+// `tenax train` with the tiny model and a few steps; `keys` are KEY=VALUE words.
+tenax::testing::JobRun train(const fs::path& dir, const std::vector<std::string>& keys) {
+  std::string cmd = std::string(TENAX_BINARY) + " train max_steps=12 per_device_train_batch_size=8 learning_rate=1e-3" +
+                    " save_steps=4 logging_steps=4 model.ignore_mismatched_sizes=true data.max_seq_length=16" +
+                    " model.model_name_or_path=" + kTinyModel.string() + " output_dir=" + (dir / "out").string();
+  for (const auto& k : keys) cmd += " " + quoted(k);
+  return tenax::testing::run_job(cmd, dir);
+}
+
+struct TaskCase {
+  std::string task, format;
+  std::vector<std::string> keys;
+  std::string problem_type;
+  std::vector<std::string> metrics;
+  std::vector<std::string> id2label;  // empty: regression's single output
+};
+
+TEST(TenaxTrain, EachTaskOnEachFormatTrainsEvaluatesAndWritesTransformersResults) {
+  const std::vector<TaskCase> cases = {
+      {"single", "csv", {"metrics.metric_name=accuracy,f1,precision,recall,matthews_correlation"},
+       "single_label_classification", {"accuracy", "f1", "precision", "recall", "matthews_correlation"},
+       {"no", "yes"}},
+      {"single", "tsv", {}, "single_label_classification", {"accuracy"}, {"no", "yes"}},
+      {"single", "jsonl", {"data.label_names=yes,no"}, "single_label_classification", {"accuracy"}, {"yes", "no"}},
+      {"pair", "tsv", {"data.text_column_names=premise,hypothesis"}, "single_label_classification",
+       {"accuracy"}, {"no", "yes"}},
+      {"pair", "jsonl", {"data.text_column_names=premise,hypothesis", "metrics.metric_name=f1", "metrics.average=macro"},
+       "single_label_classification", {"f1"}, {"no", "yes"}},
+      {"multi", "jsonl", {"metrics.metric_name=f1,accuracy"}, "multi_label_classification", {"f1", "accuracy"},
+       {"blue", "green", "red"}},
+      {"multi", "csv", {"data.label_separator=|"}, "multi_label_classification", {"f1"}, {"blue", "green", "red"}},
+      {"regression", "csv", {"metrics.metric_name=pearson,spearman,mse"}, "regression",
+       {"pearson", "spearman", "mse"}, {}},
+      {"regression", "jsonl", {}, "regression", {"mse"}, {}},
+  };
+  for (const TaskCase& c : cases) {
+    SCOPED_TRACE(c.task + " " + c.format);
+    const fs::path dir = work_dir() / ("task-" + c.task + "-" + c.format);
+    const auto [train_file, validation_file] = write_task(dir, c.task, c.format);
+    std::vector<std::string> keys = {"data.train_file=" + train_file.string(),
+                                     "data.validation_file=" + validation_file.string(),
+                                     "data.test_file=" + validation_file.string(), "eval_strategy=steps",
+                                     "eval_steps=6"};
+    keys.insert(keys.end(), c.keys.begin(), c.keys.end());
+    const auto r = train(dir, keys);
+    ASSERT_EQ(r.exit_code, 0) << r.log;
+
+    const fs::path out = dir / "out";
+    const json all = read_json(out / "all_results.json");
+    ASSERT_TRUE(all.is_object()) << slurp(out / "all_results.json");
+    for (const char* key : {"train_loss", "train_runtime", "train_samples_per_second", "eval_loss", "test_loss"}) {
+      EXPECT_TRUE(all.contains(key)) << key << " in " << all.dump();
+    }
+    for (const auto& m : c.metrics) {
+      for (const std::string prefix : {"eval_", "test_"}) {
+        ASSERT_TRUE(all.contains(prefix + m)) << prefix + m << " in " << all.dump();
+        EXPECT_TRUE(all[prefix + m].is_number()) << prefix + m;
+      }
+    }
+    EXPECT_EQ(read_json(out / "eval_results.json").value("eval_loss", -1.0), all["eval_loss"].get<double>());
+    EXPECT_TRUE(read_json(out / "train_results.json").contains("train_loss"));
+    const json state = read_json(out / "trainer_state.json");
+    ASSERT_TRUE(state.contains("log_history")) << state.dump();
+    // Two evaluations during training (steps 6, 12), each in the log history with the metrics.
+    int evaluations = 0;
+    for (const auto& entry : state["log_history"]) evaluations += entry.contains("eval_" + c.metrics.front());
+    EXPECT_EQ(evaluations, 2) << state.dump();
+    EXPECT_EQ(state["global_step"], 12);
+
+    const json config = read_json(out / "model" / "config.json");
+    EXPECT_EQ(config["problem_type"], c.problem_type) << config.dump();
+    const std::size_t outputs = c.id2label.empty() ? 1 : c.id2label.size();
+    ASSERT_EQ(config["id2label"].size(), outputs) << config.dump();
+    for (std::size_t i = 0; i < c.id2label.size(); ++i) {
+      EXPECT_EQ(config["id2label"][std::to_string(i)], c.id2label[i]) << config.dump();
+      EXPECT_EQ(config["label2id"][c.id2label[i]], static_cast<int>(i)) << config.dump();
+    }
+    EXPECT_TRUE(fs::is_regular_file(out / "model" / "model.safetensors"));
+    EXPECT_TRUE(fs::is_regular_file(out / "model" / "vocab.txt"));
+  }
+}
+
+// The CoLA job file as shipped, on a CoLA-format TSV (sentence, label 0/1) with the tiny model.
+TEST(TenaxTrain, TheColaJobEvaluatesAndSavesEachEpochAndLoadsTheBestModelByMcc) {
+  const fs::path dir = work_dir() / "cola";
+  std::string tsv = "source\tlabel\toriginal_label\tsentence\n";
+  std::string dev = tsv;
+  for (const Row& r : rows(96, 3)) tsv += "gj04\t" + std::string(r.label == "yes" ? "1" : "0") + "\t\t" + r.text + "\n";
+  for (const Row& r : rows(32, 4)) dev += "gj04\t" + std::string(r.label == "yes" ? "1" : "0") + "\t\t" + r.text + "\n";
+  write(dir / "train.tsv", tsv);
+  write(dir / "dev.tsv", dev);
+  const std::string cmd = std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR + "/train/jobs/cola.toml" +
+                          " model.model_name_or_path=" + kTinyModel.string() +
+                          " model.ignore_mismatched_sizes=true data.train_file=" + (dir / "train.tsv").string() +
+                          " data.validation_file=" + (dir / "dev.tsv").string() + " output_dir=" +
+                          (dir / "out").string() + " num_train_epochs=3 learning_rate=1e-3 logging_steps=2";
+  const auto r = tenax::testing::run_job(cmd, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  const json state = read_json(dir / "out" / "trainer_state.json");
+  ASSERT_TRUE(state["best_model_checkpoint"].is_string()) << state.dump();
+  EXPECT_NE(state["best_model_checkpoint"].get<std::string>(), "") << state.dump();
+  int evaluations = 0;
+  for (const auto& entry : state["log_history"]) evaluations += entry.contains("eval_matthews_correlation");
+  EXPECT_EQ(evaluations, 3) << "one evaluation per epoch\n" << state.dump();
+  EXPECT_TRUE(read_json(dir / "out" / "eval_results.json").contains("eval_matthews_correlation"));
+  EXPECT_TRUE(r.log.find("loaded the best model from") != std::string::npos ||
+              r.log.find("is the last one") != std::string::npos)
+      << "the best checkpoint loaded at the end\n"
+      << r.log;
+}
+
+// A preemption (the drill sends SIGUSR1 after step 5; every rank stops at the next step
+// boundary) saves and exits 3; the rerun resumes from that checkpoint to the model an uninterrupted run makes, byte for byte.
+TEST(TenaxTrain, APreemptedJobExitsThreeAndItsRerunResumesToTheUninterruptedModel) {
+  const fs::path dir = work_dir() / "preempt";
+  const auto [train_file, validation_file] = write_task(dir, "single", "csv");
+  const std::vector<std::string> keys = {"data.train_file=" + train_file.string(), "save_steps=3"};
+  const auto reference = train(dir / "reference", keys);
+  ASSERT_EQ(reference.exit_code, 0) << reference.log;
+
+  std::vector<std::string> preempted_keys = keys;
+  preempted_keys.push_back("run.preempt_at_step=5");
+  const auto preempted = train(dir / "job", preempted_keys);
+  ASSERT_EQ(preempted.exit_code, 3) << preempted.log;
+  EXPECT_FALSE(fs::exists(dir / "job" / "out" / "model")) << "a preempted job has no final model";
+  const auto rerun = train(dir / "job", keys);
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.log;
+  std::smatch stopped;
+  ASSERT_TRUE(std::regex_search(preempted.log, stopped, std::regex("preempted by SIGUSR1 at step ([0-9]+)")))
+      << preempted.log;
+  EXPECT_GE(std::stoi(stopped[1]), 5);
+  EXPECT_NE(rerun.log.find("at step " + stopped[1].str() + ":"), std::string::npos)
+      << "resumed from the preemption's checkpoint\n"
+      << rerun.log;
+  EXPECT_EQ(slurp(dir / "job" / "out" / "model" / "model.safetensors"),
+            slurp(dir / "reference" / "out" / "model" / "model.safetensors"))
+      << "the resumed model differs from the uninterrupted one";
+}
+
+// The demo's model and data, 2 ranks under `tenax run`: SIGKILL from outside, by pid, at a random
+// step (printed) to a random rank; the job must end with the uninterrupted run's model.
+void kill_from_outside_and_compare(const std::string& recovery) {
+  const fs::path data = assets_dir() / "data" / "rotten_tomatoes";
+  ASSERT_TRUE(fs::exists(data / "train.csv")) << "run `bash tools/fetch_assets.sh` first (assets under "
+                                              << assets_dir() << ")";
+  const int steps = 30;
+  const auto job = [&](const fs::path& dir) {
+    return std::vector<std::string>{TENAX_BINARY,
+                                    "run",
+                                    "--nproc-per-node",
+                                    "2",
+                                    "--max-restarts",
+                                    "2",
+                                    "--recovery",
+                                    recovery,
+                                    "--run-dir",
+                                    (dir / "run").string(),
+                                    "--",
+                                    TENAX_BINARY,
+                                    "train",
+                                    std::string(TENAX_SOURCE_DIR) + "/train/jobs/rotten_tomatoes.toml",
+                                    "model.model_name_or_path=" + (assets_dir() / "all-minilm-l6-v2").string(),
+                                    "data.train_file=" + (data / "train.csv").string(),
+                                    "data.validation_file=" + (data / "validation.csv").string(),
+                                    "data.test_file=",
+                                    "data.max_train_samples=512",
+                                    "data.max_eval_samples=64",
+                                    "data.max_seq_length=32",
+                                    "per_device_train_batch_size=8",
+                                    "max_steps=" + std::to_string(steps),
+                                    "save_steps=5",
+                                    "logging_steps=1",
+                                    "output_dir=" + (dir / "out").string()};
+  };
+  const fs::path root = work_dir() / ("kill-" + recovery);
+  fs::create_directories(root);
+  {
+    tenax::testing::ChildProcess reference(job(root / "reference"), root / "reference.log");
+    ASSERT_EQ(reference.wait(std::chrono::seconds(240)), 0) << reference.log();
+  }
+  std::mt19937 rng(std::random_device{}());
+  const int kill_step = 3 + static_cast<int>(rng() % (steps - 8));
+  const int rank = static_cast<int>(rng() % 2);
+  std::cout << "[ kill     ] SIGKILL to rank " << rank << " after step " << kill_step << " is printed (--recovery "
+            << recovery << ")" << std::endl;
+  tenax::testing::ChildProcess agent(job(root / "killed"), root / "killed.log");
+  const std::regex printed("step " + std::to_string(kill_step) + "/" + std::to_string(steps) + " ");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  bool killed = false;
+  while (!killed && std::chrono::steady_clock::now() < deadline && !agent.wait(std::chrono::seconds(0))) {
+    if (std::regex_search(agent.log(), printed)) {
+      const pid_t worker = tenax::testing::worker_pid(agent, rank);
+      ASSERT_GT(worker, 0) << "no worker of rank " << rank << "\n" << agent.log();
+      ASSERT_EQ(::kill(worker, SIGKILL), 0);
+      killed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(killed) << "step " << kill_step << " was never printed\n" << agent.log();
+  ASSERT_EQ(agent.wait(std::chrono::seconds(240)), 0) << agent.log();
+  EXPECT_NE(agent.log().find("SIGKILL"), std::string::npos) << agent.log();
+  EXPECT_EQ(read_json(root / "killed" / "out" / "trainer_state.json")["global_step"], steps);
+  EXPECT_EQ(slurp(root / "killed" / "out" / "model" / "model.safetensors"),
+            slurp(root / "reference" / "out" / "model" / "model.safetensors"))
+      << "the recovered model differs from the uninterrupted one (kill after step " << kill_step << ", rank " << rank
+      << ")";
+  EXPECT_EQ(read_json(root / "killed" / "out" / "eval_results.json")["eval_accuracy"],
+            read_json(root / "reference" / "out" / "eval_results.json")["eval_accuracy"]);
+}
+
+TEST(TenaxTrain, AJobKilledFromOutsideAtARandomStepRestartsToTheUninterruptedModel) {
+  kill_from_outside_and_compare("restart");
+}
+
+TEST(TenaxTrain, AJobKilledFromOutsideAtARandomStepRecoversInProcessToTheUninterruptedModel) {
+  kill_from_outside_and_compare("in-process");
+}
+
+struct BadInput {
+  std::string name;
+  std::vector<std::string> keys;
+  std::vector<std::string> says;  // every one must be in the error
+};
+
+TEST(TenaxTrain, BadInputExitsTwoBeforeTrainingNamingWhatToFixAndLosesNothing) {
+  const fs::path dir = work_dir() / "bad";
+  const auto [train_file, validation_file] = write_task(dir, "single", "csv");
+  write(dir / "empty.csv", "text,label\n");
+  write(dir / "truncated.csv", "text,label\n\"good movie,yes\n");
+  write(dir / "unknown_label.csv", "text,label\ngood,yes\nbad,no\nmeh,maybe\n");
+  write(dir / "regression_bad.csv", "text,label\ngood,1.5\nbad,x\n");
+  const std::string train_key = "data.train_file=" + train_file.string();
+  const std::vector<BadInput> cases = {
+      {"missing column", {train_key, "data.text_column_names=sentence"}, {"train.csv", "sentence", "columns: text, label"}},
+      {"label not in the label list", {train_key, "data.label_names=no,maybe"}, {"train.csv:", "'yes'", "'maybe'"}},
+      {"label of another split", {train_key, "data.validation_file=" + (dir / "unknown_label.csv").string()},
+       {"unknown_label.csv:4", "'maybe'"}},
+      {"head size that does not match", {train_key, "model.ignore_mismatched_sizes=false"},
+       {"classifier", "shape [3]", "model.ignore_mismatched_sizes"}},
+      {"empty file", {"data.train_file=" + (dir / "empty.csv").string()}, {"data.train_file", "empty.csv", "no rows"}},
+      {"truncated file", {"data.train_file=" + (dir / "truncated.csv").string()}, {"truncated.csv:2", "quote"}},
+      {"missing file", {"data.train_file=" + (dir / "none.csv").string()}, {"data.train_file", "none.csv"}},
+      {"not a number in regression", {"data.train_file=" + (dir / "regression_bad.csv").string(),
+                                      "model.problem_type=regression"},
+       {"regression_bad.csv:3", "'x'", "not a number"}},
+      {"unknown metric", {train_key, "metrics.metric_name=auc"}, {"metrics.metric_name", "auc"}},
+      {"metric of another task", {train_key, "metrics.metric_name=pearson"}, {"metrics.metric_name", "pearson"}},
+      {"binary average on three classes",
+       {train_key, "metrics.average=binary", "data.label_names=no,yes,maybe", "metrics.metric_name=f1"},
+       {"metrics.average", "3 classes"}},
+      {"evaluation without a validation file", {train_key, "eval_strategy=epoch"}, {"data.validation_file"}},
+      {"best-model metric not computed",
+       {train_key, "data.validation_file=" + validation_file.string(), "eval_strategy=epoch", "save_strategy=epoch",
+        "load_best_model_at_end=true", "metric_for_best_model=matthews_correlation"},
+       {"metric_for_best_model", "matthews_correlation", "metrics.metric_name"}},
+      {"misspelt key", {train_key, "data.max_seq_lenght=32"}, {"max_seq_lenght", "data.max_seq_length"}},
+      {"no model", {train_key, "model.model_name_or_path=" + (dir / "no-model").string()},
+       {"model.model_name_or_path", "config.json"}},
+      {"unknown problem type", {train_key, "model.problem_type=ranking"}, {"model.problem_type", "ranking"}},
+  };
+  // An output directory with a finished run's results in it: a refused job must not touch it.
+  const fs::path out = dir / "out";
+  write(out / "all_results.json", "{\"eval_accuracy\": 0.9}\n");
+  write(out / "model" / "config.json", "{}\n");
+  for (const BadInput& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto r = train(dir, c.keys);
+    EXPECT_EQ(r.exit_code, 2) << r.log;
+    EXPECT_NE(r.log.find("configuration error"), std::string::npos) << r.log;
+    for (const auto& s : c.says) EXPECT_NE(r.log.find(s), std::string::npos) << "'" << s << "' not said:\n" << r.log;
+    EXPECT_EQ(r.log.find("steps per epoch"), std::string::npos) << "training started\n" << r.log;
+  }
+  EXPECT_EQ(slurp(out / "all_results.json"), "{\"eval_accuracy\": 0.9}\n");
+  EXPECT_EQ(slurp(out / "model" / "config.json"), "{}\n");
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(out)) entries.push_back(e.path().filename().string());
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"all_results.json", "model"})) << "the refused jobs wrote to " << out;
+}
+
+TEST(TenaxTrain, PrintConfigShowsTheShippedJobWithTheCommandLineOverridesApplied) {
+  const fs::path dir = work_dir() / "print";
+  for (const char* file : {"rotten_tomatoes.toml", "cola.toml"}) {
+    const auto r = tenax::testing::run_job(std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR + "/train/jobs/" +
+                                               file + " data.max_seq_length=99 --learning_rate 7e-5 --print-config",
+                                           dir);
+    ASSERT_EQ(r.exit_code, 0) << file << "\n" << r.log;
+    EXPECT_NE(r.stdout_text.find("max_seq_length = 99"), std::string::npos) << r.stdout_text;
+    EXPECT_NE(r.stdout_text.find("learning_rate = 7e-05"), std::string::npos) << r.stdout_text;
+    EXPECT_NE(r.stdout_text.find("[metrics]"), std::string::npos) << r.stdout_text;
+  }
+  const auto help = tenax::testing::run_job(std::string(TENAX_BINARY) + " train --help", dir);
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.stdout_text.find("--train_file"), std::string::npos) << help.stdout_text;
+}
+
+}  // namespace
