@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: fine-tune all-MiniLM-L6-v2 on Rotten Tomatoes with 2 ranks under `tenax run`,
-# with an injected failure: rank 1 SIGKILLs itself after a checkpoint; the agent sees it, stops
+# through `tenax train` and the shipped job file train/jobs/rotten_tomatoes.toml (the program
+# and the file a user runs), with an injected failure: rank 1 SIGKILLs itself after a checkpoint; the agent sees it, stops
 # rank 0, starts generation 1; both ranks resume from the newest committed checkpoint, finish
 # the epoch and report held-out test accuracy and throughput. Then the short synthetic job
 # shows the other half of the promise: a killed-and-resumed run ends bit-identical to an
@@ -12,18 +13,19 @@
 set -euo pipefail
 build=${1:-build}
 tenax="$build/launcher/tenax"
-finetune="$build/examples/finetune_text/finetune_text"
+job=train/jobs/rotten_tomatoes.toml
 synthetic="$build/examples/synthetic_regression/synthetic_regression"
 assets=${TENAX_ASSETS:-.assets}
 runs=runs/demo
-# The fine-tuning job: one epoch of the 10,239 training texts, 2 ranks x 32 = global batch 64
-# (159 steps), max_length 64 (train snippets: median 26 tokens, 99th percentile 55, longest
-# 72), learning rate 1e-4, a checkpoint every 40 steps, rank 1 killed after step 60.
-epochs=1 max_length=64 batch=32 lr=1e-4 save=40 fail_at=60 fail_rank=1
+# The fine-tuning job is $job (one epoch, 2 ranks x 32 = global batch 64, max_seq_length 64: the
+# train snippets' median is 26 tokens, 99th percentile 55, longest 72; learning rate 1e-4, a
+# checkpoint every 40 steps); the demo moves its paths under $assets and $runs and kills rank 1
+# after step 60.
+fail_at=60 fail_rank=1
 # The synthetic job (seconds): 60 steps, a checkpoint every 20, rank 1 killed after step 30.
 syn_steps=60 syn_save=20 syn_fail_at=30
 
-for f in "$tenax" "$finetune" "$synthetic"; do
+for f in "$tenax" "$build/train/tenax-train" "$synthetic"; do
   [ -x "$f" ] || { echo "demo: $f is missing; run 'make demo' (it builds first)" >&2; exit 1; }
 done
 for f in "$assets/all-minilm-l6-v2/model.safetensors" "$assets/data/rotten_tomatoes/train.csv"; do
@@ -35,21 +37,21 @@ bold() { if [ -t 1 ]; then printf '\033[1m%s\033[0m\n' "$*"; else printf '%s\n' 
 seconds_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }'; }
 
 bold "== Tenax demo: fine-tune all-MiniLM-L6-v2 on Rotten Tomatoes, 2 ranks over Gloo =="
-bold "[1/2] $epochs epoch, max_length $max_length, 2 x $batch per step, checkpoint every $save steps;" \
+bold "[1/3] tenax train $job: 1 epoch, 2 x 32 per step, a checkpoint every 40 steps;" \
      "rank $fail_rank is SIGKILLed after step $fail_at (log: $runs/finetune.log)"
 t0=$(date +%s.%N)
 set +e
+data="$assets/data/rotten_tomatoes"
 "$tenax" run --nproc-per-node 2 --max-restarts 3 --run-dir "$runs/finetune/run" -- \
-  "$finetune" --output-dir "$runs/finetune/train" --model-dir "$assets/all-minilm-l6-v2" \
-  --data-dir "$assets/data/rotten_tomatoes" --epochs $epochs --max-length $max_length \
-  --per-device-train-batch-size $batch --learning-rate $lr --save-steps $save --logging-steps 10 --threads 1 \
-  --fail-at-step $fail_at --fail-rank $fail_rank 2>&1 | tee "$runs/finetune.log"
+  "$tenax" train "$job" output_dir="$runs/finetune/train" model.model_name_or_path="$assets/all-minilm-l6-v2" \
+  data.train_file="$data/train.csv" data.validation_file="$data/validation.csv" data.test_file="$data/test.csv" \
+  run.fail_at_step=$fail_at run.fail_rank=$fail_rank 2>&1 | tee "$runs/finetune.log"
 status=${PIPESTATUS[0]}
 set -e
 finetune_s=$(seconds_since "$t0")
 [ "$status" -eq 0 ] || { echo "demo: the fine-tuning job did not finish (exit $status)" >&2; exit 1; }
-result=$(grep -m1 '^TENAX_RESULT ' "$runs/finetune.log" | sed 's/^TENAX_RESULT //')
-[ -n "$result" ] || { echo "demo: no TENAX_RESULT line in $runs/finetune.log" >&2; exit 1; }
+results="$runs/finetune/train/all_results.json"
+[ -s "$results" ] || { echo "demo: the job wrote no $results" >&2; exit 1; }
 
 bold "[2/3] bit-exact resume, on a small MLP: the same job uninterrupted and with rank 1 killed after step $syn_fail_at"
 synthetic_job() {  # NAME EXTRA_ARGS...
@@ -87,17 +89,18 @@ grep -m1 -o 'worker rank [0-9]* (pid [0-9]*[^)]*) was killed by signal [0-9]* ([
 restarts=$(grep -o '"restarts": *[0-9]*' "$runs/finetune/run/agent.json" | grep -o '[0-9]*$' || echo '?')
 echo "  restarts:          $restarts (the job ran on as generation $restarts)"
 grep -m1 -o 'resumed from .* at step [0-9]*' "$runs/finetune.log" | sed 's/.*at step /  resumed at step:   /' || true
-python3 - "$result" "$finetune_s" <<'PY'
+python3 - "$results" "$runs/finetune/train/trainer_state.json" "$finetune_s" <<'PY'
 import json, sys
-r, wall = json.loads(sys.argv[1]), sys.argv[2]
-print(f"  finished at:       step {r['global_step']} on {r['world_size']} ranks")
+r, state, wall = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+print(f"  finished at:       step {state['global_step']} on 2 ranks")
 print(f"  held-out test:     accuracy {r['test_accuracy']:.4f}, F1 (rotten) {r['test_f1']:.4f}, "
-      f"MCC {r['test_mcc']:.4f}  (validation accuracy {r['eval_accuracy']:.4f})")
-print(f"  throughput:        {r['train_samples_per_second']:.1f} samples/s over {r['train_runtime_s']:.0f} s of "
-      f"training after the restart; test evaluation {r['eval_runtime_s']:.1f} s")
+      f"MCC {r['test_matthews_correlation']:.4f}  (validation accuracy {r['eval_accuracy']:.4f})")
+print(f"  throughput:        {r['train_samples_per_second']:.1f} samples/s over {r['train_runtime']:.0f} s of "
+      f"training after the restart; test evaluation {r['test_runtime']:.1f} s")
 print(f"  wall time:         {wall} s for the whole fine-tuning job, failure and restart included")
 PY
 echo "  fine-tuned model:  $runs/finetune/train/model (Hugging Face layout: transformers loads it)"
+echo "  results:           $runs/finetune/train/{train,eval,test,all}_results.json, trainer_state.json"
 if [ "$identical" = yes ]; then
   bold "  synthetic job: final parameters are BIT-IDENTICAL to the uninterrupted run"
 else

@@ -107,7 +107,9 @@ std::pair<fs::path, fs::path> write_task(const fs::path& dir, const std::string&
                             : std::string("text") + sep + "label\n";
     }
     for (const Row& r : rows(seed == 1U ? 96 : 32, seed)) {
-      std::string label = task == "multi" ? join(r.tags, "|") : task == "regression" ? std::to_string(r.score) : r.label;
+      std::string label = task == "multi"        ? join(r.tags, "|")
+                          : task == "regression" ? std::to_string(r.score)
+                                                 : r.label;
       if (format == "jsonl") {
         json o = {{"text", r.text}, {"label", label}};
         if (task == "pair") o = {{"premise", r.text}, {"hypothesis", r.pair}, {"label", r.label}};
@@ -144,30 +146,48 @@ struct TaskCase {
 
 TEST(TenaxTrain, EachTaskOnEachFormatTrainsEvaluatesAndWritesTransformersResults) {
   const std::vector<TaskCase> cases = {
-      {"single", "csv", {"metrics.metric_name=accuracy,f1,precision,recall,matthews_correlation"},
-       "single_label_classification", {"accuracy", "f1", "precision", "recall", "matthews_correlation"},
+      {"single",
+       "csv",
+       {"metrics.metric_name=accuracy,f1,precision,recall,matthews_correlation"},
+       "single_label_classification",
+       {"accuracy", "f1", "precision", "recall", "matthews_correlation"},
        {"no", "yes"}},
       {"single", "tsv", {}, "single_label_classification", {"accuracy"}, {"no", "yes"}},
       {"single", "jsonl", {"data.label_names=yes,no"}, "single_label_classification", {"accuracy"}, {"yes", "no"}},
-      {"pair", "tsv", {"data.text_column_names=premise,hypothesis"}, "single_label_classification",
-       {"accuracy"}, {"no", "yes"}},
-      {"pair", "jsonl", {"data.text_column_names=premise,hypothesis", "metrics.metric_name=f1", "metrics.average=macro"},
-       "single_label_classification", {"f1"}, {"no", "yes"}},
-      {"multi", "jsonl", {"metrics.metric_name=f1,accuracy"}, "multi_label_classification", {"f1", "accuracy"},
+      {"pair",
+       "tsv",
+       {"data.text_column_names=premise,hypothesis"},
+       "single_label_classification",
+       {"accuracy"},
+       {"no", "yes"}},
+      {"pair",
+       "jsonl",
+       {"data.text_column_names=premise,hypothesis", "metrics.metric_name=f1", "metrics.average=macro"},
+       "single_label_classification",
+       {"f1"},
+       {"no", "yes"}},
+      {"multi",
+       "jsonl",
+       {"metrics.metric_name=f1,accuracy"},
+       "multi_label_classification",
+       {"f1", "accuracy"},
        {"blue", "green", "red"}},
       {"multi", "csv", {"data.label_separator=|"}, "multi_label_classification", {"f1"}, {"blue", "green", "red"}},
-      {"regression", "csv", {"metrics.metric_name=pearson,spearman,mse"}, "regression",
-       {"pearson", "spearman", "mse"}, {}},
+      {"regression",
+       "csv",
+       {"metrics.metric_name=pearson,spearman,mse"},
+       "regression",
+       {"pearson", "spearman", "mse"},
+       {}},
       {"regression", "jsonl", {}, "regression", {"mse"}, {}},
   };
   for (const TaskCase& c : cases) {
     SCOPED_TRACE(c.task + " " + c.format);
     const fs::path dir = work_dir() / ("task-" + c.task + "-" + c.format);
     const auto [train_file, validation_file] = write_task(dir, c.task, c.format);
-    std::vector<std::string> keys = {"data.train_file=" + train_file.string(),
-                                     "data.validation_file=" + validation_file.string(),
-                                     "data.test_file=" + validation_file.string(), "eval_strategy=steps",
-                                     "eval_steps=6"};
+    std::vector<std::string> keys = {
+        "data.train_file=" + train_file.string(), "data.validation_file=" + validation_file.string(),
+        "data.test_file=" + validation_file.string(), "eval_strategy=steps", "eval_steps=6"};
     keys.insert(keys.end(), c.keys.begin(), c.keys.end());
     const auto r = train(dir, keys);
     ASSERT_EQ(r.exit_code, 0) << r.log;
@@ -219,8 +239,9 @@ TEST(TenaxTrain, TheColaJobEvaluatesAndSavesEachEpochAndLoadsTheBestModelByMcc) 
   const std::string cmd = std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR + "/train/jobs/cola.toml" +
                           " model.model_name_or_path=" + kTinyModel.string() +
                           " model.ignore_mismatched_sizes=true data.train_file=" + (dir / "train.tsv").string() +
-                          " data.validation_file=" + (dir / "dev.tsv").string() + " output_dir=" +
-                          (dir / "out").string() + " num_train_epochs=3 learning_rate=1e-3 logging_steps=2";
+                          " data.validation_file=" + (dir / "dev.tsv").string() +
+                          " output_dir=" + (dir / "out").string() +
+                          " num_train_epochs=3 learning_rate=1e-3 logging_steps=2";
   const auto r = tenax::testing::run_job(cmd, dir);
   ASSERT_EQ(r.exit_code, 0) << r.log;
   const json state = read_json(dir / "out" / "trainer_state.json");
@@ -237,7 +258,8 @@ TEST(TenaxTrain, TheColaJobEvaluatesAndSavesEachEpochAndLoadsTheBestModelByMcc) 
 }
 
 // A preemption (the drill sends SIGUSR1 after step 5; every rank stops at the next step
-// boundary) saves and exits 3; the rerun resumes from that checkpoint to the model an uninterrupted run makes, byte for byte.
+// boundary) saves and exits 3; the rerun resumes from that checkpoint to the model an uninterrupted run makes, byte for
+// byte.
 TEST(TenaxTrain, APreemptedJobExitsThreeAndItsRerunResumesToTheUninterruptedModel) {
   const fs::path dir = work_dir() / "preempt";
   const auto [train_file, validation_file] = write_task(dir, "single", "csv");
@@ -268,8 +290,8 @@ TEST(TenaxTrain, APreemptedJobExitsThreeAndItsRerunResumesToTheUninterruptedMode
 // step (printed) to a random rank; the job must end with the uninterrupted run's model.
 void kill_from_outside_and_compare(const std::string& recovery) {
   const fs::path data = assets_dir() / "data" / "rotten_tomatoes";
-  ASSERT_TRUE(fs::exists(data / "train.csv")) << "run `bash tools/fetch_assets.sh` first (assets under "
-                                              << assets_dir() << ")";
+  ASSERT_TRUE(fs::exists(data / "train.csv"))
+      << "run `bash tools/fetch_assets.sh` first (assets under " << assets_dir() << ")";
   const int steps = 30;
   const auto job = [&](const fs::path& dir) {
     return std::vector<std::string>{TENAX_BINARY,
@@ -358,17 +380,21 @@ TEST(TenaxTrain, BadInputExitsTwoBeforeTrainingNamingWhatToFixAndLosesNothing) {
   write(dir / "regression_bad.csv", "text,label\ngood,1.5\nbad,x\n");
   const std::string train_key = "data.train_file=" + train_file.string();
   const std::vector<BadInput> cases = {
-      {"missing column", {train_key, "data.text_column_names=sentence"}, {"train.csv", "sentence", "columns: text, label"}},
+      {"missing column",
+       {train_key, "data.text_column_names=sentence"},
+       {"train.csv", "sentence", "columns: text, label"}},
       {"label not in the label list", {train_key, "data.label_names=no,maybe"}, {"train.csv:", "'yes'", "'maybe'"}},
-      {"label of another split", {train_key, "data.validation_file=" + (dir / "unknown_label.csv").string()},
+      {"label of another split",
+       {train_key, "data.validation_file=" + (dir / "unknown_label.csv").string()},
        {"unknown_label.csv:4", "'maybe'"}},
-      {"head size that does not match", {train_key, "model.ignore_mismatched_sizes=false"},
+      {"head size that does not match",
+       {train_key, "model.ignore_mismatched_sizes=false"},
        {"classifier", "shape [3]", "model.ignore_mismatched_sizes"}},
       {"empty file", {"data.train_file=" + (dir / "empty.csv").string()}, {"data.train_file", "empty.csv", "no rows"}},
       {"truncated file", {"data.train_file=" + (dir / "truncated.csv").string()}, {"truncated.csv:2", "quote"}},
       {"missing file", {"data.train_file=" + (dir / "none.csv").string()}, {"data.train_file", "none.csv"}},
-      {"not a number in regression", {"data.train_file=" + (dir / "regression_bad.csv").string(),
-                                      "model.problem_type=regression"},
+      {"not a number in regression",
+       {"data.train_file=" + (dir / "regression_bad.csv").string(), "model.problem_type=regression"},
        {"regression_bad.csv:3", "'x'", "not a number"}},
       {"unknown metric", {train_key, "metrics.metric_name=auc"}, {"metrics.metric_name", "auc"}},
       {"metric of another task", {train_key, "metrics.metric_name=pearson"}, {"metrics.metric_name", "pearson"}},
@@ -381,7 +407,8 @@ TEST(TenaxTrain, BadInputExitsTwoBeforeTrainingNamingWhatToFixAndLosesNothing) {
         "load_best_model_at_end=true", "metric_for_best_model=matthews_correlation"},
        {"metric_for_best_model", "matthews_correlation", "metrics.metric_name"}},
       {"misspelt key", {train_key, "data.max_seq_lenght=32"}, {"max_seq_lenght", "data.max_seq_length"}},
-      {"no model", {train_key, "model.model_name_or_path=" + (dir / "no-model").string()},
+      {"no model",
+       {train_key, "model.model_name_or_path=" + (dir / "no-model").string()},
        {"model.model_name_or_path", "config.json"}},
       {"unknown problem type", {train_key, "model.problem_type=ranking"}, {"model.problem_type", "ranking"}},
   };
