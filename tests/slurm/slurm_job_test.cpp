@@ -12,12 +12,15 @@
 //   (h) a job PENDING again within the second of its requeue, released early (as (d), (e) do):
 //   it runs again (issue 12's requeue flake). Also a real time limit's warning.
 //   (i) a Python (Hugging Face Trainer) job under the template: preempted, requeued, resumed.
+//   (j) a `tenax train` TOML job under the template (`sbatch slurm/finetune.sbatch job.toml`):
+//   preempted, requeued, resumed, results written.
 // Skipped only when the Slurm client binaries are absent.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -333,6 +336,54 @@ TEST_F(SlurmJob, TemplatePassesTheBatchWarningToTheAgentsAndTheJobResumes) {
   EXPECT_NE(text.find("SLURM_RESTART_COUNT=1 (requeued 1 time)"), std::string::npos) << text;
   EXPECT_EQ(summary(0)["outcome"], "finished") << explain();
   EXPECT_TRUE(fs::exists(checkpoint(kLong) / "manifest.json")) << explain();
+}
+
+// A user's job as the README shows it: `sbatch slurm/finetune.sbatch job.toml KEY=VALUE` — a
+// TOML job for `tenax train` (the tiny DistilBERT of the goldens, a generated CSV), 2 nodes. The
+// batch shell's warning → agents → every rank saves → exit 3 → requeue → the requeued job resumes
+// from that checkpoint and writes transformers' results and the model.
+TEST_F(SlurmJob, ATomlJobUnderTheTemplateIsPreemptedRequeuedAndResumes) {
+  constexpr int kTrainSteps = 3000;
+  out_ = base_dir() / "train-job";
+  fs::remove_all(out_);
+  fs::create_directories(out_);
+  const std::string o = out_.string();
+  {
+    std::ofstream csv(out_ / "train.csv");
+    csv << "text,label\n";
+    for (int i = 0; i < 64; ++i) csv << (i % 2 ? "good great fine film" : "bad dull awful film") << ',' << i % 2 << '\n';
+    std::ofstream job(out_ / "job.toml");
+    job << "output_dir = \"" << o << "/elsewhere\"\n"
+        << "max_steps = " << kTrainSteps << "\nper_device_train_batch_size = 8\nsave_steps = 100\n"
+        << "save_total_limit = 2\nlogging_steps = 100\n"
+        << "[model]\nmodel_name_or_path = \"" TENAX_SOURCE_DIR "/tests/sdk/models/goldens/distilbert_tiny\"\n"
+        << "ignore_mismatched_sizes = true\n"
+        << "[data]\ntrain_file = \"" << o << "/train.csv\"\nmax_seq_length = 16\n";
+  }
+  ::setenv("TENAX_BUILD", fs::path(TENAX_BINARY).parent_path().parent_path().c_str(), 1);
+  ::setenv("TENAX_OUTPUT_DIR", o.c_str(), 1);
+  ::setenv("TENAX_RUN_FLAGS", kTestRendezvousFlags, 1);
+  // The command line beats the file: output_dir moves under the test's directory.
+  job_ = run("sbatch --parsable -t 5 -o " + o + "/slurm.out " TENAX_SOURCE_DIR "/slurm/finetune.sbatch " + o +
+             "/job.toml output_dir=" + o + "/train 2>&1");
+  ASSERT_TRUE(tenax::testing::wait_for_path(checkpoint(100) / "manifest.json", 60s)) << explain();
+  ASSERT_EQ(run("scancel --batch --signal=USR1 " + job_ + " 2>&1"), "") << explain();
+  ASSERT_EQ(start_requeued_job_now(40s), "PENDING") << explain();
+  ASSERT_EQ(wait_done(120s), "COMPLETED") << explain();
+  const std::string text = log();
+  EXPECT_NE(text.find("batch shell got SIGUSR1"), std::string::npos) << text;
+  EXPECT_NE(text.find("SLURM_RESTART_COUNT=1 (requeued 1 time)"), std::string::npos) << text;
+  const auto at = text.find("preempted by SIGUSR1 at step ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const int step = std::stoi(text.substr(at + std::string("preempted by SIGUSR1 at step ").size()));
+  EXPECT_NE(text.find("at step " + std::to_string(step) + ": parameters"), std::string::npos)
+      << "the requeued job resumed from the preemption's checkpoint\n"
+      << text;
+  const auto state = nlohmann::json::parse(read_text(out_ / "train" / "trainer_state.json"), nullptr, false);
+  EXPECT_EQ(state.value("global_step", -1), kTrainSteps) << explain();
+  EXPECT_TRUE(fs::exists(out_ / "train" / "all_results.json")) << explain();
+  EXPECT_TRUE(fs::exists(out_ / "train" / "model" / "model.safetensors")) << explain();
+  EXPECT_FALSE(fs::exists(out_ / "elsewhere")) << "the command line's output_dir did not win";
 }
 
 // A real time limit's warning. slurmctld checks time limits every 30 s (PERIODIC_TIMEOUT) and
