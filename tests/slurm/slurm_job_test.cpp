@@ -351,7 +351,8 @@ TEST_F(SlurmJob, ATomlJobUnderTheTemplateIsPreemptedRequeuedAndResumes) {
   {
     std::ofstream csv(out_ / "train.csv");
     csv << "text,label\n";
-    for (int i = 0; i < 64; ++i) csv << (i % 2 ? "good great fine film" : "bad dull awful film") << ',' << i % 2 << '\n';
+    for (int i = 0; i < 64; ++i)
+      csv << (i % 2 ? "good great fine film" : "bad dull awful film") << ',' << i % 2 << '\n';
     std::ofstream job(out_ / "job.toml");
     job << "output_dir = \"" << o << "/elsewhere\"\n"
         << "max_steps = " << kTrainSteps << "\nper_device_train_batch_size = 8\nsave_steps = 100\n"

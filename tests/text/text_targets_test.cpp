@@ -80,8 +80,9 @@ TEST(TextTargets, RegressionTargetsAreNumbersAndANonNumberNamesItsRow) {
   EXPECT_TRUE(label_names(records, ProblemType::kRegression, "").empty());
   EXPECT_TRUE(torch::equal(text_targets(records, ProblemType::kRegression, LabelMap({"-"}), ""),
                            torch::tensor({1.5F, -2.F, 30.F})));
-  const std::string why =
-      error_of([] { text_targets(records_with({"1.5", "n/a"}), ProblemType::kRegression, LabelMap({"-"}), ""); });
+  const std::string why = error_of([] {
+    text_targets(records_with({"1.5", "n/a"}), ProblemType::kRegression, LabelMap({"-"}), "");
+  });
   EXPECT_NE(why.find("data.csv:3"), std::string::npos) << why;
   EXPECT_NE(why.find("not a number"), std::string::npos) << why;
 }
