@@ -150,10 +150,10 @@ NamedTensors Trainer::named_parameters() const {
   return out;
 }
 
-Batch Trainer::load_batch(const std::vector<std::int64_t>& indices) const {
+Batch Trainer::load_batch(const std::vector<std::int64_t>& indices, std::int64_t epoch) const {
   std::vector<Example> examples;
   examples.reserve(indices.size());
-  for (std::int64_t i : indices) examples.push_back(train_dataset_->get(i));
+  for (std::int64_t i : indices) examples.push_back(train_dataset_->get_for_epoch(i, epoch));
   return collator_(examples);
 }
 
@@ -230,7 +230,8 @@ TrainOutput Trainer::train() {
     micro_batches.reserve(static_cast<std::size_t>(accumulation_steps_));
     for (std::int64_t first = 0; first < count; first += args_.per_device_train_batch_size) {
       const std::int64_t last = std::min(count, first + args_.per_device_train_batch_size);
-      micro_batches.push_back(load_batch({indices.begin() + first, indices.begin() + last}));
+      micro_batches.push_back(
+          load_batch({indices.begin() + first, indices.begin() + last}, data_step / r.plan.steps_per_epoch));
     }
     try {
       take_step(micro_batches);  // this loop recovers by itself, whatever enable_step_recovery() said

@@ -6,6 +6,8 @@
 //    `tenax run` to a model bit-identical to an uninterrupted run's (restart and in-process);
 //  - a preempted job exits 3 and its rerun resumes to the uninterrupted model;
 //  - the CoLA job file (MCC, evaluation and save per epoch, best model loaded) on a generated TSV;
+//  - an image folder (Fashion-MNIST exported by tools/idx_to_image_folder.py): a ViT fine-tuned
+//    with augmentation, trained from a bare config.json, preempted and resumed exactly;
 //  - every bad input exits 2 before training, naming the key, file or row, and loses nothing.
 // The tiny DistilBERT of the goldens trains in milliseconds; the kill test uses the demo's
 // all-MiniLM-L6-v2 (tools/fetch_assets.sh; fails, never skips, without it), whose steps are
@@ -365,6 +367,112 @@ TEST(TenaxTrain, AJobKilledFromOutsideAtARandomStepRecoversInProcessToTheUninter
   kill_from_outside_and_compare("in-process");
 }
 
+// Fashion-MNIST (Debian's dataset-fashion-mnist) exported to an image folder by the shipped
+// tools script: 64 training and 32 test images. Fails, never skips, without the data set.
+fs::path image_folder() {
+  static const fs::path dir = [] {
+    const fs::path out = work_dir() / "fashion-folder";
+    const std::string cmd = "python3 " + std::string(TENAX_SOURCE_DIR) +
+                            "/tools/idx_to_image_folder.py /usr/share/datasets/fashion-mnist " + out.string() +
+                            " --limit 64 > " + (work_dir() / "export.log").string() + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0)
+        << slurp(work_dir() / "export.log") << "(Debian's dataset-fashion-mnist: bash tools/bootstrap.sh)";
+    return out;
+  }();
+  return dir;
+}
+
+const fs::path kTinyVit = fs::path(TENAX_SOURCE_DIR) / "tests/sdk/models/goldens/vit_tiny";
+
+tenax::testing::JobRun train_images(const fs::path& dir, const fs::path& model, const std::vector<std::string>& keys) {
+  std::string cmd = std::string(TENAX_BINARY) + " train max_steps=12 per_device_train_batch_size=16" +
+                    " learning_rate=1e-3 save_steps=4 logging_steps=4 model.ignore_mismatched_sizes=true" +
+                    " model.model_name_or_path=" + model.string() + " output_dir=" + (dir / "out").string() +
+                    " data.train_dir=" + (image_folder() / "train").string();
+  for (const auto& k : keys) cmd += " " + quoted(k);
+  return tenax::testing::run_job(cmd, dir);
+}
+
+// A ViT fine-tuned on an image folder with the training augmentation; the same job from a bare
+// config.json (from scratch); a preempted augmented job resumed to the uninterrupted model (the
+// crops and flips of every epoch drawn again the same).
+TEST(TenaxTrain, AnImageFolderJobFineTunesTrainsFromScratchAndResumesItsAugmentationExactly) {
+  const fs::path dir = work_dir() / "images";
+  const std::vector<std::string> eval = {"data.validation_dir=" + (image_folder() / "test").string(),
+                                         "eval_strategy=steps", "eval_steps=4"};
+  const auto tuned = train_images(dir / "tuned", kTinyVit, eval);
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.log;
+  const json config = read_json(dir / "tuned" / "out" / "model" / "config.json");
+  EXPECT_EQ(config["id2label"].size(), 10u) << config.dump();
+  EXPECT_EQ(config["id2label"]["0"], "Ankle_boot") << config.dump();  // the class folders, sorted
+  EXPECT_EQ(config["problem_type"], "single_label_classification");
+  EXPECT_TRUE(fs::is_regular_file(dir / "tuned" / "out" / "model" / "preprocessor_config.json"));
+  EXPECT_TRUE(read_json(dir / "tuned" / "out" / "eval_results.json").contains("eval_accuracy"));
+  EXPECT_NE(tuned.log.find("training images augmented"), std::string::npos) << tuned.log;
+
+  const fs::path bare = dir / "bare-config";
+  fs::create_directories(bare);
+  fs::copy_file(kTinyVit / "config.json", bare / "config.json");
+  fs::copy_file(kTinyVit / "preprocessor_config.json", bare / "preprocessor_config.json");
+  const auto scratch = train_images(dir / "scratch", bare, eval);
+  ASSERT_EQ(scratch.exit_code, 0) << scratch.log;
+  EXPECT_NE(scratch.log.find("trained from config.json, from scratch"), std::string::npos) << scratch.log;
+  EXPECT_TRUE(fs::is_regular_file(dir / "scratch" / "out" / "model" / "preprocessor_config.json"));
+
+  // 64 images in batches of 16: 4 steps an epoch, so 12 steps are 3 epochs of fresh draws.
+  const auto reference = train_images(dir / "reference", kTinyVit, {});
+  ASSERT_EQ(reference.exit_code, 0) << reference.log;
+  const auto preempted = train_images(dir / "job", kTinyVit, {"run.preempt_at_step=6"});
+  ASSERT_EQ(preempted.exit_code, 3) << preempted.log;
+  const auto rerun = train_images(dir / "job", kTinyVit, {});
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.log;
+  EXPECT_NE(rerun.log.find("resumed from"), std::string::npos) << rerun.log;
+  EXPECT_EQ(slurp(dir / "job" / "out" / "model" / "model.safetensors"),
+            slurp(dir / "reference" / "out" / "model" / "model.safetensors"))
+      << "the resumed image job differs from the uninterrupted one";
+}
+
+// The beans job file as shipped, on the exported Fashion-MNIST folder with the tiny ViT.
+TEST(TenaxTrain, TheBeansJobRunsOnAnImageFolderAndLoadsTheBestModelByAccuracy) {
+  const fs::path dir = work_dir() / "beans";
+  const std::string cmd = std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR + "/train/jobs/beans.toml" +
+                          " model.model_name_or_path=" + kTinyVit.string() +
+                          " data.train_dir=" + (image_folder() / "train").string() +
+                          " data.validation_dir=" + (image_folder() / "test").string() +
+                          " output_dir=" + (dir / "out").string() + " num_train_epochs=2 learning_rate=1e-3";
+  const auto r = tenax::testing::run_job(cmd, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  const json state = read_json(dir / "out" / "trainer_state.json");
+  EXPECT_NE(state.value("best_model_checkpoint", ""), "") << state.dump();
+  int evaluations = 0;
+  for (const auto& entry : state["log_history"]) evaluations += entry.contains("eval_accuracy");
+  EXPECT_EQ(evaluations, 2) << "one evaluation per epoch\n" << state.dump();
+  EXPECT_TRUE(read_json(dir / "out" / "model" / "config.json")["id2label"].size() == 10);
+}
+
+TEST(TenaxTrain, BadImageInputExitsTwoNamingTheFolderOrFile) {
+  const fs::path dir = work_dir() / "bad-images";
+  const fs::path folder = dir / "folder";
+  fs::create_directories(dir);
+  fs::copy(image_folder() / "train", folder, fs::copy_options::recursive);
+  fs::create_directories(folder / "Empty_class");
+  const auto empty = train_images(dir, kTinyVit, {"data.train_dir=" + folder.string()});
+  EXPECT_EQ(empty.exit_code, 2) << empty.log;
+  EXPECT_NE(empty.log.find((folder / "Empty_class").string()), std::string::npos) << empty.log;
+  fs::remove(folder / "Empty_class");
+  write(folder / "Bag" / "zz-broken.png", "\x89PNG\r\n\x1a\ntruncated");
+  const auto broken = train_images(dir, kTinyVit, {"data.train_dir=" + folder.string()});
+  EXPECT_EQ(broken.exit_code, 2) << broken.log;
+  EXPECT_NE(broken.log.find("zz-broken.png"), std::string::npos) << broken.log;
+  const auto mixed = train_images(dir, kTinyVit, {"data.validation_file=x.csv"});
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.log;
+  EXPECT_NE(mixed.log.find("data.validation_dir"), std::string::npos) << mixed.log;
+  const auto wrong_model = train_images(dir, kTinyModel, {});
+  EXPECT_EQ(wrong_model.exit_code, 2) << wrong_model.log;
+  EXPECT_NE(wrong_model.log.find("use a vit model"), std::string::npos) << wrong_model.log;
+  EXPECT_FALSE(fs::exists(dir / "out" / "checkpoints")) << "a refused job wrote checkpoints";
+}
+
 struct BadInput {
   std::string name;
   std::vector<std::string> keys;
@@ -434,7 +542,7 @@ TEST(TenaxTrain, BadInputExitsTwoBeforeTrainingNamingWhatToFixAndLosesNothing) {
 
 TEST(TenaxTrain, PrintConfigShowsTheShippedJobWithTheCommandLineOverridesApplied) {
   const fs::path dir = work_dir() / "print";
-  for (const char* file : {"rotten_tomatoes.toml", "cola.toml"}) {
+  for (const char* file : {"rotten_tomatoes.toml", "cola.toml", "beans.toml"}) {
     const auto r = tenax::testing::run_job(std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR + "/train/jobs/" +
                                                file + " data.max_seq_length=99 --learning_rate 7e-5 --print-config",
                                            dir);

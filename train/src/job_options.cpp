@@ -13,10 +13,10 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tenax train [JOB.toml] [KEY=VALUE | TABLE.KEY=VALUE | --KEY VALUE]... [--print-config]\n"
-    "Fine-tunes a Hugging Face model directory (BERT, DistilBERT) on a text dataset (CSV, TSV,\n"
-    "JSON Lines): single-label or multi-label classification, or regression, with the job in a\n"
-    "TOML file. Run it as the workers of `tenax run` (fault tolerance, restarts, requeue), or\n"
-    "directly under srun/mpirun:\n"
+    "Fine-tunes a Hugging Face model directory (BERT, DistilBERT on text: CSV, TSV, JSON Lines;\n"
+    "ViT on an image folder) — single-label or multi-label classification, or regression — or\n"
+    "trains one from its config.json alone, with the job in a TOML file. Run it as the workers of\n"
+    "`tenax run` (fault tolerance, restarts, requeue), or directly under srun/mpirun:\n"
     "  tenax run --nproc-per-node 2 -- tenax train job.toml learning_rate=3e-5\n"
     "  JOB.toml            TrainingArguments at the top level (Hugging Face's names; nested ones as\n"
     "                      tables: [lr_scheduler_kwargs]); the job's own keys in the tables\n"
@@ -72,9 +72,22 @@ Metric parse_metric(const std::string& name) {
 void validate(JobOptions& o) {
   require(!o.model.model_name_or_path.empty(), "model.model_name_or_path",
           "is required: a Hugging Face model directory (config.json, model.safetensors, vocab.txt)");
-  require(o.model.model_type == "auto" || o.model.model_type == "bert" || o.model.model_type == "distilbert",
-          "model.model_type", "must be auto, bert or distilbert (the text families), got '" + o.model.model_type + "'");
-  require(!o.data.train_file.empty(), "data.train_file", "is required (a .csv, .tsv or .jsonl file)");
+  require(o.model.model_type == "auto" || o.model.model_type == "bert" || o.model.model_type == "distilbert" ||
+              o.model.model_type == "vit",
+          "model.model_type", "must be auto, bert, distilbert or vit, got '" + o.model.model_type + "'");
+  require(o.data.train_file.empty() != o.data.train_dir.empty(), "data.train_file / data.train_dir",
+          "exactly one is required: train_file for text (.csv, .tsv, .jsonl), train_dir for an image folder");
+  o.choices.modality = o.data.train_dir.empty() ? Modality::kText : Modality::kImage;
+  const bool text = o.choices.modality == Modality::kText;
+  require(text || (o.data.validation_file.empty() && o.data.test_file.empty()), "data.validation_file",
+          "is for text jobs; an image job's splits are data.validation_dir and data.test_dir");
+  require(!text || (o.data.validation_dir.empty() && o.data.test_dir.empty()), "data.validation_dir",
+          "is for image jobs (data.train_dir); a text job's splits are data.validation_file and data.test_file");
+  require(o.data.crop_scale_min > 0 && o.data.crop_scale_min <= o.data.crop_scale_max && o.data.crop_scale_max <= 1,
+          "data.crop_scale_min / crop_scale_max", "must satisfy 0 < min <= max <= 1");
+  require(o.data.crop_ratio_min > 0 && o.data.crop_ratio_min <= o.data.crop_ratio_max,
+          "data.crop_ratio_min / crop_ratio_max", "must satisfy 0 < min <= max");
+  require(o.data.flip_probability >= 0 && o.data.flip_probability <= 1, "data.flip_probability", "must be in [0, 1]");
   require(o.data.text_column_names.size() == 1 || o.data.text_column_names.size() == 2, "data.text_column_names",
           "must name one text column, or two for a text pair; got " + std::to_string(o.data.text_column_names.size()));
   require(!o.data.label_column_name.empty(), "data.label_column_name", "must name the label column");

@@ -3,9 +3,11 @@
 // transformers' run_classification.py where it has one:
 //
 //   [model]    model_name_or_path, model_type, problem_type, ignore_mismatched_sizes
-//   [data]     train_file, validation_file, test_file, format, text_column_names,
-//              label_column_name, label_names, label_separator, max_seq_length,
-//              max_train_samples, max_eval_samples, max_predict_samples
+//   [data]     text: train_file, validation_file, test_file, format, text_column_names,
+//              label_column_name, label_separator, max_seq_length; images: train_dir,
+//              validation_dir, test_dir, augment, crop_scale_min/max, crop_ratio_min/max,
+//              flip_probability; both: label_names, max_train_samples, max_eval_samples,
+//              max_predict_samples
 //   [metrics]  metric_name, average, pos_label
 //   [run]      threads, and the drills: fail_at_step/fail_rank (SIGKILL a rank), preempt_at_step
 //              with preempt_signal (a preemption), for demos and fire drills
@@ -28,7 +30,9 @@
 namespace tenax::train {
 
 struct ModelOptions {
-  std::string model_name_or_path;  ///< a Hugging Face model directory (config.json's model_type)
+  /// A Hugging Face model directory (config.json's model_type); without model.safetensors the
+  /// model is built from config.json and trained from scratch.
+  std::string model_name_or_path;
   std::string model_type = "auto";
   /// auto (from the labels, as run_classification.py), single_label_classification,
   /// multi_label_classification, regression.
@@ -45,6 +49,7 @@ struct ModelOptions {
 };
 
 struct DataOptions {
+  // Text: files of rows.
   std::string train_file;
   std::string validation_file;  ///< evaluated per eval_strategy and after training; optional
   std::string test_file;        ///< evaluated once at the end (test_results.json); optional
@@ -57,9 +62,19 @@ struct DataOptions {
   /// Multi-label fields in CSV/TSV: the labels joined by this ("|"); JSON Lines can use arrays.
   std::string label_separator;
   std::int64_t max_seq_length = 128;
-  std::int64_t max_train_samples = 0;  ///< first N rows only (0: all)
+  std::int64_t max_train_samples = 0;  ///< first N rows only (0: all); images: N spread over the classes
   std::int64_t max_eval_samples = 0;
   std::int64_t max_predict_samples = 0;
+  // Images: folders ROOT/CLASS/IMAGE.png|jpg (run_image_classification.py's train_dir, ...).
+  std::string train_dir;
+  std::string validation_dir;
+  std::string test_dir;
+  bool augment = true;  ///< RandomResizedCrop + horizontal flip on the training images
+  double crop_scale_min = 0.08;
+  double crop_scale_max = 1.0;
+  double crop_ratio_min = 3.0 / 4.0;
+  double crop_ratio_max = 4.0 / 3.0;
+  double flip_probability = 0.5;
 
   template <typename Field>
   void for_each_field(Field&& field) {
@@ -75,6 +90,15 @@ struct DataOptions {
     field("max_train_samples", max_train_samples);
     field("max_eval_samples", max_eval_samples);
     field("max_predict_samples", max_predict_samples);
+    field("train_dir", train_dir);
+    field("validation_dir", validation_dir);
+    field("test_dir", test_dir);
+    field("augment", augment);
+    field("crop_scale_min", crop_scale_min);
+    field("crop_scale_max", crop_scale_max);
+    field("crop_ratio_min", crop_ratio_min);
+    field("crop_ratio_max", crop_ratio_max);
+    field("flip_probability", flip_probability);
   }
 };
 
@@ -116,8 +140,12 @@ enum class Metric { kAccuracy, kF1, kPrecision, kRecall, kMatthewsCorrelation, k
 /// The name a metric's value is reported under (before the eval_/test_ prefix).
 const char* metric_name(Metric metric);
 
+/// What the job trains on: rows of text (data.train_file) or an image folder (data.train_dir).
+enum class Modality { kText, kImage };
+
 /// What the string options say, parsed once.
 struct ParsedChoices {
+  Modality modality = Modality::kText;
   std::optional<sdk::ProblemType> problem_type;  ///< nullopt: infer from the training labels
   sdk::TextFileFormat format = sdk::TextFileFormat::kAuto;
   std::vector<Metric> metrics;          ///< empty: the task's default

@@ -1,4 +1,5 @@
-// tenax train: fine-tunes a Hugging Face text model from a TOML job file, no C++ to write.
+// tenax train: fine-tunes a Hugging Face model (text: BERT, DistilBERT; images: ViT) from a TOML
+// job file, or trains one from its config.json alone; no C++ to write.
 // The program `tenax train` runs (the launcher execs it); run as the workers of `tenax run` it
 // gets restarts, in-process recovery and requeue, and directly under srun/mpirun it runs as
 // any Tenax worker. job_options.h lists the keys; train/jobs/ holds shipped jobs.
@@ -7,13 +8,14 @@
 // train_results.json, eval_results.json (data.validation_file), test_results.json
 // (data.test_file), all_results.json, trainer_state.json (log_history, best_model_checkpoint)
 // and, in <output_dir>/model, the fine-tuned model in Hugging Face layout (config.json with
-// id2label/label2id and problem_type, model.safetensors, tokenizer files), which transformers
+// id2label/label2id and problem_type, model.safetensors, tokenizer or image processor files), which transformers
 // loads.
 //
 // Exit codes: 0 done, 2 configuration or data error (before any rank trains), 3 preempted, 1 failure.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <torch/torch.h>
@@ -25,8 +27,10 @@
 #include "tenax/core/logging.h"
 #include "tenax/elastic/worker_context.h"
 #include "tenax/sdk/models/auto_model.h"
-#include "tenax/sdk/text_collator.h"
+#include "tenax/core/files.h"
+#include "tenax/sdk/vision/vit_image_processor.h"
 #include "tenax/sdk/trainer.h"
+#include "image_data.h"
 #include "text_data.h"
 #include "text_metrics.h"
 
@@ -36,30 +40,40 @@ namespace fs = std::filesystem;
 using tenax::ConfigError;
 using tenax::train::JobOptions;
 
-std::string require_model_dir(const JobOptions& o) {
+// The model directory and what it holds, checked before anything is read from it.
+struct ModelDir {
+  std::string type;          ///< config.json's model_type
+  bool has_weights = false;  ///< model.safetensors: fine-tune; absent: train from config.json
+};
+
+ModelDir require_model_dir(const JobOptions& o) {
   const fs::path dir = o.model.model_name_or_path;
-  for (const char* file : {"config.json", "model.safetensors", "vocab.txt"}) {
-    if (!fs::is_regular_file(dir / file)) {
+  const bool text = o.choices.modality == tenax::train::Modality::kText;
+  for (const char* file : {"config.json", text ? "vocab.txt" : nullptr}) {
+    if (file != nullptr && !fs::is_regular_file(dir / file)) {
       throw ConfigError("model.model_name_or_path: " + (dir / file).string() +
-                        " is missing; give a Hugging Face model directory (save_pretrained's layout with a "
-                        "WordPiece vocab.txt)");
+                        " is missing; give a Hugging Face model directory (save_pretrained's layout" +
+                        (text ? std::string(", with a WordPiece vocab.txt)") : std::string(")")));
     }
   }
-  const std::string type = tenax::sdk::AutoModelForClassification::model_type(dir.string());
-  if (o.model.model_type != "auto" && o.model.model_type != type) {
+  ModelDir found{tenax::sdk::AutoModelForClassification::model_type(dir.string()),
+                 fs::is_regular_file(dir / "model.safetensors")};
+  if (o.model.model_type != "auto" && o.model.model_type != found.type) {
     throw ConfigError("model.model_type: " + o.model.model_type + ", but " + (dir / "config.json").string() +
-                      " is a \"" + type + "\" model; name that family or auto");
+                      " is a \"" + found.type + "\" model; name that family or auto");
   }
-  if (type != "bert" && type != "distilbert") {
-    throw ConfigError((dir / "config.json").string() + " is a \"" + type +
-                      "\" model; tenax train's text jobs take the bert and distilbert families");
+  const bool text_family = found.type == "bert" || found.type == "distilbert";
+  if (text != text_family || (!text && found.type != "vit")) {
+    throw ConfigError(
+        (dir / "config.json").string() + " is a \"" + found.type + "\" model, and this job's data is " +
+        (text ? "text (data.train_file): use a bert or distilbert model" : "images (data.train_dir): use a vit model"));
   }
-  return type;
+  return found;
 }
 
 // An evaluation the job asks for needs the split it evaluates, and the best model needs a
 // metric that is computed: said now, not after the first epoch.
-void check_evaluation(const JobOptions& o, const tenax::train::TextData& data, const tenax::train::MetricPlan& plan) {
+void check_evaluation(const JobOptions& o, const tenax::train::JobData& data, const tenax::train::MetricPlan& plan) {
   using tenax::sdk::IntervalStrategy;
   const bool evaluates =
       o.args.eval_strategy != IntervalStrategy::kNo || o.args.load_best_model_at_end || o.args.eval_on_start;
@@ -82,9 +96,15 @@ void check_evaluation(const JobOptions& o, const tenax::train::TextData& data, c
 
 int run(const JobOptions& o) {
   torch::set_num_threads(static_cast<int>(o.run.threads));
-  const std::string model_type = require_model_dir(o);
-  const auto tokenizer = tenax::sdk::BertTokenizer::from_pretrained(o.model.model_name_or_path);
-  const tenax::train::TextData data = tenax::train::load_text_data(o, tokenizer);
+  const ModelDir model_dir = require_model_dir(o);
+  std::optional<tenax::sdk::ViTImageProcessor> processor;
+  tenax::train::JobData data;
+  if (o.choices.modality == tenax::train::Modality::kText) {
+    data = tenax::train::load_text_data(o, tenax::sdk::BertTokenizer::from_pretrained(o.model.model_name_or_path));
+  } else {
+    processor = tenax::sdk::ViTImageProcessor::from_pretrained(o.model.model_name_or_path);
+    data = tenax::train::load_image_data(o, *processor);
+  }
   const tenax::train::MetricPlan plan =
       tenax::train::plan_metrics(o.choices, o.metrics.pos_label, data.problem_type, data.num_labels());
   check_evaluation(o, data, plan);
@@ -99,8 +119,10 @@ int run(const JobOptions& o) {
       id2label[static_cast<std::int64_t>(i)] = data.label_names[i];
     pretrained.id2label(id2label);
   }
-  torch::manual_seed(o.args.seed);  // the new classifier head: the same on every rank
-  auto model = tenax::sdk::AutoModelForClassification::from_pretrained(o.model.model_name_or_path, pretrained);
+  torch::manual_seed(o.args.seed);  // the new classifier head (or the whole model): the same on every rank
+  auto model = model_dir.has_weights
+                   ? tenax::sdk::AutoModelForClassification::from_pretrained(o.model.model_name_or_path, pretrained)
+                   : tenax::sdk::AutoModelForClassification::from_config(o.model.model_name_or_path, pretrained);
 
   // Everything above needs no peer: a warm spare (`tenax run --recovery in-process`) has it
   // ready when it takes a lost rank's place.
@@ -115,13 +137,13 @@ int run(const JobOptions& o) {
   for (std::size_t i = 0; i < data.label_names.size(); ++i) {
     labels += (i == 0 ? "" : ", ") + data.label_names[i] + "=" + std::to_string(i);
   }
-  log->info("job {}: {} {} model {} ({}); {}; train {} texts{}{}", o.job_file.empty() ? "(command line)" : o.job_file,
-            tenax::sdk::problem_type_name(data.problem_type), model_type, o.model.model_name_or_path,
-            model->info().architecture, labels.empty() ? "one output" : "labels " + labels, data.train->size(),
-            data.validation ? ", validation " + std::to_string(data.validation->size()) : "",
-            data.test ? ", test " + std::to_string(data.test->size()) : "");
+  log->info("job {}: {} {} model {} ({}{}); {}; {}", o.job_file.empty() ? "(command line)" : o.job_file,
+            tenax::sdk::problem_type_name(data.problem_type), model_dir.type, o.model.model_name_or_path,
+            model->info().architecture,
+            model_dir.has_weights ? "" : ", no model.safetensors: trained from config.json, from scratch",
+            labels.empty() ? "one output" : "labels " + labels, data.summary);
 
-  tenax::sdk::Trainer trainer(model, o.args, data.train, context, tenax::sdk::text_collator(tokenizer.pad_id()));
+  tenax::sdk::Trainer trainer(model, o.args, data.train, context, data.collator);
   const tenax::sdk::ComputeMetrics metrics = tenax::train::compute_metrics(plan);
   if (data.validation) trainer.set_eval_dataset(data.validation, metrics);
   if (o.run.fail_at_step >= 0) {
@@ -140,7 +162,15 @@ int run(const JobOptions& o) {
   // transformers' order: the model, the train metrics, the state, then evaluate and predict.
   // <output_dir>/model: save_pretrained replaces its directory whole (never a half-written
   // model), so the model cannot share output_dir with the checkpoints and results.
-  if (context.rank() == 0) model->save_pretrained(fs::path(o.args.output_dir) / "model");
+  if (context.rank() == 0) {
+    const fs::path saved = fs::path(o.args.output_dir) / "model";
+    model->save_pretrained(saved);
+    // An image model needs its processor beside it; save_pretrained copied the model
+    // directory's own, and a model trained from a bare config.json gets the one used here.
+    if (processor && !fs::exists(saved / "preprocessor_config.json")) {
+      tenax::files::atomic_write(saved / "preprocessor_config.json", processor->to_json_string());
+    }
+  }
   trainer.log_metrics("train", trained.metrics());
   trainer.save_metrics("train", trained.metrics());
   trainer.save_state();

@@ -3,7 +3,9 @@
 #include <filesystem>
 
 #include "tenax/core/error.h"
+#include "tenax/sdk/text_collator.h"
 #include "tenax/sdk/text_targets.h"
+#include "tenax/sdk/tokenized_text_dataset.h"
 
 namespace tenax::train {
 namespace {
@@ -33,8 +35,8 @@ sdk::TextRecords read_split(const std::string& path, const std::string& key, con
 
 }  // namespace
 
-TextData load_text_data(const JobOptions& o, const sdk::BertTokenizer& tokenizer) {
-  TextData data;
+JobData load_text_data(const JobOptions& o, const sdk::BertTokenizer& tokenizer) {
+  JobData data;
   const sdk::TextRecords train = read_split(o.data.train_file, "train_file", o, o.data.max_train_samples);
   data.problem_type = o.choices.problem_type.value_or(sdk::infer_problem_type(train, o.data.label_separator));
   if (data.problem_type == sdk::ProblemType::kRegression && !o.data.label_names.empty()) {
@@ -64,6 +66,10 @@ TextData load_text_data(const JobOptions& o, const sdk::BertTokenizer& tokenizer
   if (!o.data.test_file.empty()) {
     data.test = dataset(read_split(o.data.test_file, "test_file", o, o.data.max_predict_samples));
   }
+  data.collator = sdk::text_collator(tokenizer.pad_id());
+  data.summary = "train " + std::to_string(data.train->size()) + " texts" +
+                 (data.validation ? ", validation " + std::to_string(data.validation->size()) : "") +
+                 (data.test ? ", test " + std::to_string(data.test->size()) : "");
   return data;
 }
 

@@ -45,6 +45,7 @@
 // Data: datasets, the resumable sampler, collators, text and images.
 #include "tenax/sdk/data.h"
 #include "tenax/sdk/idx_image_dataset.h"
+#include "tenax/sdk/image_folder_dataset.h"
 #include "tenax/sdk/image_collator.h"
 #include "tenax/sdk/sampler.h"
 #include "tenax/sdk/text/bert_tokenizer.h"
@@ -55,6 +56,7 @@
 #include "tenax/sdk/tokenized_text_dataset.h"
 #include "tenax/sdk/vision/idx_file.h"
 #include "tenax/sdk/vision/image.h"
+#include "tenax/sdk/vision/image_transforms.h"
 #include "tenax/sdk/vision/vit_image_processor.h"
 
 // Evaluation.

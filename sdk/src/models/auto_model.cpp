@@ -16,22 +16,36 @@ std::shared_ptr<PretrainedModel> load(const std::filesystem::path& dir, const Pr
   return M::from_pretrained(dir, options);
 }
 
+template <typename M>
+std::shared_ptr<PretrainedModel> build(const std::filesystem::path& dir, const PretrainedOptions& options) {
+  return PretrainedModel::from_config<M>(dir, options);
+}
+
 struct Family {
   const char* model_type;
   Loader load;
+  Loader build;
 };
 
 // The registration of every family: its config.json model_type and its classification model.
 constexpr Family kFamilies[] = {
-    {"bert", &load<BertForSequenceClassification>},
-    {"distilbert", &load<DistilBertForSequenceClassification>},
-    {"vit", &load<ViTForImageClassification>},
+    {"bert", &load<BertForSequenceClassification>, &build<BertForSequenceClassification>},
+    {"distilbert", &load<DistilBertForSequenceClassification>, &build<DistilBertForSequenceClassification>},
+    {"vit", &load<ViTForImageClassification>, &build<ViTForImageClassification>},
 };
 
 std::string joined_types() {
   std::string s;
   for (const Family& f : kFamilies) s += (s.empty() ? "\"" : ", \"") + std::string(f.model_type) + "\"";
   return s;
+}
+
+const Family& family_of(const std::filesystem::path& dir, const std::string& type) {
+  for (const Family& f : kFamilies) {
+    if (type == f.model_type) return f;
+  }
+  detail::config_error((dir / "config.json").string(), "model_type",
+                       "\"" + type + "\" is not a registered model family (registered: " + joined_types() + ")");
 }
 
 }  // namespace
@@ -45,12 +59,12 @@ std::string AutoModelForClassification::model_type(const std::filesystem::path& 
 
 std::shared_ptr<PretrainedModel> AutoModelForClassification::from_pretrained(const std::filesystem::path& dir,
                                                                              const PretrainedOptions& options) {
-  const std::string type = model_type(dir);
-  for (const Family& f : kFamilies) {
-    if (type == f.model_type) return f.load(dir, options);
-  }
-  detail::config_error((dir / "config.json").string(), "model_type",
-                       "\"" + type + "\" is not a registered model family (registered: " + joined_types() + ")");
+  return family_of(dir, model_type(dir)).load(dir, options);
+}
+
+std::shared_ptr<PretrainedModel> AutoModelForClassification::from_config(const std::filesystem::path& dir,
+                                                                         const PretrainedOptions& options) {
+  return family_of(dir, model_type(dir)).build(dir, options);
 }
 
 std::vector<std::string> AutoModelForClassification::model_types() {

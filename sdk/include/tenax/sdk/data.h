@@ -51,6 +51,10 @@ class Dataset {
   virtual ~Dataset() = default;
   virtual std::int64_t size() const = 0;
   virtual Example get(std::int64_t index) const = 0;
+  /// The sample as training epoch `epoch` sees it: by default get(index). A dataset with random
+  /// augmentation draws it from (its seed, epoch, index) here, so that each epoch differs and a
+  /// resumed run draws the same. The Trainer's training loop calls this; evaluation calls get().
+  virtual Example get_for_epoch(std::int64_t index, std::int64_t /*epoch*/) const { return get(index); }
   /// The sample's length for group_by_length: by default the size of the last dimension of
   /// get(index).input (a text example's tokens). A dataset that knows it cheaper overrides it.
   virtual std::int64_t length(std::int64_t index) const;

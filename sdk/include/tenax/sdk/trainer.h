@@ -278,7 +278,7 @@ class Trainer {
   /// when it was fenced (a newer generation formed) whatever on_save_error says, and
   /// PeerLostError when a peer was lost (the loop heals in process).
   void report_save(const SaveResult& result, bool must_succeed);
-  Batch load_batch(const std::vector<std::int64_t>& indices) const;
+  Batch load_batch(const std::vector<std::int64_t>& indices, std::int64_t epoch) const;
   /// predict() without the callback: shard, prediction_step, gather, metrics.
   PredictionOutput prediction_loop(const Dataset& dataset, const ComputeMetrics& compute_metrics,
                                    const std::string& metric_key_prefix);

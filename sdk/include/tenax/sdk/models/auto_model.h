@@ -26,6 +26,11 @@ class AutoModelForClassification {
   static std::shared_ptr<PretrainedModel> from_pretrained(const std::filesystem::path& dir,
                                                           const PretrainedOptions& options = {});
 
+  /// The same family built from `dir`/config.json alone, with fresh weights (transformers'
+  /// AutoModelFor...from_config): training from scratch. Errors as from_pretrained's.
+  static std::shared_ptr<PretrainedModel> from_config(const std::filesystem::path& dir,
+                                                      const PretrainedOptions& options = {});
+
   /// `dir`/config.json's model_type. Throws ConfigError when it is missing.
   static std::string model_type(const std::filesystem::path& dir);
 

@@ -101,6 +101,16 @@ class PretrainedModel : public Model {
   /// What from_pretrained found missing and unexpected.
   const LoadingInfo& loading_info() const { return loading_info_; }
 
+  /// Family M built from `dir`/config.json with `options` applied and freshly initialised weights
+  /// (transformers' from_config): training from scratch. model.safetensors is not read.
+  template <typename M>
+  static std::shared_ptr<M> from_config(const std::filesystem::path& dir, const PretrainedOptions& options) {
+    auto config = M::Config::from_json_file(dir / "config.json");
+    apply_options(config, options, dir);
+    config.validate("from_config(" + dir.string() + ")");
+    return std::make_shared<M>(std::move(config));
+  }
+
  protected:
   /// from_pretrained for family M (M::Config, M(M::Config)): reads `dir`/config.json, applies
   /// `options`, builds M, then loads `dir`/model.safetensors (load_weights).
