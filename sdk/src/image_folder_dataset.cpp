@@ -48,7 +48,8 @@ ImageFolder ImageFolder::scan(const fs::path& root, const std::vector<std::strin
       if (entry.is_regular_file() && is_image_file(entry.path())) images.push_back(entry.path());
     }
     if (images.empty()) {
-      throw ConfigError((root / name).string() + ": class folder with no images (.png, .jpg, .jpeg); add images "
+      throw ConfigError((root / name).string() +
+                        ": class folder with no images (.png, .jpg, .jpeg); add images "
                         "or remove the folder");
     }
     std::sort(images.begin(), images.end());

@@ -34,15 +34,17 @@ sdk::ImageFolder scan(const std::string& dir, const std::string& key, const std:
 
 JobData load_image_data(const JobOptions& o, const sdk::ViTImageProcessor& processor) {
   if (o.choices.problem_type && *o.choices.problem_type != sdk::ProblemType::kSingleLabelClassification) {
-    throw ConfigError("model.problem_type: an image folder's job is single_label_classification (one class folder "
-                      "per image), got " +
-                      std::string(sdk::problem_type_name(*o.choices.problem_type)));
+    throw ConfigError(
+        "model.problem_type: an image folder's job is single_label_classification (one class folder "
+        "per image), got " +
+        std::string(sdk::problem_type_name(*o.choices.problem_type)));
   }
   JobData data;
   const sdk::ImageFolder train = scan(o.data.train_dir, "train_dir", o.data.label_names, o.data.max_train_samples);
   data.label_names = train.class_names;
   if (data.label_names.size() < 2) {
-    throw ConfigError("data.train_dir: " + o.data.train_dir + " has one class folder only; a classifier needs two "
+    throw ConfigError("data.train_dir: " + o.data.train_dir +
+                      " has one class folder only; a classifier needs two "
                       "or more");
   }
   sdk::ImageAugmentation augmentation;

@@ -26,9 +26,7 @@ struct JobData {
   std::string summary;  ///< the splits' sizes, for the log
 
   /// Classifier outputs: the label count, 1 for regression.
-  std::int64_t num_labels() const {
-    return label_names.empty() ? 1 : static_cast<std::int64_t>(label_names.size());
-  }
+  std::int64_t num_labels() const { return label_names.empty() ? 1 : static_cast<std::int64_t>(label_names.size()); }
 };
 
 }  // namespace tenax::train

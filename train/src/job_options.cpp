@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <utility>
 
 #include "tenax/core/error.h"
 #include "tenax/core/exit_codes.h"
@@ -94,10 +95,9 @@ void validate(JobOptions& o) {
   require(o.data.max_seq_length >= 3 && o.data.max_seq_length <= 512, "data.max_seq_length",
           "must be in [3, 512] (the model's max_position_embeddings bounds it too), got " +
               std::to_string(o.data.max_seq_length));
-  for (const char* key : {"max_train_samples", "max_eval_samples", "max_predict_samples"}) {
-    const std::int64_t value = std::string(key) == "max_train_samples"  ? o.data.max_train_samples
-                               : std::string(key) == "max_eval_samples" ? o.data.max_eval_samples
-                                                                        : o.data.max_predict_samples;
+  for (const auto& [key, value] : {std::pair{"max_train_samples", o.data.max_train_samples},
+                                   std::pair{"max_eval_samples", o.data.max_eval_samples},
+                                   std::pair{"max_predict_samples", o.data.max_predict_samples}}) {
     require(value >= 0, std::string("data.") + key, "must be >= 0 (0: all), got " + std::to_string(value));
   }
   require(o.run.threads >= 1, "run.threads", "must be >= 1, got " + std::to_string(o.run.threads));

@@ -53,10 +53,11 @@ JobData load_text_data(const JobOptions& o, const sdk::BertTokenizer& tokenizer)
                         "'); a classifier needs two or more (or list them in data.label_names)");
     }
   }
+  // Regression reads no label map; text_targets still takes one.
+  const sdk::LabelMap label_map = labels.value_or(sdk::LabelMap({"unused"}));
   const auto dataset = [&](const sdk::TextRecords& records) {
-    const sdk::LabelMap none = labels.value_or(sdk::LabelMap({"-"}));
     return std::make_shared<sdk::TokenizedTextDataset>(
-        records, sdk::text_targets(records, data.problem_type, none, o.data.label_separator), tokenizer,
+        records, sdk::text_targets(records, data.problem_type, label_map, o.data.label_separator), tokenizer,
         o.data.max_seq_length);
   };
   data.train = dataset(train);

@@ -36,8 +36,8 @@ Image resize_shorter_edge(const Image& image, std::int64_t size) {
   const std::int64_t shorter = wide ? image.height : image.width;
   const std::int64_t longer = wide ? image.width : image.height;
   if (shorter == size) return image;  // torchvision returns the image unchanged
-  const auto other = static_cast<std::int64_t>(static_cast<double>(size) * static_cast<double>(longer) /
-                                               static_cast<double>(shorter));
+  const auto other =
+      static_cast<std::int64_t>(static_cast<double>(size) * static_cast<double>(longer) / static_cast<double>(shorter));
   return wide ? resize_bilinear(image, size, other) : resize_bilinear(image, other, size);
 }
 
@@ -109,8 +109,7 @@ CropBox random_resized_crop_box(std::int64_t height, std::int64_t width, std::pa
 }
 
 std::mt19937_64 augmentation_rng(std::uint64_t seed, std::int64_t epoch, std::int64_t index) {
-  return std::mt19937_64(
-      mix(mix(mix(seed) ^ static_cast<std::uint64_t>(epoch)) ^ static_cast<std::uint64_t>(index)));
+  return std::mt19937_64(mix(mix(mix(seed) ^ static_cast<std::uint64_t>(epoch)) ^ static_cast<std::uint64_t>(index)));
 }
 
 }  // namespace tenax::sdk

@@ -49,7 +49,8 @@ void write_png(const fs::path& path, const Image& img) {
   std::string raw;
   for (std::int64_t y = 0; y < img.height; ++y) {
     raw.push_back('\0');
-    raw.append(reinterpret_cast<const char*>(img.rgb.data() + y * img.width * 3), static_cast<std::size_t>(img.width * 3));
+    raw.append(reinterpret_cast<const char*>(img.rgb.data() + y * img.width * 3),
+               static_cast<std::size_t>(img.width * 3));
   }
   uLongf size = compressBound(static_cast<uLong>(raw.size()));
   std::string packed(size, '\0');
@@ -89,7 +90,7 @@ TEST(ImageTransforms, ResizeShorterEdgeAndCenterCropFollowTorchvision) {
   const Image tall = gradient(40, 20, 0);
   const Image resized = resize_shorter_edge(tall, 10);
   EXPECT_EQ(resized.width, 10);
-  EXPECT_EQ(resized.height, 20);  // int(10 * 40 / 20)
+  EXPECT_EQ(resized.height, 20);                                      // int(10 * 40 / 20)
   EXPECT_EQ(resize_shorter_edge(gradient(21, 50, 0), 10).width, 23);  // int(10 * 50 / 21) = 23
   // top = round((5 - 2) / 2) = round(1.5) = 2 (half to even), left = round((8 - 4) / 2) = 2.
   const Image src = gradient(5, 8, 3);
