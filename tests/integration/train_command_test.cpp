@@ -20,7 +20,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -276,11 +275,12 @@ TEST(TenaxTrain, APreemptedJobExitsThreeAndItsRerunResumesToTheUninterruptedMode
   EXPECT_FALSE(fs::exists(dir / "job" / "out" / "model")) << "a preempted job has no final model";
   const auto rerun = train(dir / "job", keys);
   ASSERT_EQ(rerun.exit_code, 0) << rerun.log;
-  std::smatch stopped;
-  ASSERT_TRUE(std::regex_search(preempted.log, stopped, std::regex("preempted by SIGUSR1 at step ([0-9]+)")))
-      << preempted.log;
-  EXPECT_GE(std::stoi(stopped[1]), 5);
-  EXPECT_NE(rerun.log.find("at step " + stopped[1].str() + ":"), std::string::npos)
+  const std::string marker = "preempted by SIGUSR1 at step ";
+  const auto at = preempted.log.find(marker);
+  ASSERT_NE(at, std::string::npos) << preempted.log;
+  const int stopped = std::stoi(preempted.log.substr(at + marker.size()));
+  EXPECT_GE(stopped, 5);
+  EXPECT_NE(rerun.log.find("at step " + std::to_string(stopped) + ":"), std::string::npos)
       << "resumed from the preemption's checkpoint\n"
       << rerun.log;
   EXPECT_EQ(slurp(dir / "job" / "out" / "model" / "model.safetensors"),
@@ -335,11 +335,11 @@ void kill_from_outside_and_compare(const std::string& recovery) {
   std::cout << "[ kill     ] SIGKILL to rank " << rank << " after step " << kill_step << " is printed (--recovery "
             << recovery << ")" << std::endl;
   tenax::testing::ChildProcess agent(job(root / "killed"), root / "killed.log");
-  const std::regex printed("step " + std::to_string(kill_step) + "/" + std::to_string(steps) + " ");
+  const std::string printed = "step " + std::to_string(kill_step) + "/" + std::to_string(steps) + " ";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
   bool killed = false;
   while (!killed && std::chrono::steady_clock::now() < deadline && !agent.wait(std::chrono::seconds(0))) {
-    if (std::regex_search(agent.log(), printed)) {
+    if (agent.log().find(printed) != std::string::npos) {
       const pid_t worker = tenax::testing::worker_pid(agent, rank);
       ASSERT_GT(worker, 0) << "no worker of rank " << rank << "\n" << agent.log();
       ASSERT_EQ(::kill(worker, SIGKILL), 0);
