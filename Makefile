@@ -74,11 +74,11 @@ demo: configure demo-assets
 	cmake --build $(BUILD) -j $(JOBS) --target demo_programs
 	@bash tools/demo.sh $(BUILD)
 
-# The image workload (examples/finetune_image): a small ViT learns Fashion-MNIST (Debian's
+# The image workload (tenax train train/jobs/fashion_mnist.toml): a small ViT learns Fashion-MNIST (Debian's
 # dataset-fashion-mnist) on 2 ranks under `tenax run`, a rank SIGKILLed in the second epoch, the
 # elastic resume, held-out accuracy per epoch and at the end. About 4 minutes.
 demo-image: configure
-	cmake --build $(BUILD) -j $(JOBS) --target tenax finetune_image
+	cmake --build $(BUILD) -j $(JOBS) --target tenax tenax_train
 	@bash tools/demo_image.sh $(BUILD)
 
 # A heat-equation solver embedding Tenax through the C API (examples/sim_surrogate), run under

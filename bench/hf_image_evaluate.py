@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Evaluates a model directory that examples/finetune_image saved (<output-dir>/model) with
+"""Evaluates a model directory that `tenax train train/jobs/fashion_mnist.toml` saved (<output_dir>/model) with
 Python transformers: ViTForImageClassification.from_pretrained and
 ViTImageProcessor.from_pretrained on it, then the accuracy on Fashion-MNIST's 10,000 test images
-(gray replicated to RGB, as the example does). It must equal the example's own test_accuracy: the
+(gray replicated to RGB, as Tenax does). It must equal Tenax's own test_accuracy: the
 saved model is what Tenax trained, and transformers computes the same logits from it.
 
   .assets/venv-hf-torch113/bin/python bench/hf_image_evaluate.py runs/demo-image/train/model

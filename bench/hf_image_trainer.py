@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The Hugging Face side of the image workload: examples/finetune_image's job done with
+"""The Hugging Face side of the image workload: train/jobs/fashion_mnist.toml's job done with
 transformers.Trainer, to check the accuracy Tenax reaches on Fashion-MNIST.
 
-The same job, setting by setting (examples/finetune_image/options.cpp and finetune_image.toml):
+The same job, setting by setting (train/jobs/fashion_mnist.toml and its model, train/jobs/fashion_mnist_vit):
   * data: Debian's dataset-fashion-mnist IDX files, train 60,000 / test 10,000; each 28x28 gray
     image replicated to RGB (Image.convert("RGB")) and preprocessed as ViTImageProcessor with
     do_resize=False does (rescale 1/255, normalize mean 0.5 std 0.5; batched here, checked equal

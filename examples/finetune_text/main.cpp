@@ -32,7 +32,7 @@
 #include <torch/torch.h>
 
 #include "example_cli.h"
-#include "fault_injection.h"
+#include "tenax/sdk/callbacks/fault_drills.h"
 #include "options.h"
 #include "profile_steps.h"
 #include "tenax/core/error.h"
@@ -159,12 +159,12 @@ int run(const FinetuneOptions& o) {
 
   tenax::sdk::Trainer trainer(model, o.args, train, context, tenax::sdk::text_collator(tokenizer.pad_id()));
   if (o.fail_at_step >= 0) {
-    trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(
+    trainer.add_callback(std::make_shared<tenax::sdk::FailureInjection>(
         o.fail_at_step, static_cast<int>(o.fail_rank), context.restart_count()));
   }
   if (o.preempt_at_step >= 0) {
     trainer.add_callback(
-        std::make_shared<tenax::examples::PreemptionInjection>(o.preempt_at_step, o.preempt_signal_number()));
+        std::make_shared<tenax::sdk::PreemptionInjection>(o.preempt_at_step, o.preempt_signal_number()));
   }
   if (auto profile = tenax::examples::ProfileSteps::from_env()) trainer.add_callback(profile);
   const tenax::sdk::TrainOutput trained = trainer.train();

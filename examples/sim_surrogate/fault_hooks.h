@@ -1,5 +1,5 @@
 // Deterministic faults for the demo and the tests, as flags of the example (the C API
-// counterpart of examples/common/fault_injection.h, which hooks the C++ Trainer's callbacks):
+// counterpart of tenax/sdk/callbacks/fault_drills.h, which hooks the C++ Trainer's callbacks):
 //
 //   --fail-at-step S --fail-rank R     rank R SIGKILLs itself after solver step S;
 //   --stop-at-step S --stop-rank R     rank R SIGSTOPs itself after solver step S, for a test that

@@ -45,7 +45,7 @@
 #include "tenax/core/exit_codes.h"
 #include "tenax/sdk/callbacks/early_stopping.h"
 #include "tenax/sdk/trainer.h"
-#include "fault_injection.h"
+#include "tenax/sdk/callbacks/fault_drills.h"
 
 namespace {
 
@@ -325,11 +325,11 @@ int main(int argc, char** argv) {
                                                                                options.early_stopping_threshold));
     }
     if (options.fail_at_step >= 0) {
-      trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(
+      trainer.add_callback(std::make_shared<tenax::sdk::FailureInjection>(
           options.fail_at_step, options.fail_rank, context.restart_count(), options.fail_signal));
     }
     if (options.fail_on_heal) {
-      trainer.add_callback(std::make_shared<tenax::examples::FailureWhileHealing>(context.identity().replacement,
+      trainer.add_callback(std::make_shared<tenax::sdk::FailureWhileHealing>(context.identity().replacement,
                                                                                   context.restart_count()));
     }
     if (options.hang_at_step >= 0) {
@@ -340,7 +340,7 @@ int main(int argc, char** argv) {
     if (options.step_lines) trainer.add_callback(std::make_shared<StepLines>());
     if (options.preempt_at_step >= 0) {
       trainer.add_callback(
-          std::make_shared<tenax::examples::PreemptionInjection>(options.preempt_at_step, options.preempt_signal));
+          std::make_shared<tenax::sdk::PreemptionInjection>(options.preempt_at_step, options.preempt_signal));
     }
     const tenax::sdk::TrainOutput out = trainer.train();
     if (options.stop_at_exit_rank == context.rank() && context.generation() == 0) ::raise(SIGSTOP);

@@ -57,6 +57,8 @@ constexpr Rule kRules[] = {
     {"optim", kBreaking, "the checkpoint's optimizer state is another optimizer's"},
     {"dataloader_drop_last", kBreaking, "it changes the steps per epoch, so where the data position stands"},
     {"group_by_length", kBreaking, "it changes the data order"},
+    {"dataloader_num_workers", kHarmless, "how batches are loaded, not what they hold"},
+    {"dataloader_prefetch_factor", kHarmless, "how batches are loaded, not what they hold"},
     {"include_num_input_tokens_seen", kHarmless, "a count only (it goes on from what the checkpoint recorded)"},
     {"full_determinism", kBreaking, "it changes the arithmetic of every step"},
     {"disable_tqdm", kHarmless, "display only"},

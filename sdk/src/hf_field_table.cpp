@@ -20,7 +20,7 @@ constexpr std::string_view kApex =
     "true";
 constexpr std::string_view kTpu = "TPUs need XLA, which libtorch's C++ API does not offer";
 constexpr std::string_view kWorkers =
-    "batches are built by the trainer's own pipeline, not by DataLoader worker processes";
+    "batches are loaded by the trainer's own threads (dataloader_num_workers), not by DataLoader worker processes";
 constexpr std::string_view kGeneration =
     "no generation: Tenax's model families (BERT, DistilBERT, ViT) are encoders; Seq2SeqTrainer has no counterpart";
 constexpr std::string_view kCheckpointing =
@@ -94,8 +94,6 @@ const std::vector<HfField> kTable = {
     {"debug", "", {"", "[]"},
      "transformers' underflow/overflow detector and TPU metrics are not available; TENAX_LOG_LEVEL=debug logs the "
      "runtime's decisions"},
-    {"dataloader_num_workers", "", {"0"}, kWorkers},
-    {"dataloader_prefetch_factor", "", {}, kWorkers},
     {"past_index", "", {"-1"}, "no model family here keeps past memories (XLNet, Transformer-XL)"},
     {"run_name", "", {"*"}, kTrackers},
     {"remove_unused_columns", "", {"*"},

@@ -28,8 +28,21 @@ IdxImageFiles IdxImageFiles::mnist_layout(const std::filesystem::path& dir, Mnis
   return {gz_if_present(dir, prefix + "-images-idx3-ubyte"), gz_if_present(dir, prefix + "-labels-idx1-ubyte")};
 }
 
-IdxImageDataset::IdxImageDataset(const IdxImageFiles& files, ViTImageProcessor processor, std::int64_t limit)
-    : processor_(std::move(processor)) {
+IdxImageFiles IdxImageFiles::beside(const std::filesystem::path& images) {
+  std::string name = images.filename().string();
+  const auto at = name.find("images-idx3");
+  if (at == std::string::npos) {
+    throw ConfigError(images.string() +
+                      ": an IDX images file is named like MNIST's (train-images-idx3-ubyte[.gz]), so that its labels "
+                      "file (train-labels-idx1-ubyte[.gz]) is found beside it; rename the pair");
+  }
+  name.replace(at, 11, "labels-idx1");
+  return {images, images.parent_path() / name};
+}
+
+IdxImageDataset::IdxImageDataset(const IdxImageFiles& files, ViTImageProcessor processor, std::int64_t limit,
+                                 ImageAugmentation augmentation)
+    : processor_(std::move(processor)), augmentation_(augmentation) {
   if (limit < 0) throw ConfigError(fmt::format("IdxImageDataset: limit {} must be >= 0 (0: all)", limit));
   IdxArray images = read_idx_ubyte(files.images, 3);
   IdxArray labels = read_idx_ubyte(files.labels, 1);
@@ -72,6 +85,16 @@ std::int64_t IdxImageDataset::label(std::int64_t index) const {
 
 Example IdxImageDataset::get(std::int64_t index) const {
   return {processor_.preprocess(image(index)), torch::tensor(label(index), torch::kInt64)};
+}
+
+Example IdxImageDataset::get_for_epoch(std::int64_t index, std::int64_t epoch) const {
+  if (!augmentation_.enabled) return get(index);
+  const std::int64_t height = processor_.do_resize ? processor_.height : height_;
+  const std::int64_t width = processor_.do_resize ? processor_.width : width_;
+  ViTImageProcessor finish = processor_;
+  finish.do_resize = false;  // the size is settled by the crop
+  return {finish.preprocess(augment_or_resize(image(index), augmentation_, epoch, index, height, width)),
+          torch::tensor(label(index), torch::kInt64)};
 }
 
 }  // namespace tenax::sdk

@@ -87,20 +87,9 @@ Example ImageFolderDataset::get_for_epoch(std::int64_t index, std::int64_t epoch
     throw Error("ImageFolderDataset: index " + std::to_string(index) + " outside [0, " + std::to_string(size()) + ")");
   }
   const auto i = static_cast<std::size_t>(index);
-  Image image = decode_image(folder_.files[i]);
   ViTImageProcessor finish = processor_;
   finish.do_resize = false;  // the size is settled here
-  if (augmentation_.enabled) {
-    auto rng = augmentation_rng(augmentation_.seed, epoch, index);
-    const CropBox box =
-        random_resized_crop_box(image.height, image.width, augmentation_.scale, augmentation_.ratio, rng);
-    image = resize_bilinear(crop(image, box), height_, width_);
-    if (static_cast<double>(rng() >> 11) * 0x1.0p-53 < augmentation_.flip_probability) image = horizontal_flip(image);
-  } else if (processor_.do_resize) {
-    // run_image_classification.py's Resize((h, w)) + CenterCrop((h, w)) for a processor with a
-    // height and width: the crop takes the whole resized image.
-    image = resize_bilinear(image, height_, width_);
-  }
+  const Image image = augment_or_resize(decode_image(folder_.files[i]), augmentation_, epoch, index, height_, width_);
   return {finish.preprocess(image), torch::tensor(folder_.labels[i], torch::kInt64)};
 }
 

@@ -10,6 +10,7 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "batch_prefetcher.h"
 #include "commit_protocol.h"
 #include "label_smoothing.h"
 #include "loss_scaling.h"
@@ -32,6 +33,25 @@
 
 namespace tenax::sdk {
 namespace {
+
+// One step's samples on this rank, as micro-batches of per_device samples (with
+// dataloader_drop_last = false an epoch's last step may have fewer, the last one smaller).
+// Runs on the prefetcher's threads: it reads only what it is given.
+std::vector<Batch> load_micro_batches(const Dataset& dataset, const Collator& collator,
+                                      const detail::BatchPrefetcher::Request& request, std::int64_t per_device) {
+  const auto count = static_cast<std::int64_t>(request.indices.size());
+  std::vector<Batch> micro_batches;
+  for (std::int64_t first = 0; first < count; first += per_device) {
+    const std::int64_t last = std::min(count, first + per_device);
+    std::vector<Example> examples;
+    examples.reserve(static_cast<std::size_t>(last - first));
+    for (std::int64_t i = first; i < last; ++i) {
+      examples.push_back(dataset.get_for_epoch(request.indices[static_cast<std::size_t>(i)], request.epoch));
+    }
+    micro_batches.push_back(collator(examples));
+  }
+  return micro_batches;
+}
 
 GradSyncOptions grad_sync_options(const TrainingArguments& args) {
   GradSyncOptions options;
@@ -150,13 +170,6 @@ NamedTensors Trainer::named_parameters() const {
   return out;
 }
 
-Batch Trainer::load_batch(const std::vector<std::int64_t>& indices, std::int64_t epoch) const {
-  std::vector<Example> examples;
-  examples.reserve(indices.size());
-  for (std::int64_t i : indices) examples.push_back(train_dataset_->get_for_epoch(i, epoch));
-  return collator_(examples);
-}
-
 detail::TrainingRun& Trainer::run(const char* call) {
   if (!run_) throw std::logic_error(std::string("Trainer::") + call + " before Trainer::begin()");
   return *run_;
@@ -214,24 +227,32 @@ TrainOutput Trainer::train() {
     evaluate(*eval_dataset_, compute_metrics_);
     r.window_start = Clock::now();  // samples/s counts training only
   }
+  // The next steps' batches load on dataloader_num_workers threads while a step computes.
+  const std::int64_t workers = args_.dataloader_num_workers;
+  const std::int64_t ahead = workers * (args_.dataloader_prefetch_factor > 0 ? args_.dataloader_prefetch_factor : 2);
+  detail::BatchPrefetcher prefetcher(
+      [dataset = train_dataset_, collator = collator_,
+       per_device = args_.per_device_train_batch_size](const detail::BatchPrefetcher::Request& request) {
+        return load_micro_batches(*dataset, collator, request, per_device);
+      },
+      static_cast<int>(workers), static_cast<int>(ahead));
+  // Read afresh for every step: an in-process recovery may change the rank, the world and the plan.
+  const auto request = [&](std::int64_t data_step) {
+    return detail::BatchPrefetcher::Request{r.sampler->rank_indices(data_step, context_.rank(), context_.world_size()),
+                                            data_step / r.plan.steps_per_epoch};
+  };
   int preempt_signal = 0;
   while (state_.global_step < r.plan.max_steps && state_.global_step + skipped_steps_ < r.plan.data_step_limit &&
          !control_.should_training_stop) {
-    // This rank's slice of the global batch, in micro-batches of per_device samples (with
-    // dataloader_drop_last = false an epoch's last step may have fewer, the last one smaller).
     const std::int64_t data_step = state_.global_step + skipped_steps_;
     if (data_step % r.plan.steps_per_epoch == 0) {
       notify([&](TrainerCallback& cb) { cb.on_epoch_begin(args_, state_, control_); });
     }
-    const std::vector<std::int64_t> indices =
-        r.sampler->rank_indices(data_step, context_.rank(), context_.world_size());
-    const auto count = static_cast<std::int64_t>(indices.size());
-    std::vector<Batch> micro_batches;
-    micro_batches.reserve(static_cast<std::size_t>(accumulation_steps_));
-    for (std::int64_t first = 0; first < count; first += args_.per_device_train_batch_size) {
-      const std::int64_t last = std::min(count, first + args_.per_device_train_batch_size);
-      micro_batches.push_back(
-          load_batch({indices.begin() + first, indices.begin() + last}, data_step / r.plan.steps_per_epoch));
+    const std::vector<Batch> micro_batches = prefetcher.take(request(data_step));
+    for (std::int64_t k = 1; k <= ahead && data_step + k < r.plan.data_step_limit &&
+                             state_.global_step + k < r.plan.max_steps;
+         ++k) {
+      prefetcher.prefetch(request(data_step + k));
     }
     try {
       take_step(micro_batches);  // this loop recovers by itself, whatever enable_step_recovery() said
@@ -242,7 +263,9 @@ TrainOutput Trainer::train() {
       if (!recover_in_process(e.what())) throw;
     }
   }
-  return end(preempt_signal);
+  TrainOutput out = end(preempt_signal);
+  report_data_wait(prefetcher.waited_seconds(), out.train_runtime_s);
+  return out;
 }
 
 std::optional<std::int64_t> Trainer::begin(bool resume) {

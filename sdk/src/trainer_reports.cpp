@@ -87,4 +87,17 @@ void Trainer::save_state() const {
   files::atomic_write(std::filesystem::path(args_.output_dir) / "trainer_state.json", state_.to_json().dump(2) + "\n");
 }
 
+void Trainer::report_data_wait(double waited_seconds, double train_seconds) const {
+  if (train_seconds <= 0) return;
+  const double share = 100.0 * waited_seconds / train_seconds;
+  auto log = logger("tenax.trainer", LogPolicy::kRankZeroOnly);
+  // A tenth of the loop spent waiting is where more loading threads start to pay.
+  const bool slow = share > 10.0;
+  log->log(slow ? spdlog::level::warn : spdlog::level::info,
+           "data path: the training loop waited {:.2f} s for batches, {:.1f} % of {:.1f} s (dataloader_num_workers = "
+           "{}){}",
+           waited_seconds, share, train_seconds, args_.dataloader_num_workers,
+           slow ? "; loading sets the step rate: raise dataloader_num_workers" : "");
+}
+
 }  // namespace tenax::sdk

@@ -34,6 +34,10 @@ void TrainingArguments::validate() const {
   require(per_device_train_batch_size > 0, "per_device_train_batch_size", "must be >= 1");
   require(per_device_eval_batch_size > 0, "per_device_eval_batch_size", "must be >= 1");
   require(gradient_accumulation_steps > 0, "gradient_accumulation_steps", "must be >= 1");
+  require(dataloader_num_workers >= 0, "dataloader_num_workers", "must be >= 0 (0: load in the training loop)");
+  require(dataloader_prefetch_factor >= 0, "dataloader_prefetch_factor", "must be >= 0 (0: unset, 2 per thread)");
+  require(dataloader_prefetch_factor == 0 || dataloader_num_workers > 0, "dataloader_prefetch_factor",
+          "is only for batches loaded ahead: set dataloader_num_workers > 0, or leave it unset");
   require(learning_rate >= 0 && std::isfinite(learning_rate), "learning_rate", "must be >= 0 and finite");
   require(weight_decay >= 0, "weight_decay", "must be >= 0");
   require(adam_beta1 >= 0 && adam_beta1 < 1, "adam_beta1", "must be in [0, 1)");

@@ -446,9 +446,14 @@ void ArgumentParser::apply_overrides(const std::vector<std::string>& flags) {
     if (f.key != f.flag) known.push_back(f.key);  // --data.max_seq_length finds its suggestion too
   }
   for (std::size_t i = 0; i < flags.size(); ++i) {
-    const std::string& a = flags[i];
+    // KEY=VALUE where an option is expected is --KEY=VALUE (`tenax train job.toml seed=3`); a
+    // flag's value is taken below as it stands, '=' or not (--run_name a=b).
+    const std::string a = !starts_with(flags[i], "-") && flags[i].find('=') != std::string::npos &&
+                                  flags[i].find('=') > 0
+                              ? "--" + flags[i]
+                              : flags[i];
     if (a.size() < 3 || !starts_with(a, "--")) {
-      throw ConfigError("unexpected argument '" + a + "' (options are --key value or --key=value)");
+      throw ConfigError("unexpected argument '" + a + "' (options are --key value, --key=value or key=value)");
     }
     const auto eq = a.find('=');
     const std::string typed = a.substr(0, eq);  // as the user wrote it, for messages

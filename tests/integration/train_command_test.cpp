@@ -8,6 +8,8 @@
 //  - the CoLA job file (MCC, evaluation and save per epoch, best model loaded) on a generated TSV;
 //  - an image folder (Fashion-MNIST exported by tools/idx_to_image_folder.py): a ViT fine-tuned
 //    with augmentation, trained from a bare config.json, preempted and resumed exactly;
+//  - the Fashion-MNIST job on IDX files, augmented, preempted and resumed exactly with batches
+//    loaded ahead on threads (dataloader_num_workers);
 //  - every bad input exits 2 before training, naming the key, file or row, and loses nothing.
 // The tiny DistilBERT of the goldens trains in milliseconds; the kill test uses the demo's
 // all-MiniLM-L6-v2 (tools/fetch_assets.sh; fails, never skips, without it), whose steps are
@@ -450,6 +452,80 @@ TEST(TenaxTrain, TheBeansJobRunsOnAnImageFolderAndLoadsTheBestModelByAccuracy) {
   EXPECT_TRUE(read_json(dir / "out" / "model" / "config.json")["id2label"].size() == 10);
 }
 
+// The Fashion-MNIST job file as shipped (make demo-image's) on Debian's IDX files, cut short: a
+// ViT trained from its bare config.json, classes named by data.label_names. Then with the
+// training augmentation: a preempted job resumed with two loading threads
+// (dataloader_num_workers) ends bit-identical to an uninterrupted one that loaded in the loop.
+const fs::path kFashionMnist = "/usr/share/datasets/fashion-mnist";
+
+tenax::testing::JobRun train_idx(const fs::path& dir, const std::vector<std::string>& keys) {
+  std::string cmd = std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR + "/train/jobs/fashion_mnist.toml" +
+                    " model.model_name_or_path=" + TENAX_SOURCE_DIR + "/train/jobs/fashion_mnist_vit" +
+                    " max_steps=12 per_device_train_batch_size=16 save_steps=4 logging_steps=4" +
+                    " data.max_train_samples=128 data.max_eval_samples=64 data.max_predict_samples=64" +
+                    " output_dir=" + (dir / "out").string();
+  for (const auto& k : keys) cmd += " " + quoted(k);
+  return tenax::testing::run_job(cmd, dir);
+}
+
+TEST(TenaxTrain, TheFashionMnistJobTrainsOnIdxFilesAndResumesItsAugmentationExactlyWithLoadingThreads) {
+  ASSERT_TRUE(fs::exists(kFashionMnist / "train-images-idx3-ubyte.gz"))
+      << "Debian's dataset-fashion-mnist is missing (tools/bootstrap.sh installs it)";
+  const fs::path dir = work_dir() / "idx";
+  const auto plain = train_idx(dir / "plain", {});
+  ASSERT_EQ(plain.exit_code, 0) << plain.log;
+  EXPECT_NE(plain.log.find("trained from config.json, from scratch"), std::string::npos) << plain.log;
+  EXPECT_NE(plain.log.find("images of 28x28 (IDX)"), std::string::npos) << plain.log;
+  const json config = read_json(dir / "plain" / "out" / "model" / "config.json");
+  EXPECT_EQ(config["id2label"]["0"], "T-shirt/top") << config.dump();
+  EXPECT_EQ(config["id2label"]["9"], "Ankle boot") << config.dump();
+  EXPECT_TRUE(read_json(dir / "plain" / "out" / "test_results.json").contains("test_accuracy"));
+  EXPECT_TRUE(fs::is_regular_file(dir / "plain" / "out" / "model" / "preprocessor_config.json"));
+
+  // 128 images in batches of 16: 8 steps an epoch, so 12 steps draw crops in two epochs.
+  const std::vector<std::string> augment = {"data.augment=true", "data.crop_scale_min=0.5"};
+  const auto reference = train_idx(dir / "reference", augment);
+  ASSERT_EQ(reference.exit_code, 0) << reference.log;
+  auto preempt = augment;
+  preempt.push_back("run.preempt_at_step=6");
+  const auto preempted = train_idx(dir / "job", preempt);
+  ASSERT_EQ(preempted.exit_code, 3) << preempted.log;
+  auto threads = augment;
+  threads.push_back("dataloader_num_workers=2");
+  const auto rerun = train_idx(dir / "job", threads);
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.log;
+  EXPECT_NE(rerun.log.find("resumed from"), std::string::npos) << rerun.log;
+  EXPECT_NE(rerun.log.find("(dataloader_num_workers = 2)"), std::string::npos) << rerun.log;
+  EXPECT_EQ(slurp(dir / "job" / "out" / "model" / "model.safetensors"),
+            slurp(dir / "reference" / "out" / "model" / "model.safetensors"))
+      << "the resumed IDX job differs from the uninterrupted one";
+  EXPECT_NE(slurp(dir / "plain" / "out" / "model" / "model.safetensors"),
+            slurp(dir / "reference" / "out" / "model" / "model.safetensors"))
+      << "the augmentation changed nothing";
+}
+
+TEST(TenaxTrain, BadIdxInputExitsTwoNamingTheFile) {
+  const fs::path dir = work_dir() / "bad-idx";
+  fs::create_directories(dir / "lone");
+  fs::copy_file(kFashionMnist / "t10k-images-idx3-ubyte.gz", dir / "lone" / "t10k-images-idx3-ubyte.gz");
+  const auto lone = train_idx(dir, {"data.train_file=" + (dir / "lone" / "t10k-images-idx3-ubyte.gz").string()});
+  EXPECT_EQ(lone.exit_code, 2) << lone.log;
+  EXPECT_NE(lone.log.find("t10k-labels-idx1-ubyte.gz"), std::string::npos) << lone.log;
+  write(dir / "cut" / "train-images-idx3-ubyte", std::string("\0\0\x08\x03\0\0\0\x10", 8));
+  fs::copy_file(kFashionMnist / "train-labels-idx1-ubyte.gz", dir / "cut" / "train-labels-idx1-ubyte.gz");
+  const auto cut = train_idx(dir, {"data.train_file=" + (dir / "cut" / "train-images-idx3-ubyte").string()});
+  EXPECT_EQ(cut.exit_code, 2) << cut.log;
+  EXPECT_NE(cut.log.find("data.train_file"), std::string::npos) << cut.log;
+  EXPECT_NE(cut.log.find("train-images-idx3-ubyte"), std::string::npos) << cut.log;
+  const auto named = train_idx(dir, {"data.train_file=" + (dir / "lone" / "images.bin").string(), "data.format=idx"});
+  EXPECT_EQ(named.exit_code, 2) << named.log;
+  EXPECT_NE(named.log.find("images-idx3"), std::string::npos) << named.log;
+  const auto few = train_idx(dir, {"data.label_names=a,b"});
+  EXPECT_EQ(few.exit_code, 2) << few.log;
+  EXPECT_NE(few.log.find("data.label_names"), std::string::npos) << few.log;
+  EXPECT_FALSE(fs::exists(dir / "out" / "checkpoints")) << "a refused job wrote checkpoints";
+}
+
 TEST(TenaxTrain, BadImageInputExitsTwoNamingTheFolderOrFile) {
   const fs::path dir = work_dir() / "bad-images";
   const fs::path folder = dir / "folder";
@@ -542,11 +618,14 @@ TEST(TenaxTrain, BadInputExitsTwoBeforeTrainingNamingWhatToFixAndLosesNothing) {
 
 TEST(TenaxTrain, PrintConfigShowsTheShippedJobWithTheCommandLineOverridesApplied) {
   const fs::path dir = work_dir() / "print";
-  for (const char* file : {"rotten_tomatoes.toml", "cola.toml", "beans.toml"}) {
+  for (const char* file : {"rotten_tomatoes.toml", "cola.toml", "beans.toml", "fashion_mnist.toml"}) {
     const auto r = tenax::testing::run_job(std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR + "/train/jobs/" +
-                                               file + " data.max_seq_length=99 --learning_rate 7e-5 --print-config",
+                                               file +
+                                               " data.max_seq_length=99 --learning_rate 7e-5 --logging_dir tb=1 "
+                                               "--print-config",
                                            dir);
     ASSERT_EQ(r.exit_code, 0) << file << "\n" << r.log;
+    EXPECT_NE(r.stdout_text.find("logging_dir = \"tb=1\""), std::string::npos) << r.stdout_text;
     EXPECT_NE(r.stdout_text.find("max_seq_length = 99"), std::string::npos) << r.stdout_text;
     EXPECT_NE(r.stdout_text.find("learning_rate = 7e-05"), std::string::npos) << r.stdout_text;
     EXPECT_NE(r.stdout_text.find("[metrics]"), std::string::npos) << r.stdout_text;

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -230,6 +231,74 @@ TEST(TrainerFlow, KeptLastBatchOnTwoRanksEqualsOneRankAndTokensAreCountedOverThe
   EXPECT_EQ(one_state.num_input_tokens_seen, 100 * 4);
   EXPECT_EQ(two_state.num_input_tokens_seen, 100 * 4);
   EXPECT_TRUE(torch::allclose(two_ranks, one_rank, 1e-5, 1e-6)) << (two_ranks - one_rank).abs().max();
+}
+
+// dataloader_num_workers: the next steps' batches load on threads while a step computes; the
+// run is bit-identical to loading them in the loop (2 ranks, 2 epochs, an epoch's short last
+// step, accumulation), and the samples were read off the training threads.
+class ThreadNoting final : public Dataset {
+ public:
+  explicit ThreadNoting(std::shared_ptr<Points> points) : points_(std::move(points)) {}
+  std::int64_t size() const override { return points_->size(); }
+  Example get(std::int64_t i) const override { return points_->get(i); }
+  Example get_for_epoch(std::int64_t i, std::int64_t epoch) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    threads_.insert(std::this_thread::get_id());
+    return points_->get_for_epoch(i, epoch);
+  }
+  std::set<std::thread::id> threads() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return threads_;
+  }
+
+ private:
+  std::shared_ptr<Points> points_;
+  mutable std::mutex mutex_;
+  mutable std::set<std::thread::id> threads_;
+};
+
+TEST(TrainerFlow, BatchesLoadedAheadOnThreadsTrainBitIdenticallyToBatchesLoadedInTheLoop) {
+  auto points = std::make_shared<Points>(100);
+  auto train = [&](std::int64_t workers, const std::string& name) {
+    auto data = std::make_shared<ThreadNoting>(points);
+    torch::Tensor result;
+    std::set<std::thread::id> training_threads;
+    std::mutex mutex;
+    testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
+      auto model = std::make_shared<Mlp>();
+      TrainingArguments a = quiet_args(fresh_dir(name));
+      a.per_device_train_batch_size = 4;
+      a.gradient_accumulation_steps = 2;
+      a.num_train_epochs = 2;
+      a.dataloader_drop_last = false;
+      a.dataloader_num_workers = workers;
+      Trainer trainer(model, a, data, ctx);
+      trainer.train();
+      std::lock_guard<std::mutex> lock(mutex);
+      training_threads.insert(std::this_thread::get_id());
+      if (ctx.rank() == 0) result = flat_parameters(*model);
+    });
+    std::size_t off_training = 0;
+    for (const auto& id : data->threads()) off_training += training_threads.count(id) == 0 ? 1 : 0;
+    return std::make_pair(result, off_training);
+  };
+  const auto [in_loop, none_off] = train(0, "workers-0");
+  const auto [ahead, off] = train(2, "workers-2");
+  EXPECT_EQ(none_off, 0u);
+  EXPECT_GT(off, 0u) << "with dataloader_num_workers = 2 no sample was read off the training threads";
+  EXPECT_FALSE(torch::equal(in_loop, flat_parameters(*std::make_shared<Mlp>()))) << "training changed nothing";
+  EXPECT_TRUE(torch::equal(ahead, in_loop)) << (ahead - in_loop).abs().max();
+}
+
+TEST(TrainerFlow, DataloaderPrefetchFactorWithoutWorkersIsAConfigError) {
+  TrainingArguments a = quiet_args(fresh_dir("prefetch-no-workers"));
+  a.dataloader_prefetch_factor = 2;
+  try {
+    a.validate();
+    FAIL() << "validate() accepted it";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("TrainingArguments.dataloader_prefetch_factor"), std::string::npos) << e.what();
+  }
 }
 
 // gradient_checkpointing under DDP: the recompute's backward (a backward of its own, inside the

@@ -312,6 +312,19 @@ TEST(SdkArgumentParser, BadFlagsNameTheFlag) {
   EXPECT_TRUE(contains(e, "unexpected argument 'runs/x'")) << e;
 }
 
+// `tenax train job.toml seed=3`: key=value where an option is expected; a flag's own value is
+// taken as it stands, '=' and all.
+TEST(SdkArgumentParser, KeyEqualsValueIsAnOptionAndAFlagsValueMayHoldAnEqualsSign) {
+  TrainingArguments args;
+  ArgumentParser parser(args);
+  parser.apply_overrides({"seed=3", "--output_dir", "runs/a=b", "--bf16", "max_steps=7", "logging_dir=x=y"});
+  EXPECT_EQ(args.seed, 3u);
+  EXPECT_EQ(args.output_dir, "runs/a=b");
+  EXPECT_TRUE(args.bf16);
+  EXPECT_EQ(args.max_steps, 7);
+  EXPECT_EQ(args.logging_dir, "x=y");
+}
+
 TEST(SdkArgumentParser, ParseValidatesAndTheErrorNamesTheField) {
   TrainingArguments args;
   ProgramOptions program;

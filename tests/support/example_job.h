@@ -1,4 +1,4 @@
-// Running an example job (finetune_text, finetune_image) under `tenax run` from an integration
+// Running an example job (finetune_text) under `tenax run` from an integration
 // test: a scratch directory per test binary, the job's exit status, output and run summary, and
 // the TENAX_RESULT line that rank 0 prints.
 #pragma once

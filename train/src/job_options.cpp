@@ -52,8 +52,11 @@ sdk::TextFileFormat parse_format(const std::string& name) {
   if (name == "csv") return sdk::TextFileFormat::kCsv;
   if (name == "tsv") return sdk::TextFileFormat::kTsv;
   if (name == "jsonl" || name == "json") return sdk::TextFileFormat::kJsonl;
-  throw ConfigError("data.format: '" + name + "' is not one of auto (by extension), csv, tsv, jsonl");
+  throw ConfigError("data.format: '" + name + "' is not one of auto (by extension), csv, tsv, jsonl, idx");
 }
+
+// MNIST's names for its images files: train-images-idx3-ubyte, t10k-images-idx3-ubyte.gz.
+bool is_idx_name(const std::string& path) { return path.find("images-idx3-ubyte") != std::string::npos; }
 
 constexpr Metric kMetrics[] = {Metric::kAccuracy, Metric::kF1,       Metric::kPrecision,           Metric::kRecall,
                                Metric::kPearson,  Metric::kSpearman, Metric::kMatthewsCorrelation, Metric::kMse};
@@ -77,13 +80,18 @@ void validate(JobOptions& o) {
               o.model.model_type == "vit",
           "model.model_type", "must be auto, bert, distilbert or vit, got '" + o.model.model_type + "'");
   require(o.data.train_file.empty() != o.data.train_dir.empty(), "data.train_file / data.train_dir",
-          "exactly one is required: train_file for text (.csv, .tsv, .jsonl), train_dir for an image folder");
-  o.choices.modality = o.data.train_dir.empty() ? Modality::kText : Modality::kImage;
-  const bool text = o.choices.modality == Modality::kText;
-  require(text || (o.data.validation_file.empty() && o.data.test_file.empty()), "data.validation_file",
-          "is for text jobs; an image job's splits are data.validation_dir and data.test_dir");
-  require(!text || (o.data.validation_dir.empty() && o.data.test_dir.empty()), "data.validation_dir",
-          "is for image jobs (data.train_dir); a text job's splits are data.validation_file and data.test_file");
+          "exactly one is required: train_file for text (.csv, .tsv, .jsonl) or IDX images, train_dir for an image "
+          "folder");
+  const bool idx = o.data.format == "idx" || (o.data.format == "auto" && is_idx_name(o.data.train_file));
+  const bool folder = !o.data.train_dir.empty();
+  o.choices.modality = folder || idx ? Modality::kImage : Modality::kText;
+  o.choices.image_source = idx ? ImageSource::kIdx : ImageSource::kFolder;
+  require(!folder || (o.data.validation_file.empty() && o.data.test_file.empty()), "data.validation_file",
+          "is for jobs that read files (text, or IDX with data.format = \"idx\"); an image folder job's splits are "
+          "data.validation_dir and data.test_dir");
+  require(folder || (o.data.validation_dir.empty() && o.data.test_dir.empty()), "data.validation_dir",
+          "is for image folder jobs (data.train_dir); a job that reads files has data.validation_file and "
+          "data.test_file");
   require(o.data.crop_scale_min > 0 && o.data.crop_scale_min <= o.data.crop_scale_max && o.data.crop_scale_max <= 1,
           "data.crop_scale_min / crop_scale_max", "must satisfy 0 < min <= max <= 1");
   require(o.data.crop_ratio_min > 0 && o.data.crop_ratio_min <= o.data.crop_ratio_max,
@@ -106,41 +114,26 @@ void validate(JobOptions& o) {
   require(o.run.fail_rank >= 0, "run.fail_rank", "must be >= 0, got " + std::to_string(o.run.fail_rank));
   require(o.run.preempt_at_step == -1 || o.run.preempt_at_step >= 1, "run.preempt_at_step",
           "must be >= 1 (or -1: none), got " + std::to_string(o.run.preempt_at_step));
+  require(o.run.fail_signal == "KILL" || o.run.fail_signal == "STOP", "run.fail_signal",
+          "must be KILL or STOP, got '" + o.run.fail_signal + "'");
   require(o.run.preempt_signal == "USR1" || o.run.preempt_signal == "TERM", "run.preempt_signal",
           "must be USR1 or TERM, got '" + o.run.preempt_signal + "'");
 
   o.choices.problem_type = parse_problem_type(o.model.problem_type);
-  o.choices.format = parse_format(o.data.format);
+  o.choices.format = idx ? sdk::TextFileFormat::kAuto : parse_format(o.data.format);
   o.choices.metrics.clear();
   for (const auto& name : o.metrics.metric_name) o.choices.metrics.push_back(parse_metric(name));
   o.choices.average = o.metrics.average == "auto" ? std::nullopt : std::optional(sdk::parse_average(o.metrics.average));
+  o.choices.fail_signal = o.run.fail_signal == "STOP" ? SIGSTOP : SIGKILL;
   o.choices.preempt_signal = o.run.preempt_signal == "TERM" ? SIGTERM : SIGUSR1;
 }
 
-bool is_toml(const std::string& word) { return word.size() > 5 && word.compare(word.size() - 5, 5, ".toml") == 0; }
-
-// `key=value` and `table.key=value` words become `--key=value`; the first word that is neither
-// a flag nor an assignment is the job file.
-std::vector<std::string> normalise(const std::vector<std::string>& words, std::string& job_file) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    if (w.rfind("--", 0) == 0) {
-      out.push_back(w);
-      // A flag's value may be a word without dashes: keep it with its flag.
-      if (w.find('=') == std::string::npos && i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0 &&
-          words[i + 1].find('=') == std::string::npos && !(job_file.empty() && is_toml(words[i + 1]))) {
-        out.push_back(words[++i]);
-      }
-    } else if (const auto eq = w.find('='); eq != std::string::npos && eq > 0) {
-      out.push_back("--" + w);
-    } else if (job_file.empty()) {
-      job_file = w;
-    } else {
-      throw ConfigError("unexpected argument '" + w + "' (a second job file? keys are KEY=VALUE or --KEY VALUE)");
-    }
-  }
-  return out;
+// The job file is the first word, when it is not an option (--key, key=value); every other
+// word is an override for ArgumentParser, which reads key=value, --key=value and --key value.
+std::vector<std::string> split_job_file(const std::vector<std::string>& words, std::string& job_file) {
+  if (words.empty() || words[0].rfind("-", 0) == 0 || words[0].find('=') != std::string::npos) return words;
+  job_file = words[0];
+  return {words.begin() + 1, words.end()};
 }
 
 }  // namespace
@@ -183,7 +176,7 @@ JobOptions parse_job_options(int argc, char** argv) {
     }
   }
   try {
-    const std::vector<std::string> flags = normalise(words, o.job_file);
+    const std::vector<std::string> flags = split_job_file(words, o.job_file);
     if (!o.job_file.empty()) parser.load_toml_file(o.job_file);
     parser.apply_overrides(flags);
     o.args.validate();

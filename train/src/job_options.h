@@ -5,12 +5,13 @@
 //   [model]    model_name_or_path, model_type, problem_type, ignore_mismatched_sizes
 //   [data]     text: train_file, validation_file, test_file, format, text_column_names,
 //              label_column_name, label_separator, max_seq_length; images: train_dir,
-//              validation_dir, test_dir, augment, crop_scale_min/max, crop_ratio_min/max,
-//              flip_probability; both: label_names, max_train_samples, max_eval_samples,
-//              max_predict_samples
+//              validation_dir, test_dir (image folders) or train_file, ... with format idx,
+//              augment, crop_scale_min/max, crop_ratio_min/max, flip_probability; both:
+//              label_names, max_train_samples, max_eval_samples, max_predict_samples
 //   [metrics]  metric_name, average, pos_label
-//   [run]      threads, and the drills: fail_at_step/fail_rank (SIGKILL a rank), preempt_at_step
-//              with preempt_signal (a preemption), for demos and fire drills
+//   [run]      threads, and the drills (tenax/sdk/callbacks/fault_drills.h): fail_at_step,
+//              fail_rank, fail_signal (SIGKILL or SIGSTOP a rank), preempt_at_step with
+//              preempt_signal (a preemption), for demos and fire drills
 //
 // Every key can be overridden after the file: `key=value`, `table.key=value`, `--key value`.
 // Strings that name a choice (problem_type, average, metric names, format, preempt_signal) are
@@ -53,7 +54,10 @@ struct DataOptions {
   std::string train_file;
   std::string validation_file;  ///< evaluated per eval_strategy and after training; optional
   std::string test_file;        ///< evaluated once at the end (test_results.json); optional
-  std::string format = "auto";  ///< auto (by extension), csv, tsv, jsonl
+  /// auto (by extension; IDX by MNIST's names, *-images-idx3-ubyte[.gz]), csv, tsv, jsonl, idx.
+  /// idx: train_file, validation_file and test_file are IDX images files, each with its
+  /// *-labels-idx1-ubyte[.gz] beside it (MNIST, Fashion-MNIST, KMNIST): an image job.
+  std::string format = "auto";
   /// One column, or two for a text pair (run_classification.py's text_column_names).
   std::vector<std::string> text_column_names = {"text"};
   std::string label_column_name = "label";
@@ -123,6 +127,7 @@ struct RunOptions {
   std::int64_t threads = 1;  ///< torch intra-op threads per rank
   std::int64_t fail_at_step = -1;
   std::int64_t fail_rank = 0;
+  std::string fail_signal = "KILL";  ///< KILL, or STOP: a hung rank (for tenax run --hang-timeout)
   std::int64_t preempt_at_step = -1;
   std::string preempt_signal = "USR1";  ///< USR1 or TERM
 
@@ -131,6 +136,7 @@ struct RunOptions {
     field("threads", threads);
     field("fail_at_step", fail_at_step);
     field("fail_rank", fail_rank);
+    field("fail_signal", fail_signal);
     field("preempt_at_step", preempt_at_step);
     field("preempt_signal", preempt_signal);
   }
@@ -140,16 +146,21 @@ enum class Metric { kAccuracy, kF1, kPrecision, kRecall, kMatthewsCorrelation, k
 /// The name a metric's value is reported under (before the eval_/test_ prefix).
 const char* metric_name(Metric metric);
 
-/// What the job trains on: rows of text (data.train_file) or an image folder (data.train_dir).
+/// What the job trains on: rows of text (data.train_file) or images (data.train_dir, or IDX
+/// files in data.train_file).
 enum class Modality { kText, kImage };
+/// Where an image job's images are: an image folder (ROOT/CLASS/IMAGE) or MNIST-style IDX files.
+enum class ImageSource { kFolder, kIdx };
 
 /// What the string options say, parsed once.
 struct ParsedChoices {
   Modality modality = Modality::kText;
+  ImageSource image_source = ImageSource::kFolder;  ///< image jobs only
   std::optional<sdk::ProblemType> problem_type;  ///< nullopt: infer from the training labels
   sdk::TextFileFormat format = sdk::TextFileFormat::kAuto;
   std::vector<Metric> metrics;          ///< empty: the task's default
   std::optional<sdk::Average> average;  ///< nullopt: by the task
+  int fail_signal = 0;
   int preempt_signal = 0;
 };
 

@@ -20,7 +20,7 @@
 
 #include <torch/torch.h>
 
-#include "fault_injection.h"
+#include "tenax/sdk/callbacks/fault_drills.h"
 #include "job_options.h"
 #include "tenax/core/error.h"
 #include "tenax/core/exit_codes.h"
@@ -66,7 +66,7 @@ ModelDir require_model_dir(const JobOptions& o) {
   if (text != text_family || (!text && found.type != "vit")) {
     throw ConfigError(
         (dir / "config.json").string() + " is a \"" + found.type + "\" model, and this job's data is " +
-        (text ? "text (data.train_file): use a bert or distilbert model" : "images (data.train_dir): use a vit model"));
+        (text ? "text (data.train_file): use a bert or distilbert model" : "images: use a vit model"));
   }
   return found;
 }
@@ -147,12 +147,12 @@ int run(const JobOptions& o) {
   const tenax::sdk::ComputeMetrics metrics = tenax::train::compute_metrics(plan);
   if (data.validation) trainer.set_eval_dataset(data.validation, metrics);
   if (o.run.fail_at_step >= 0) {
-    trainer.add_callback(std::make_shared<tenax::examples::FailureInjection>(
-        o.run.fail_at_step, static_cast<int>(o.run.fail_rank), context.restart_count()));
+    trainer.add_callback(std::make_shared<tenax::sdk::FailureInjection>(
+        o.run.fail_at_step, static_cast<int>(o.run.fail_rank), context.restart_count(), o.choices.fail_signal));
   }
   if (o.run.preempt_at_step >= 0) {
     trainer.add_callback(
-        std::make_shared<tenax::examples::PreemptionInjection>(o.run.preempt_at_step, o.choices.preempt_signal));
+        std::make_shared<tenax::sdk::PreemptionInjection>(o.run.preempt_at_step, o.choices.preempt_signal));
   }
   const tenax::sdk::TrainOutput trained = trainer.train();
   if (trained.preempted) {

@@ -25,6 +25,7 @@
 // Callbacks shipped with it.
 #include "tenax/sdk/callbacks/default_callbacks.h"
 #include "tenax/sdk/callbacks/early_stopping.h"
+#include "tenax/sdk/callbacks/fault_drills.h"
 #include "tenax/sdk/callbacks/jsonl_metrics.h"
 #include "tenax/sdk/callbacks/progress_bar.h"
 #include "tenax/sdk/callbacks/tensorboard.h"

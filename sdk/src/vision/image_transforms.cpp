@@ -112,4 +112,19 @@ std::mt19937_64 augmentation_rng(std::uint64_t seed, std::int64_t epoch, std::in
   return std::mt19937_64(mix(mix(mix(seed) ^ static_cast<std::uint64_t>(epoch)) ^ static_cast<std::uint64_t>(index)));
 }
 
+Image augment_or_resize(const Image& image, const ImageAugmentation& augmentation, std::int64_t epoch,
+                        std::int64_t index, std::int64_t height, std::int64_t width) {
+  if (augmentation.enabled) {
+    auto rng = augmentation_rng(augmentation.seed, epoch, index);
+    const CropBox box =
+        random_resized_crop_box(image.height, image.width, augmentation.scale, augmentation.ratio, rng);
+    Image out = resize_bilinear(crop(image, box), height, width);
+    // The flip's draw follows the crop's, as torchvision's transforms run in that order.
+    if (static_cast<double>(rng() >> 11) * 0x1.0p-53 < augmentation.flip_probability) out = horizontal_flip(out);
+    return out;
+  }
+  if (image.height == height && image.width == width) return image;
+  return resize_bilinear(image, height, width);
+}
+
 }  // namespace tenax::sdk

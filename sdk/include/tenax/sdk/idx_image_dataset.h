@@ -18,6 +18,7 @@
 
 #include "tenax/sdk/data.h"
 #include "tenax/sdk/vision/image.h"
+#include "tenax/sdk/vision/image_transforms.h"
 #include "tenax/sdk/vision/vit_image_processor.h"
 
 namespace tenax::sdk {
@@ -34,6 +35,10 @@ struct IdxImageFiles {
   /// (kTest), each the gzip-compressed ".gz" file when it exists (Debian's packages ship those),
   /// else the plain one.
   static IdxImageFiles mnist_layout(const std::filesystem::path& dir, MnistSplit split);
+  /// The labels file that MNIST's naming pairs with an images file: the same name with
+  /// "images-idx3" read as "labels-idx1" (train-images-idx3-ubyte.gz -> train-labels-idx1-ubyte.gz).
+  /// Throws ConfigError naming `images` when its name has no "images-idx3".
+  static IdxImageFiles beside(const std::filesystem::path& images);
 };
 
 class IdxImageDataset final : public Dataset {
@@ -41,11 +46,16 @@ class IdxImageDataset final : public Dataset {
   /// Reads both files (read_idx_ubyte), keeping the first `limit` examples (0: all; for tests
   /// and quick runs). Throws StorageError naming the file when one is missing, truncated or
   /// not an IDX file of the right kind, and when the two disagree on the number of examples.
-  IdxImageDataset(const IdxImageFiles& files, ViTImageProcessor processor, std::int64_t limit = 0);
+  /// With `augmentation` enabled, get_for_epoch() gives training images their random resized
+  /// crop and flip (image_transforms.h) at the processor's size (the image's own without a resize).
+  IdxImageDataset(const IdxImageFiles& files, ViTImageProcessor processor, std::int64_t limit = 0,
+                  ImageAugmentation augmentation = {});
 
   std::int64_t size() const override { return static_cast<std::int64_t>(labels_.size()); }
   /// {processor.preprocess(image(index)), label(index) as int64}. Throws std::out_of_range.
   Example get(std::int64_t index) const override;
+  /// get(), or the augmented training image of `epoch` when the augmentation is enabled.
+  Example get_for_epoch(std::int64_t index, std::int64_t epoch) const override;
 
   /// The index-th image, gray replicated to RGB (before the processor).
   Image image(std::int64_t index) const;
@@ -57,6 +67,7 @@ class IdxImageDataset final : public Dataset {
 
  private:
   ViTImageProcessor processor_;
+  ImageAugmentation augmentation_;
   std::int64_t height_ = 0;
   std::int64_t width_ = 0;
   std::int64_t num_labels_ = 0;

@@ -24,6 +24,7 @@
 
 #include "tenax/sdk/data.h"
 #include "tenax/sdk/vision/image.h"
+#include "tenax/sdk/vision/image_transforms.h"
 #include "tenax/sdk/vision/vit_image_processor.h"
 
 namespace tenax::sdk {
@@ -41,16 +42,6 @@ struct ImageFolder {
   /// the sub-folders, sorted. Throws ConfigError naming the folder when `root` is not a
   /// directory, has no class folders, or a class folder has no images.
   static ImageFolder scan(const std::filesystem::path& root, const std::vector<std::string>& class_names = {});
-};
-
-/// Training-time augmentation (run_image_classification.py's RandomResizedCrop and
-/// RandomHorizontalFlip); `enabled = false` gives the evaluation transform.
-struct ImageAugmentation {
-  bool enabled = false;
-  std::pair<double, double> scale = {0.08, 1.0};
-  std::pair<double, double> ratio = {3.0 / 4.0, 4.0 / 3.0};
-  double flip_probability = 0.5;
-  std::uint64_t seed = 42;
 };
 
 class ImageFolderDataset final : public Dataset {

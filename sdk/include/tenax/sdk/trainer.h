@@ -278,7 +278,9 @@ class Trainer {
   /// when it was fenced (a newer generation formed) whatever on_save_error says, and
   /// PeerLostError when a peer was lost (the loop heals in process).
   void report_save(const SaveResult& result, bool must_succeed);
-  Batch load_batch(const std::vector<std::int64_t>& indices, std::int64_t epoch) const;
+  /// Logs how long train()'s loop waited for batches, of `train_seconds`, and what to set
+  /// when the data path sets the step rate.
+  void report_data_wait(double waited_seconds, double train_seconds) const;
   /// predict() without the callback: shard, prediction_step, gather, metrics.
   PredictionOutput prediction_loop(const Dataset& dataset, const ComputeMetrics& compute_metrics,
                                    const std::string& metric_key_prefix);

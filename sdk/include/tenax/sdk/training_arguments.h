@@ -136,6 +136,15 @@ struct TrainingArguments {
   /// that batch as a last, smaller step, padded to a multiple of the world size with the epoch's
   /// first samples as torch's DistributedSampler pads. Training only: evaluation sees every sample.
   bool dataloader_drop_last = true;
+  /// Threads that load the next steps' batches while a step computes (transformers: DataLoader
+  /// worker processes); 0, transformers' default, loads each step's batches in the training
+  /// loop. With threads, the dataset's get_for_epoch() and the collator run beside the step:
+  /// they must be thread-safe and must not draw from torch's global generator (the SDK's
+  /// datasets qualify; Dataset in data.h).
+  std::int64_t dataloader_num_workers = 0;
+  /// Steps each thread loads ahead (transformers: batches per worker); 0 (unset): 2, torch's
+  /// default. Only with dataloader_num_workers > 0, as in transformers.
+  std::int64_t dataloader_prefetch_factor = 0;
   /// Samples of similar length in the same batches (transformers' LengthGroupedSampler: the
   /// shuffled order cut into mega-batches, each sorted longest first), lengths from
   /// Dataset::length. Less padding; the order is still a pure function of (seed, epoch).
@@ -243,6 +252,8 @@ void for_each_field(Args& args, Visitor&& visit) {
   visit("gradient_checkpointing_kwargs.use_reentrant", args.gradient_checkpointing_kwargs.use_reentrant);
   visit("optim", args.optim);
   visit("dataloader_drop_last", args.dataloader_drop_last);
+  visit("dataloader_num_workers", args.dataloader_num_workers);
+  visit("dataloader_prefetch_factor", args.dataloader_prefetch_factor);
   visit("group_by_length", args.group_by_length);
   visit("include_num_input_tokens_seen", args.include_num_input_tokens_seen);
   visit("full_determinism", args.full_determinism);

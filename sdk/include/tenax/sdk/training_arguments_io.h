@@ -86,7 +86,8 @@ class ArgumentParser {
   void load_toml_file(const std::filesystem::path& file);
   /// Sets the fields that the TOML document `text` names; `source` names it in errors.
   void load_toml(const std::string& text, const std::string& source);
-  /// Applies `--key value` / `--key=value` / `--flag` overrides in order. Does not validate.
+  /// Applies `--key value` / `--key=value` / `--flag` / `key=value` overrides in order. Does not
+  /// validate.
   void apply_overrides(const std::vector<std::string>& flags);
 
   /// Every field with its current value, as a TOML document that load_toml reads back.

@@ -51,4 +51,22 @@ CropBox random_resized_crop_box(std::int64_t height, std::int64_t width, std::pa
 /// The generator of one training image's draws: a function of the three numbers only.
 std::mt19937_64 augmentation_rng(std::uint64_t seed, std::int64_t epoch, std::int64_t index);
 
+/// Training-time augmentation (run_image_classification.py's RandomResizedCrop and
+/// RandomHorizontalFlip); `enabled = false` gives the evaluation transform.
+struct ImageAugmentation {
+  bool enabled = false;
+  std::pair<double, double> scale = {0.08, 1.0};
+  std::pair<double, double> ratio = {3.0 / 4.0, 4.0 / 3.0};
+  double flip_probability = 0.5;
+  std::uint64_t seed = 42;
+};
+
+/// The geometry of one image for a dataset that yields (height, width) images: with the
+/// augmentation enabled, a random resized crop to that size and a flip, drawn from
+/// (augmentation.seed, epoch, index); otherwise a resize to that size (run_image_classification.py's
+/// Resize + CenterCrop to the processor's height and width: the crop takes the whole resized
+/// image), or the image as it is when it already has that size.
+Image augment_or_resize(const Image& image, const ImageAugmentation& augmentation, std::int64_t epoch,
+                        std::int64_t index, std::int64_t height, std::int64_t width);
+
 }  // namespace tenax::sdk

@@ -1,10 +1,12 @@
-// examples/finetune_image end to end, small: `tenax run` starts 2 workers that train a tiny ViT
-// on the first 768 Fashion-MNIST training images (12 steps of 2 x 32, a checkpoint every 5);
-// once uninterrupted, once with rank 1 SIGKILLing itself after step 8 (a real SIGKILL: the
-// process dies without unwinding), once with rank 1 SIGKILLed by pid from the test. The agent restarts the generation,
-// which resumes from the sharded step-5 checkpoint, and the final checkpoint's parameters equal, bit for bit, those of
-// the uninterrupted run; both print TENAX_RESULT with the held-out accuracy, and the model that
-// rank 0 saves loads back (with its image processor) and holds the final checkpoint's weights.
+// The image workload end to end, small: `tenax run` starts 2 workers of `tenax train` with the
+// shipped Fashion-MNIST job (train/jobs/fashion_mnist.toml, make demo-image's) on Debian's IDX
+// files, cut short: a tiny ViT from a bare config.json written here, the first 768 training
+// images, 12 steps of 2 x 32, a checkpoint every 5; once uninterrupted, once with rank 1
+// SIGKILLing itself after step 8 (a real SIGKILL: the process dies without unwinding), once
+// with rank 1 SIGKILLed by pid from the test. The agent restarts the generation, which resumes
+// from the sharded step-5 checkpoint, and the final checkpoint's parameters equal, bit for bit,
+// those of the uninterrupted run; the held-out accuracy is in test_results.json, and the model
+// that rank 0 saves loads back (with its image processor) and holds the final checkpoint's weights.
 // Needs Debian's dataset-fashion-mnist (tools/bootstrap.sh installs it; fails, never skips,
 // without it).
 #include <sys/wait.h>
@@ -44,15 +46,39 @@ constexpr int kModelTensors = 4 + 16 * kLayers + 2 + 2;
 const fs::path kData = "/usr/share/datasets/fashion-mnist";
 
 fs::path work_dir() {
-  static const fs::path dir = tenax::testing::fresh_work_dir("tenax-finetune-image");
+  static const fs::path dir = tenax::testing::fresh_work_dir("tenax-train-fashion-mnist");
   return dir;
 }
 
 using tenax::testing::JobRun;
-using tenax::testing::result_line;
 
-// The job's command line: `tenax run` with 2 workers of the example on a small slice.
-std::vector<std::string> job_argv(const std::string& name, const std::string& extra_flags) {
+// A tiny ViT for 28 x 28 images as a user writes one: config.json and preprocessor_config.json
+// (no resize), no weights, so `tenax train` builds it from the config.
+fs::path tiny_vit() {
+  static const fs::path dir = [] {
+    const fs::path d = work_dir() / "tiny-vit";
+    fs::create_directories(d);
+    nlohmann::json config = {{"model_type", "vit"},         {"image_size", 28},         {"patch_size", 7},
+                             {"encoder_stride", 7},         {"num_channels", 3},        {"hidden_size", 32},
+                             {"num_hidden_layers", kLayers}, {"num_attention_heads", 2}, {"intermediate_size", 64},
+                             {"hidden_dropout_prob", 0.0},  {"attention_probs_dropout_prob", 0.0}};
+    std::ofstream(d / "config.json") << config.dump(2);
+    nlohmann::json processor = {{"image_processor_type", "ViTImageProcessor"},
+                                {"do_resize", false},
+                                {"size", {{"height", 28}, {"width", 28}}},
+                                {"do_rescale", true},
+                                {"rescale_factor", 1.0 / 255},
+                                {"do_normalize", true},
+                                {"image_mean", {0.5, 0.5, 0.5}},
+                                {"image_std", {0.5, 0.5, 0.5}}};
+    std::ofstream(d / "preprocessor_config.json") << processor.dump(2);
+    return d;
+  }();
+  return dir;
+}
+
+// The job's command line: `tenax run` with 2 workers of `tenax train` on a small slice.
+std::vector<std::string> job_argv(const std::string& name, const std::string& extra_keys) {
   const fs::path dir = work_dir() / name;
   std::vector<std::string> argv = {TENAX_BINARY,
                                    "run",
@@ -63,19 +89,18 @@ std::vector<std::string> job_argv(const std::string& name, const std::string& ex
                                    "--run-dir",
                                    (dir / "run").string(),
                                    "--",
-                                   FINETUNE_IMAGE_BINARY,
-                                   "--output-dir",
-                                   (dir / "train").string(),
-                                   "--data-dir",
-                                   kData.string(),
-                                   "--max-steps",
-                                   std::to_string(kMaxSteps)};
-  std::istringstream flags(
-      "--train-limit 768 --eval-limit 200 --per-device-train-batch-size 32 --per-device-eval-batch-size 100"
-      " --learning-rate 1e-3 --warmup-ratio 0.1 --save-steps 5 --logging-steps 4 --threads 1 --disable-tqdm true"
-      " --patch-size 7 --hidden-size 32 --num-hidden-layers " +
-      std::to_string(kLayers) + " --num-attention-heads 2 --intermediate-size 64 " + extra_flags);
-  for (std::string word; flags >> word;) argv.push_back(word);
+                                   TENAX_BINARY,
+                                   "train",
+                                   std::string(TENAX_SOURCE_DIR) + "/train/jobs/fashion_mnist.toml",
+                                   "output_dir=" + (dir / "train").string(),
+                                   "model.model_name_or_path=" + tiny_vit().string(),
+                                   "max_steps=" + std::to_string(kMaxSteps)};
+  std::istringstream keys(
+      "data.max_train_samples=768 data.max_eval_samples=200 data.max_predict_samples=200"
+      " per_device_train_batch_size=32 per_device_eval_batch_size=100 learning_rate=1e-3 warmup_ratio=0.1"
+      " save_steps=5 logging_steps=4 disable_tqdm=true " +
+      extra_keys);
+  for (std::string word; keys >> word;) argv.push_back(word);
   return argv;
 }
 
@@ -106,20 +131,22 @@ fs::path final_checkpoint(const std::string& name) {
   return work_dir() / name / "train" / "checkpoints" / tenax::storage::step_dir_name(kMaxSteps);
 }
 
-void expect_result(const JobRun& r, int resumed_from_step) {
-  const nlohmann::json result = result_line(r.stdout_text);
-  ASSERT_TRUE(result.is_object()) << r.stdout_text;
-  EXPECT_EQ(result["global_step"], kMaxSteps);
-  EXPECT_EQ(result["world_size"], 2);
-  EXPECT_EQ(result["resumed_from_step"], resumed_from_step);
-  ASSERT_TRUE(result["test_accuracy"].is_number());
-  EXPECT_GE(result["test_accuracy"].get<double>(), 0.0);
-  EXPECT_LE(result["test_accuracy"].get<double>(), 1.0);
-  EXPECT_NE(r.log.find("held-out test: accuracy"), std::string::npos) << r.log;
-  EXPECT_NE(r.log.find("eval_accuracy"), std::string::npos) << "the per-epoch evaluation\n" << r.log;
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
 }
 
-class IntegrationFinetuneImage : public ::testing::Test {
+// transformers' results files: the held-out accuracy of the 200 test images, the last step.
+void expect_results(const std::string& name) {
+  const fs::path out = work_dir() / name / "train";
+  const nlohmann::json test = read_json(out / "test_results.json");
+  ASSERT_TRUE(test.contains("test_accuracy")) << test.dump();
+  EXPECT_GE(test["test_accuracy"].get<double>(), 0.0);
+  EXPECT_LE(test["test_accuracy"].get<double>(), 1.0);
+  EXPECT_EQ(read_json(out / "trainer_state.json")["global_step"], kMaxSteps);
+}
+
+class IntegrationTrainFashionMnist : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (fs::exists(kData / "train-images-idx3-ubyte.gz")) reference_ = new JobRun(run_job("reference", ""));
@@ -134,23 +161,23 @@ class IntegrationFinetuneImage : public ::testing::Test {
   }
   static JobRun* reference_;
 };
-JobRun* IntegrationFinetuneImage::reference_ = nullptr;
+JobRun* IntegrationTrainFashionMnist::reference_ = nullptr;
 
-TEST_F(IntegrationFinetuneImage, UninterruptedRunFinishesAndReportsHeldOutAccuracy) {
+TEST_F(IntegrationTrainFashionMnist, UninterruptedRunFinishesAndReportsHeldOutAccuracy) {
   ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
   EXPECT_EQ(reference_->agent["restarts"], 0) << reference_->agent.dump();
-  expect_result(*reference_, -1);
+  expect_results("reference");
   EXPECT_TRUE(fs::exists(final_checkpoint("reference") / "manifest.json"));
 }
 
-TEST_F(IntegrationFinetuneImage, KilledRankResumesFromTheShardedCheckpointBitIdentically) {
+TEST_F(IntegrationTrainFashionMnist, KilledRankResumesFromTheShardedCheckpointBitIdentically) {
   ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
-  const JobRun r = run_job("kill", " --fail-at-step 8 --fail-rank 1");
+  const JobRun r = run_job("kill", " run.fail_at_step=8 run.fail_rank=1");
   ASSERT_EQ(r.exit_code, 0) << r.log;
   EXPECT_EQ(r.agent["restarts"], 1) << r.agent.dump();
   EXPECT_NE(r.log.find("was killed by signal 9 (SIGKILL)"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("at step 5"), std::string::npos) << "resumed from the step-5 checkpoint\n" << r.log;
-  expect_result(r, 5);
+  expect_results("kill");
   // The step-5 checkpoint the resume read was written by both ranks (a shard each).
   const fs::path step5 = work_dir() / "kill" / "train" / "checkpoints" / tenax::storage::step_dir_name(5);
   if (fs::exists(step5)) {  // save_total_limit may have pruned it by the end; the final one is sharded too
@@ -187,12 +214,12 @@ TEST_F(IntegrationFinetuneImage, KilledRankResumesFromTheShardedCheckpointBitIde
 // itself after step 8 (its step-5 checkpoint committed), the test finds it stopped among the
 // agent's workers and SIGKILLs it by pid. No timing is involved: until the kill, rank 1 is
 // stopped and rank 0 waits for it in the next step's allreduce.
-TEST_F(IntegrationFinetuneImage, RankKilledByPidFromOutsideResumesBitIdentically) {
+TEST_F(IntegrationTrainFashionMnist, RankKilledByPidFromOutsideResumesBitIdentically) {
   ASSERT_EQ(reference_->exit_code, 0) << reference_->log;
   const std::string name = "kill-by-pid";
   fs::remove_all(work_dir() / name);
   fs::create_directories(work_dir() / name);
-  tenax::testing::ChildProcess agent(job_argv(name, "--fail-at-step 8 --fail-rank 1 --fail-signal STOP"),
+  tenax::testing::ChildProcess agent(job_argv(name, "run.fail_at_step=8 run.fail_rank=1 run.fail_signal=STOP"),
                                      work_dir() / name / "job.log");
   ASSERT_GT(agent.pid(), 0);
   pid_t victim = -1;
@@ -219,25 +246,27 @@ TEST_F(IntegrationFinetuneImage, RankKilledByPidFromOutsideResumesBitIdentically
   tenax::testing::expect_bit_identical_models(final_checkpoint("reference"), final_checkpoint(name), kModelTensors);
 }
 
-TEST(IntegrationFinetuneImageConfig, MissingDataIsAUsageErrorNamingTheFileAndThePackage) {
+TEST(IntegrationTrainFashionMnistConfig, MissingDataOrAPatchSizeThatDoesNotDivideTheImageIsAUsageError) {
   const fs::path dir = work_dir() / "no-data";
-  const JobRun r = tenax::testing::run_job(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " +
-                                               (dir / "train").string() + " --data-dir " + (dir / "nowhere").string(),
-                                           dir);
-  EXPECT_EQ(r.exit_code, 2) << r.log;
-  EXPECT_NE(r.log.find((dir / "nowhere" / "train-images-idx3-ubyte.gz").string() + " is missing"), std::string::npos)
-      << r.log;
-  EXPECT_NE(r.log.find("dataset-fashion-mnist"), std::string::npos) << r.log;
-}
-
-TEST(IntegrationFinetuneImageConfig, APatchSizeThatDoesNotDivideTheImageIsAUsageError) {
-  const fs::path dir = work_dir() / "bad-patch";
-  const JobRun r =
-      tenax::testing::run_job(std::string(FINETUNE_IMAGE_BINARY) + " --output-dir " + (dir / "train").string() +
-                                  " --patch-size 5 --train-limit 64 --eval-limit 64",
-                              dir);
-  EXPECT_EQ(r.exit_code, 2) << r.log;
-  EXPECT_NE(r.log.find("image.patch_size: 5 does not divide the images' size 28"), std::string::npos) << r.log;
+  const std::string job = std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR +
+                          "/train/jobs/fashion_mnist.toml output_dir=" + (dir / "train").string();
+  const JobRun missing =
+      tenax::testing::run_job(job + " data.train_file=" + (dir / "nowhere" / "train-images-idx3-ubyte.gz").string(), dir);
+  EXPECT_EQ(missing.exit_code, 2) << missing.log;
+  EXPECT_NE(missing.log.find((dir / "nowhere" / "train-images-idx3-ubyte.gz").string()), std::string::npos)
+      << missing.log;
+  const fs::path bad = work_dir() / "bad-patch-vit";
+  fs::create_directories(bad);
+  nlohmann::json config = read_json(tiny_vit() / "config.json");
+  config["patch_size"] = 5;
+  std::ofstream(bad / "config.json") << config.dump();
+  fs::copy_file(tiny_vit() / "preprocessor_config.json", bad / "preprocessor_config.json",
+                fs::copy_options::overwrite_existing);
+  const JobRun patch = tenax::testing::run_job(
+      job + " model.model_name_or_path=" + bad.string() + " data.max_train_samples=64 data.max_eval_samples=64", dir);
+  EXPECT_EQ(patch.exit_code, 2) << patch.log;
+  EXPECT_NE(patch.log.find("patch_size"), std::string::npos) << patch.log;
+  EXPECT_FALSE(fs::exists(dir / "train" / "checkpoints")) << "a refused job wrote checkpoints";
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// Failure and preemption injection for the example jobs (the demo and the integration tests
-// use them to kill or preempt a real run). Callbacks, header-only, shared by the examples so
-// that `--fail-at-step/--fail-rank` and `--preempt-at-step/--preempt-signal` mean the same
-// thing in each.
+// Fire drills: callbacks that kill, stop or preempt a real run at a chosen step, so that a job's
+// fault tolerance (restarts, in-process recovery, requeue) is tried before a node really dies.
+// `tenax train`'s [run] table (fail_at_step, fail_rank, fail_signal, preempt_at_step,
+// preempt_signal), the examples, the demos and the integration tests use them, so that a drill
+// means the same thing everywhere. Header-only.
 // Thread-safety: called from the training thread only, as every TrainerCallback.
 #pragma once
 
@@ -20,7 +21,7 @@
 #include "tenax/core/logging.h"
 #include "tenax/sdk/trainer_callback.h"
 
-namespace tenax::examples {
+namespace tenax::sdk {
 
 /// Kills this process with SIGKILL (or stops it with SIGSTOP: a hung worker, for
 /// `tenax run --hang-timeout`) after step `step` on rank `rank`, first generation only
@@ -29,11 +30,11 @@ namespace tenax::examples {
 /// `step` is committed: async saves commit in the background, and a crash loses the one in
 /// flight. At a save step the process dies before that step's own save. (The same change as main's 6a704c0 made inside
 /// synthetic_regression.)
-class FailureInjection final : public sdk::TrainerCallback {
+class FailureInjection final : public TrainerCallback {
  public:
   FailureInjection(std::int64_t step, int rank, std::int64_t restart_count, int signal = SIGKILL)
       : step_(step), rank_(rank), armed_(restart_count == 0), signal_(signal) {}
-  void on_step_end(const sdk::TrainingArguments& args, sdk::TrainerState& state, sdk::TrainerControl&) override {
+  void on_step_end(const TrainingArguments& args, TrainerState& state, TrainerControl&) override {
     if (armed_ && state.global_step == step_ && state.rank == rank_) {
       // The save of `step` itself comes after this callback: at a save step, the one before.
       const std::int64_t last_save = (step_ - 1) / std::max<std::int64_t>(args.save_steps, 1) * args.save_steps;
@@ -45,7 +46,7 @@ class FailureInjection final : public sdk::TrainerCallback {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
       }
-      logger("example")->warn("failure injection: rank {} {} after step {}", rank_,
+      logger("tenax.drill")->warn("failure injection: rank {} {} after step {}", rank_,
                               signal_ == SIGSTOP ? "stops itself with SIGSTOP (hangs)" : "kills itself with SIGKILL",
                               step_);
       armed_ = false;
@@ -64,12 +65,12 @@ class FailureInjection final : public sdk::TrainerCallback {
 /// process that takes a lost rank's place (restart count 1) SIGKILLs itself when it has joined
 /// the new generation and before it has received its state, so that the survivors, already
 /// in the new generation, lose a peer again and must heal once more.
-class FailureWhileHealing final : public sdk::TrainerCallback {
+class FailureWhileHealing final : public TrainerCallback {
  public:
   FailureWhileHealing(bool replacement, std::int64_t restart_count) : armed_(replacement && restart_count == 1) {}
-  void on_restart(const sdk::TrainingArguments&, sdk::TrainerState& state, sdk::TrainerControl&) override {
+  void on_restart(const TrainingArguments&, TrainerState& state, TrainerControl&) override {
     if (!armed_) return;
-    logger("example")->warn("failure injection: rank {} (a replacement) kills itself with SIGKILL while it heals",
+    logger("tenax.drill")->warn("failure injection: rank {} (a replacement) kills itself with SIGKILL while it heals",
                             state.rank);
     std::raise(SIGKILL);
   }
@@ -82,14 +83,14 @@ class FailureWhileHealing final : public sdk::TrainerCallback {
 /// Slurm's warning signal or scancel reaches a job — so that the preemption path can be tested.
 /// A worker with no agent (started directly, by srun or by hand: no TENAX_RUN_DIR) gets the
 /// signal itself, as Slurm sends it to the job's processes.
-class PreemptionInjection final : public sdk::TrainerCallback {
+class PreemptionInjection final : public TrainerCallback {
  public:
   PreemptionInjection(std::int64_t step, int signal) : step_(step), signal_(signal) {}
-  void on_step_end(const sdk::TrainingArguments&, sdk::TrainerState& state, sdk::TrainerControl&) override {
+  void on_step_end(const TrainingArguments&, TrainerState& state, TrainerControl&) override {
     if (!sent_ && state.global_step == step_ && state.rank == 0) {
       const bool has_agent = std::getenv("TENAX_RUN_DIR") != nullptr;
       const pid_t target = has_agent ? ::getppid() : ::getpid();
-      logger("example")->warn("preemption injection: sending {} to the {} (pid {}) after step {}",
+      logger("tenax.drill")->warn("preemption injection: sending {} to the {} (pid {}) after step {}",
                               signal_ == SIGUSR1 ? "SIGUSR1" : "SIGTERM", has_agent ? "agent" : "worker itself", target,
                               step_);
       ::kill(target, signal_);
@@ -103,4 +104,4 @@ class PreemptionInjection final : public sdk::TrainerCallback {
   bool sent_ = false;
 };
 
-}  // namespace tenax::examples
+}  // namespace tenax::sdk
