@@ -52,7 +52,8 @@ sdk::TextFileFormat parse_format(const std::string& name) {
   if (name == "csv") return sdk::TextFileFormat::kCsv;
   if (name == "tsv") return sdk::TextFileFormat::kTsv;
   if (name == "jsonl" || name == "json") return sdk::TextFileFormat::kJsonl;
-  throw ConfigError("data.format: '" + name + "' is not one of auto (by extension), csv, tsv, jsonl");
+  if (name == "parquet") return sdk::TextFileFormat::kParquet;
+  throw ConfigError("data.format: '" + name + "' is not one of auto (by extension), csv, tsv, jsonl, parquet");
 }
 
 constexpr Metric kMetrics[] = {Metric::kAccuracy, Metric::kF1,       Metric::kPrecision,           Metric::kRecall,

@@ -53,7 +53,7 @@ struct DataOptions {
   std::string train_file;
   std::string validation_file;  ///< evaluated per eval_strategy and after training; optional
   std::string test_file;        ///< evaluated once at the end (test_results.json); optional
-  std::string format = "auto";  ///< auto (by extension), csv, tsv, jsonl
+  std::string format = "auto";  ///< auto (by extension), csv, tsv, jsonl, parquet
   /// One column, or two for a text pair (run_classification.py's text_column_names).
   std::vector<std::string> text_column_names = {"text"};
   std::string label_column_name = "label";
