@@ -78,7 +78,7 @@ void validate(JobOptions& o) {
               o.model.model_type == "vit",
           "model.model_type", "must be auto, bert, distilbert or vit, got '" + o.model.model_type + "'");
   require(o.data.train_file.empty() != o.data.train_dir.empty(), "data.train_file / data.train_dir",
-          "exactly one is required: train_file for text (.csv, .tsv, .jsonl), train_dir for an image folder");
+          "exactly one is required: train_file for text (.csv, .tsv, .jsonl, .parquet), train_dir for an image folder");
   o.choices.modality = o.data.train_dir.empty() ? Modality::kText : Modality::kImage;
   const bool text = o.choices.modality == Modality::kText;
   require(text || (o.data.validation_file.empty() && o.data.test_file.empty()), "data.validation_file",
