@@ -74,12 +74,7 @@ void require_assets(const FinetuneOptions& o) {
 // The first `limit` records (0: all). The splits are hash-bucketed, so a prefix is an unbiased
 // sample.
 tenax::sdk::TextRecords head(tenax::sdk::TextRecords records, std::int64_t limit) {
-  if (limit <= 0 || static_cast<std::size_t>(limit) >= records.size()) return records;
-  const auto n = static_cast<std::size_t>(limit);
-  records.texts.resize(n);
-  records.labels.resize(n);
-  records.lines.resize(n);
-  if (records.paired) records.text_pairs.resize(n);
+  if (limit > 0) records.truncate(static_cast<std::size_t>(limit));
   return records;
 }
 

@@ -7,6 +7,8 @@
 
 #include "tenax/core/error.h"
 #include "text/csv.h"
+#include "text/parquet_records.h"
+#include "text/record_columns.h"
 #include "text/utf8.h"
 
 namespace tenax::sdk {
@@ -34,22 +36,10 @@ TextFileFormat resolve_format(const std::string& path, TextFileFormat format) {
   if (ends_with(path, ".csv")) return TextFileFormat::kCsv;
   if (ends_with(path, ".tsv")) return TextFileFormat::kTsv;
   if (ends_with(path, ".jsonl") || ends_with(path, ".json")) return TextFileFormat::kJsonl;
+  if (ends_with(path, ".parquet")) return TextFileFormat::kParquet;
   throw ConfigError(path +
-                    ": cannot tell the format from the extension (.csv, .tsv, .jsonl); "
+                    ": cannot tell the format from the extension (.csv, .tsv, .jsonl, .parquet); "
                     "set TextFileOptions::format");
-}
-
-// Where each wanted column is, and the words to use when one is missing.
-struct Wanted {
-  std::string name;
-  const char* option;
-};
-
-std::vector<Wanted> wanted_columns(const TextFileOptions& options) {
-  std::vector<Wanted> w{{options.text_column(), "text_column"}};
-  if (!options.text_pair_column().empty()) w.push_back({options.text_pair_column(), "text_pair_column"});
-  w.push_back({options.label_column(), "label_column"});
-  return w;
 }
 
 void check_utf8(const std::string& value, const std::string& path, std::size_t line, const std::string& column) {
@@ -62,7 +52,7 @@ void check_utf8(const std::string& value, const std::string& path, std::size_t l
 
 // Appends one record; values are in wanted_columns order.
 void add_record(TextRecords& out, std::vector<std::string> values, std::size_t line,
-                const std::vector<Wanted>& wanted) {
+                const std::vector<WantedColumn>& wanted) {
   for (std::size_t i = 0; i < values.size(); ++i) check_utf8(values[i], out.path, line, wanted[i].name);
   out.texts.push_back(std::move(values[0]));
   if (out.paired) out.text_pairs.push_back(std::move(values[1]));
@@ -70,12 +60,12 @@ void add_record(TextRecords& out, std::vector<std::string> values, std::size_t l
   out.lines.push_back(line);
 }
 
-void read_delimited(TextRecords& out, const std::string& data, bool tsv, const std::vector<Wanted>& wanted) {
+void read_delimited(TextRecords& out, const std::string& data, bool tsv, const std::vector<WantedColumn>& wanted) {
   const auto rows = tsv ? csv::parse_tsv(data) : csv::parse_csv(data, out.path);
   if (rows.empty()) throw ConfigError(out.path + ": empty file (expected a header row)");
   const auto& header = rows.front().fields;
   std::vector<std::size_t> index;
-  for (const Wanted& w : wanted) {
+  for (const WantedColumn& w : wanted) {
     std::size_t i = 0;
     while (i < header.size() && header[i] != w.name) ++i;
     if (i == header.size()) {
@@ -99,7 +89,7 @@ void read_delimited(TextRecords& out, const std::string& data, bool tsv, const s
   }
 }
 
-void read_jsonl(TextRecords& out, const std::string& data, const std::vector<Wanted>& wanted) {
+void read_jsonl(TextRecords& out, const std::string& data, const std::vector<WantedColumn>& wanted) {
   std::size_t pos = 0, line = 0;
   while (pos < data.size()) {
     std::size_t end = data.find('\n', pos);
@@ -139,6 +129,14 @@ void read_jsonl(TextRecords& out, const std::string& data, const std::vector<Wan
 
 }  // namespace
 
+void TextRecords::truncate(std::size_t n) {
+  if (n >= size()) return;
+  texts.resize(n);
+  labels.resize(n);
+  lines.resize(n);
+  if (paired) text_pairs.resize(n);
+}
+
 TextRecords read_text_records(const std::string& path, const TextFileOptions& options) {
   if (options.text_column().empty() || options.label_column().empty()) {
     throw ConfigError("TextFileOptions: text_column and label_column must name columns");
@@ -147,8 +145,12 @@ TextRecords read_text_records(const std::string& path, const TextFileOptions& op
   TextRecords out;
   out.path = path;
   out.paired = !options.text_pair_column().empty();
-  const std::string data = read_file(path);
   const auto wanted = wanted_columns(options);
+  if (format == TextFileFormat::kParquet) {
+    read_parquet_records(out, wanted);  // Arrow reads the file itself (its footer first)
+    return out;
+  }
+  const std::string data = read_file(path);
   if (format == TextFileFormat::kJsonl) {
     read_jsonl(out, data, wanted);
   } else {

@@ -1,7 +1,8 @@
 // `tenax train` end to end, as a user runs it: real processes, generated data files.
 //  - each task on each text format (CSV, TSV, JSON Lines): single-label, pair, multi-label (JSON
 //    arrays and a separator), regression — trains, evaluates, and writes transformers' results
-//    files and a model whose config.json says what it learned;
+//    files and a model whose config.json says what it learned; Parquet files (written with
+//    Arrow's C++ writer) with integer and list labels;
 //  - a job SIGKILLed by pid from outside at a random, printed step and rank resumes under
 //    `tenax run` to a model bit-identical to an uninterrupted run's (restart and in-process);
 //  - a preempted job exits 3 and its rerun resumes to the uninterrupted model;
@@ -25,6 +26,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -32,6 +34,7 @@
 
 #include "support/agent_process.h"
 #include "support/example_job.h"
+#include "support/parquet_file.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -228,6 +231,77 @@ TEST(TenaxTrain, EachTaskOnEachFormatTrainsEvaluatesAndWritesTransformersResults
     EXPECT_TRUE(fs::is_regular_file(out / "model" / "model.safetensors"));
     EXPECT_TRUE(fs::is_regular_file(out / "model" / "vocab.txt"));
   }
+}
+
+// Parquet files written with Arrow's C++ writer (several row groups): integer labels train a
+// classifier whose classes are "0" and "1", list<string> labels a multi-label one; a null label
+// and a truncated file exit 2 naming the file and row.
+TEST(TenaxTrain, ParquetFilesTrainEachLabelTypeAndBadOnesExitTwo) {
+  const fs::path dir = work_dir() / "parquet";
+  fs::create_directories(dir);
+  for (const auto& [name, seed, n] : {std::tuple{"train", 1U, 96}, std::tuple{"validation", 2U, 32}}) {
+    std::vector<std::optional<std::string>> texts;
+    std::vector<std::optional<std::int64_t>> labels;
+    std::vector<std::vector<std::string>> tags;
+    for (const Row& r : rows(n, seed)) {
+      texts.push_back(r.text);
+      labels.push_back(r.label == "yes" ? 1 : 0);
+      tags.push_back(r.tags);
+    }
+    tenax::testing::write_parquet((dir / (std::string(name) + ".parquet")).string(),
+                                  {{"text", tenax::testing::strings(texts)}, {"label", tenax::testing::int64s(labels)}},
+                                  /*row_group_size=*/40);
+    tenax::testing::write_parquet(
+        (dir / (std::string(name) + "_tags.parquet")).string(),
+        {{"text", tenax::testing::strings(texts)}, {"tags", tenax::testing::string_lists(tags)}},
+        /*row_group_size=*/40);
+  }
+  struct ParquetCase {
+    std::string name, train, validation;
+    std::vector<std::string> keys;
+    std::string problem_type;
+    std::vector<std::string> id2label;
+  };
+  const std::vector<ParquetCase> cases = {
+      {"int64 labels", "train.parquet", "validation.parquet", {}, "single_label_classification", {"0", "1"}},
+      {"list<string> labels",
+       "train_tags.parquet",
+       "validation_tags.parquet",
+       {"data.label_column_name=tags"},
+       "multi_label_classification",
+       {"blue", "green", "red"}},
+  };
+  for (const ParquetCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path run = dir / ("run-" + fs::path(c.train).stem().string());
+    std::vector<std::string> keys = {"data.train_file=" + (dir / c.train).string(),
+                                     "data.validation_file=" + (dir / c.validation).string(), "eval_strategy=steps",
+                                     "eval_steps=6"};
+    keys.insert(keys.end(), c.keys.begin(), c.keys.end());
+    const auto r = train(run, keys);
+    ASSERT_EQ(r.exit_code, 0) << r.log;
+    const json all = read_json(run / "out" / "all_results.json");
+    EXPECT_TRUE(all.contains("eval_loss")) << all.dump();
+    const json config = read_json(run / "out" / "model" / "config.json");
+    EXPECT_EQ(config["problem_type"], c.problem_type) << config.dump();
+    ASSERT_EQ(config["id2label"].size(), c.id2label.size()) << config.dump();
+    for (std::size_t i = 0; i < c.id2label.size(); ++i) {
+      EXPECT_EQ(config["id2label"][std::to_string(i)], c.id2label[i]) << config.dump();
+    }
+  }
+
+  const fs::path nulls = dir / "nulls.parquet";
+  tenax::testing::write_parquet(nulls.string(), {{"text", tenax::testing::strings({"good", "bad", "fine"})},
+                                                 {"label", tenax::testing::int64s({1, 0, std::nullopt})}});
+  const auto null_run = train(dir / "null-run", {"data.train_file=" + nulls.string()});
+  EXPECT_EQ(null_run.exit_code, 2) << null_run.log;
+  EXPECT_NE(null_run.log.find("nulls.parquet: row 3, column 'label': null"), std::string::npos) << null_run.log;
+
+  const std::string whole = slurp(dir / "train.parquet");
+  write(dir / "truncated.parquet", whole.substr(0, whole.size() / 2));
+  const auto cut_run = train(dir / "cut-run", {"data.train_file=" + (dir / "truncated.parquet").string()});
+  EXPECT_EQ(cut_run.exit_code, 2) << cut_run.log;
+  EXPECT_NE(cut_run.log.find("truncated.parquet: not a readable Parquet file"), std::string::npos) << cut_run.log;
 }
 
 // The CoLA job file as shipped, on a CoLA-format TSV (sentence, label 0/1) with the tiny model.

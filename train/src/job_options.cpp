@@ -52,7 +52,8 @@ sdk::TextFileFormat parse_format(const std::string& name) {
   if (name == "csv") return sdk::TextFileFormat::kCsv;
   if (name == "tsv") return sdk::TextFileFormat::kTsv;
   if (name == "jsonl" || name == "json") return sdk::TextFileFormat::kJsonl;
-  throw ConfigError("data.format: '" + name + "' is not one of auto (by extension), csv, tsv, jsonl, idx");
+  if (name == "parquet") return sdk::TextFileFormat::kParquet;
+  throw ConfigError("data.format: '" + name + "' is not one of auto (by extension), csv, tsv, jsonl, parquet, idx");
 }
 
 // MNIST's names for its images files: train-images-idx3-ubyte, t10k-images-idx3-ubyte.gz.
@@ -80,7 +81,7 @@ void validate(JobOptions& o) {
               o.model.model_type == "vit",
           "model.model_type", "must be auto, bert, distilbert or vit, got '" + o.model.model_type + "'");
   require(o.data.train_file.empty() != o.data.train_dir.empty(), "data.train_file / data.train_dir",
-          "exactly one is required: train_file for text (.csv, .tsv, .jsonl) or IDX images, train_dir for an image "
+          "exactly one is required: train_file for text (.csv, .tsv, .jsonl, .parquet) or IDX images, train_dir for an image "
           "folder");
   const bool idx = o.data.format == "idx" || (o.data.format == "auto" && is_idx_name(o.data.train_file));
   const bool folder = !o.data.train_dir.empty();

@@ -54,7 +54,7 @@ struct DataOptions {
   std::string train_file;
   std::string validation_file;  ///< evaluated per eval_strategy and after training; optional
   std::string test_file;        ///< evaluated once at the end (test_results.json); optional
-  /// auto (by extension; IDX by MNIST's names, *-images-idx3-ubyte[.gz]), csv, tsv, jsonl, idx.
+  /// auto (by extension; IDX by MNIST's names, *-images-idx3-ubyte[.gz]), csv, tsv, jsonl, parquet, idx.
   /// idx: train_file, validation_file and test_file are IDX images files, each with its
   /// *-labels-idx1-ubyte[.gz] beside it (MNIST, Fashion-MNIST, KMNIST): an image job.
   std::string format = "auto";

@@ -21,15 +21,10 @@ sdk::TextRecords read_split(const std::string& path, const std::string& key, con
   if (o.data.text_column_names.size() == 2) options.text_pair_column(o.data.text_column_names[1]);
   sdk::TextRecords records = sdk::read_text_records(path, options);
   if (records.size() == 0) {
-    throw ConfigError("data." + key + ": " + path + " has a header but no rows; give it data or drop the key");
+    throw ConfigError("data." + key + ": " + path +
+                      " has no rows (a header or a Parquet schema only); give it data or drop the key");
   }
-  if (limit > 0 && static_cast<std::size_t>(limit) < records.size()) {
-    const auto n = static_cast<std::size_t>(limit);
-    records.texts.resize(n);
-    records.labels.resize(n);
-    records.lines.resize(n);
-    if (records.paired) records.text_pairs.resize(n);
-  }
+  if (limit > 0) records.truncate(static_cast<std::size_t>(limit));
   return records;
 }
 

@@ -1,9 +1,12 @@
-// Labeled text for classification, read from CSV (RFC 4180), TSV or JSONL files: one or two
-// text columns and a label column, string labels mapped to ids in sorted order. No torch.
+// Labeled text for classification, read from CSV (RFC 4180), TSV, JSONL or Parquet files: one
+// or two text columns and a label column, string labels mapped to ids in sorted order. No torch.
+// Parquet is read with Apache Arrow's C++ library (the pinned pyarrow wheel's libparquet,
+// tools/setup_arrow.sh), kept out of this header.
 //
-// Errors are tenax::ConfigError naming the file, the line (and column) and what to do: a
+// Errors are tenax::ConfigError naming the file, the line or row (and column) and what to do: a
 // missing column, a row with the wrong number of fields, an unterminated quote, invalid UTF-8,
-// a label that the label map does not know.
+// a Parquet column of a type that cannot be read as text or label, a null in a Parquet column,
+// a file that is not Parquet (empty, truncated), a label that the label map does not know.
 // Thread-safety: plain values; const calls are safe from any thread.
 //
 //   auto options = tenax::sdk::TextFileOptions().text_column("text").label_column("label");
@@ -20,10 +23,10 @@
 
 namespace tenax::sdk {
 
-/// kAuto picks by extension: .csv, .tsv, .jsonl / .json (one JSON object per line).
-enum class TextFileFormat { kAuto, kCsv, kTsv, kJsonl };
+/// kAuto picks by extension: .csv, .tsv, .jsonl / .json (one JSON object per line), .parquet.
+enum class TextFileFormat { kAuto, kCsv, kTsv, kJsonl, kParquet };
 
-/// Which columns (CSV/TSV header names, JSONL keys) hold what.
+/// Which columns (CSV/TSV header names, JSONL keys, Parquet columns) hold what.
 class TextFileOptions {
  public:
   TextFileOptions& text_column(std::string name) {
@@ -57,21 +60,27 @@ class TextFileOptions {
 };
 
 /// The records of one file, in file order. Labels stay strings here (JSONL numbers, booleans
-/// and arrays — multi-label fields — are written as JSON writes them: 1, 2.5, true, ["a","b"]).
+/// and arrays — multi-label fields — are written as JSON writes them: 1, 2.5, true, ["a","b"];
+/// Parquet values the same way).
 struct TextRecords {
   std::string path;
   std::vector<std::string> texts;
   std::vector<std::string> text_pairs;  ///< one per record when `paired`, else empty
   std::vector<std::string> labels;
-  std::vector<std::size_t> lines;  ///< 1-based line where each record starts
+  std::vector<std::size_t> lines;  ///< 1-based line where each record starts (Parquet: row)
   bool paired = false;             ///< a text_pair_column was read
   std::size_t size() const { return texts.size(); }
+  /// Keeps the first `n` records (all when n >= size()): max_train_samples and the like.
+  void truncate(std::size_t n);
 };
 
 /// Reads `path`. CSV: RFC 4180 (quoted fields may hold commas, "" and line breaks; CRLF or
 /// LF), a header row, blank lines skipped, a UTF-8 BOM ignored. TSV: a header row, fields
 /// split on tabs, no quoting (a field cannot hold a tab or a line break). JSONL: one object per
-/// line, blank lines skipped. Text values must be strings (valid UTF-8).
+/// line, blank lines skipped. Parquet: any number of row groups; text columns string or
+/// large_string (or dictionary-encoded strings); the label column an integer, float, double,
+/// bool or string, or a list of strings or integers (multi-label); no nulls. Text values must
+/// be valid UTF-8.
 TextRecords read_text_records(const std::string& path, const TextFileOptions& options = {});
 
 /// String label <-> id. Ids follow sorted order — numeric order when every label is an
