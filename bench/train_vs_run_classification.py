@@ -230,7 +230,7 @@ def script_identity(path):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default=os.path.join(bench_rules.REPO, "build"))
     p.add_argument("--job", default=os.path.join(bench_rules.REPO, "train", "jobs", "rotten_tomatoes.toml"))
     p.add_argument("--ranks", type=int, default=1, help="Tenax ranks (the script runs one process)")
