@@ -303,13 +303,15 @@ def main():
         f"{a.threads} threads, per_device_train_batch_size {global_batch}, working directory bench/hf "
         "(evaluate.load('accuracy') -> bench/hf/accuracy/accuracy.py), offline")
     if not min_version or not tf_version or not min_version.startswith(".".join(tf_version.group(1).split(".")[:2])):
-        say(f"  NOTE: the script asks for transformers {min_version or '?'}, the venv has "
+        say(f"  NOTE: the script asks for transformers {min_version or '? (no check_min_version)'}, the venv has "
             f"{tf_version.group(1) if tf_version else '?'}: it is not the venv's own version of run_classification.py")
     say("  settings (job file, then the bench's; both systems get each under its own name):")
     for k, v in s.items():
+        if k in ("output_dir", "seed"):
+            continue  # per run: below, and a directory under --work-dir
         where = "tenax only" if k in TENAX_ONLY else "both"
         say(f"    {k} = {text(v)}  ({where})")
-    say(f"    seed = {seed_base} + round - 1  (both)")
+    say(f"    seed = {seed_base} + round - 1  (both); output_dir: a fresh directory under {a.work_dir} per run")
     say("    padding: Tenax to the batch's longest text; run_classification.py --pad_to_max_length False "
         "(DataCollatorWithPadding: the same)")
     say("    run_classification.py only: --do_train --do_eval --do_predict (Tenax does each because the job names "
