@@ -7,7 +7,7 @@ CTEST_JOBS ?= 2
 
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-.PHONY: format all deps assets demo-assets configure build build-cuda test-cuda test check-inventory test-netns demo demo-image demo-sim bench bench-finetune bench-recovery bench-recovery-efficiency soak-recovery chaos soak-slurm asan tsan fuzz clean
+.PHONY: format all deps assets demo-assets configure build build-cuda test-cuda test check-inventory test-netns demo demo-image demo-sim bench bench-finetune bench-run-classification bench-recovery bench-recovery-efficiency soak-recovery chaos soak-slurm asan tsan fuzz clean
 
 all: build
 
@@ -104,6 +104,16 @@ FINETUNE_BENCH_ARGS ?=
 bench-finetune: build
 	bash bench/setup_hf_peers.sh
 	bash bench/finetune_bench.sh $(BUILD) $(FINETUNE_BENCH_ARGS)
+
+# `tenax train` on train/jobs/rotten_tomatoes.toml against transformers' run_classification.py
+# (4.44.2, on Debian's torch 1.13) with the same arguments and seeds: samples/s, test accuracy over
+# 5 seeds, Tenax's data-path share (bench/train_vs_run_classification.py). The script is not in the
+# repository: put it at bench/hf/run_classification.py first (the bench's --help says how).
+# RUN_CLASSIFICATION_BENCH_ARGS=--ranks 2 for 2 Tenax ranks.
+RUN_CLASSIFICATION_BENCH_ARGS ?=
+bench-run-classification: build
+	bash bench/setup_hf_peers.sh debian
+	python3 bench/train_vs_run_classification.py --build $(BUILD) $(RUN_CLASSIFICATION_BENCH_ARGS)
 
 # Recovery from a worker SIGKILL, Tenax vs torchrun (Debian's python3-torch 1.13, installed by the
 # script if missing; and the PyPI torch of .venv-hf-pypi when bench/setup_hf_peers.sh made it):

@@ -5,7 +5,8 @@
 #
 #   .venv-hf-debian  like-for-like: Debian's python3-torch 1.13.1 (the same libtorch build Tenax
 #                    links) via --system-site-packages + transformers 4.44.2 + accelerate 0.34.2
-#                    (bench/requirements-hf-debian.txt)
+#                    (bench/requirements-hf-debian.txt), and datasets 2.21.0 + evaluate 0.4.2 for
+#                    run_classification.py (bench/requirements-hf-classification.txt, with hashes)
 #   .venv-hf-pypi    what a user would pick instead: current PyPI torch + transformers +
 #                    accelerate, pinned in bench/requirements-hf-pypi.txt (PyPI's Linux x86_64
 #                    torch wheel pulls the CUDA nvidia-* wheels: several GB, unused on CPU)
@@ -25,9 +26,10 @@ versions_ok() { [ -x "$1/bin/python" ] && "$1/bin/python" -c "$2" >/dev/null 2>&
 setup_debian() {
   local venv=$repo/.venv-hf-debian
   local check='
-import torch, transformers, accelerate, sys
+import torch, transformers, accelerate, datasets, evaluate, sys
 ok = (torch.__version__.startswith("1.13.") and torch.__file__.startswith("/usr/lib/python3/")
-      and transformers.__version__ == "4.44.2" and accelerate.__version__ == "0.34.2")
+      and transformers.__version__ == "4.44.2" and accelerate.__version__ == "0.34.2"
+      and datasets.__version__ == "2.21.0" and evaluate.__version__ == "0.4.2")
 sys.exit(0 if ok else 1)'
   if versions_ok "$venv" "$check"; then
     echo "setup_hf_peers: .venv-hf-debian ready"; return
@@ -42,8 +44,11 @@ sys.exit(0 if ok else 1)'
   fi
   [ -x "$venv/bin/python" ] || "$py" -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$repo/bench/requirements-hf-debian.txt"
-  versions_ok "$venv" "$check" || die ".venv-hf-debian does not import Debian's torch 1.13 (it reports 1.13.0a0) + transformers 4.44.2 + accelerate 0.34.2; see '$venv/bin/pip list'"
-  echo "setup_hf_peers: .venv-hf-debian <- Debian python3-torch + bench/requirements-hf-debian.txt"
+  # run_classification.py's datasets and evaluate, every wheel checked against its pinned hash. A
+  # second install, after the first: datasets 2.21.0 needs an older fsspec than the goldens' pin.
+  "$venv/bin/pip" install -q --disable-pip-version-check --require-hashes -r "$repo/bench/requirements-hf-classification.txt"
+  versions_ok "$venv" "$check" || die ".venv-hf-debian does not import Debian's torch 1.13 (it reports 1.13.0a0) + transformers 4.44.2 + accelerate 0.34.2 + datasets 2.21.0 + evaluate 0.4.2; see '$venv/bin/pip list'"
+  echo "setup_hf_peers: .venv-hf-debian <- Debian python3-torch + bench/requirements-hf-debian.txt + bench/requirements-hf-classification.txt"
 }
 
 setup_pypi() {
