@@ -154,8 +154,8 @@ int run(const FinetuneOptions& o) {
 
   tenax::sdk::Trainer trainer(model, o.args, train, context, tenax::sdk::text_collator(tokenizer.pad_id()));
   if (o.fail_at_step >= 0) {
-    trainer.add_callback(std::make_shared<tenax::sdk::FailureInjection>(
-        o.fail_at_step, static_cast<int>(o.fail_rank), context.restart_count()));
+    trainer.add_callback(std::make_shared<tenax::sdk::FailureInjection>(o.fail_at_step, static_cast<int>(o.fail_rank),
+                                                                        context.restart_count()));
   }
   if (o.preempt_at_step >= 0) {
     trainer.add_callback(

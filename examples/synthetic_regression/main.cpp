@@ -329,8 +329,8 @@ int main(int argc, char** argv) {
           options.fail_at_step, options.fail_rank, context.restart_count(), options.fail_signal));
     }
     if (options.fail_on_heal) {
-      trainer.add_callback(std::make_shared<tenax::sdk::FailureWhileHealing>(context.identity().replacement,
-                                                                                  context.restart_count()));
+      trainer.add_callback(
+          std::make_shared<tenax::sdk::FailureWhileHealing>(context.identity().replacement, context.restart_count()));
     }
     if (options.hang_at_step >= 0) {
       trainer.add_callback(std::make_shared<HangInjection>(options.hang_at_step, options.hang_rank, options.hang_mode,

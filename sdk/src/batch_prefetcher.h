@@ -73,7 +73,7 @@ class BatchPrefetcher {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> todo_;  // not started yet; guarded by mutex_
-  bool stopping_ = false;                   // guarded by mutex_
+  bool stopping_ = false;                  // guarded by mutex_
   std::vector<std::thread> threads_;
   double waited_seconds_ = 0;
 };

@@ -448,10 +448,10 @@ void ArgumentParser::apply_overrides(const std::vector<std::string>& flags) {
   for (std::size_t i = 0; i < flags.size(); ++i) {
     // KEY=VALUE where an option is expected is --KEY=VALUE (`tenax train job.toml seed=3`); a
     // flag's value is taken below as it stands, '=' or not (--run_name a=b).
-    const std::string a = !starts_with(flags[i], "-") && flags[i].find('=') != std::string::npos &&
-                                  flags[i].find('=') > 0
-                              ? "--" + flags[i]
-                              : flags[i];
+    const std::string a =
+        !starts_with(flags[i], "-") && flags[i].find('=') != std::string::npos && flags[i].find('=') > 0
+            ? "--" + flags[i]
+            : flags[i];
     if (a.size() < 3 || !starts_with(a, "--")) {
       throw ConfigError("unexpected argument '" + a + "' (options are --key value, --key=value or key=value)");
     }

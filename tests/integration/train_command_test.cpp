@@ -693,11 +693,11 @@ TEST(TenaxTrain, BadInputExitsTwoBeforeTrainingNamingWhatToFixAndLosesNothing) {
 TEST(TenaxTrain, PrintConfigShowsTheShippedJobWithTheCommandLineOverridesApplied) {
   const fs::path dir = work_dir() / "print";
   for (const char* file : {"rotten_tomatoes.toml", "cola.toml", "beans.toml", "fashion_mnist.toml"}) {
-    const auto r = tenax::testing::run_job(std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR + "/train/jobs/" +
-                                               file +
-                                               " data.max_seq_length=99 --learning_rate 7e-5 --logging_dir tb=1 "
-                                               "--print-config",
-                                           dir);
+    const auto r =
+        tenax::testing::run_job(std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR + "/train/jobs/" + file +
+                                    " data.max_seq_length=99 --learning_rate 7e-5 --logging_dir tb=1 "
+                                    "--print-config",
+                                dir);
     ASSERT_EQ(r.exit_code, 0) << file << "\n" << r.log;
     EXPECT_NE(r.stdout_text.find("logging_dir = \"tb=1\""), std::string::npos) << r.stdout_text;
     EXPECT_NE(r.stdout_text.find("max_seq_length = 99"), std::string::npos) << r.stdout_text;

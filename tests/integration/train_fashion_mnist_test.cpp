@@ -58,10 +58,17 @@ fs::path tiny_vit() {
   static const fs::path dir = [] {
     const fs::path d = work_dir() / "tiny-vit";
     fs::create_directories(d);
-    nlohmann::json config = {{"model_type", "vit"},         {"image_size", 28},         {"patch_size", 7},
-                             {"encoder_stride", 7},         {"num_channels", 3},        {"hidden_size", 32},
-                             {"num_hidden_layers", kLayers}, {"num_attention_heads", 2}, {"intermediate_size", 64},
-                             {"hidden_dropout_prob", 0.0},  {"attention_probs_dropout_prob", 0.0}};
+    nlohmann::json config = {{"model_type", "vit"},
+                             {"image_size", 28},
+                             {"patch_size", 7},
+                             {"encoder_stride", 7},
+                             {"num_channels", 3},
+                             {"hidden_size", 32},
+                             {"num_hidden_layers", kLayers},
+                             {"num_attention_heads", 2},
+                             {"intermediate_size", 64},
+                             {"hidden_dropout_prob", 0.0},
+                             {"attention_probs_dropout_prob", 0.0}};
     std::ofstream(d / "config.json") << config.dump(2);
     nlohmann::json processor = {{"image_processor_type", "ViTImageProcessor"},
                                 {"do_resize", false},
@@ -249,9 +256,10 @@ TEST_F(IntegrationTrainFashionMnist, RankKilledByPidFromOutsideResumesBitIdentic
 TEST(IntegrationTrainFashionMnistConfig, MissingDataOrAPatchSizeThatDoesNotDivideTheImageIsAUsageError) {
   const fs::path dir = work_dir() / "no-data";
   const std::string job = std::string(TENAX_BINARY) + " train " + TENAX_SOURCE_DIR +
-                          "/train/jobs/fashion_mnist.toml output_dir=" + (dir / "train").string();
-  const JobRun missing =
-      tenax::testing::run_job(job + " data.train_file=" + (dir / "nowhere" / "train-images-idx3-ubyte.gz").string(), dir);
+                          "/train/jobs/fashion_mnist.toml output_dir=" + (dir / "train").string() +
+                          " model.model_name_or_path=" + tiny_vit().string();
+  const JobRun missing = tenax::testing::run_job(
+      job + " data.train_file=" + (dir / "nowhere" / "train-images-idx3-ubyte.gz").string(), dir);
   EXPECT_EQ(missing.exit_code, 2) << missing.log;
   EXPECT_NE(missing.log.find((dir / "nowhere" / "train-images-idx3-ubyte.gz").string()), std::string::npos)
       << missing.log;

@@ -60,6 +60,10 @@ TEST(SdkBatchPrefetcher, APrefetchedStepIsLoadedOnceOnAnotherThreadAndTaken) {
   prefetcher.prefetch(step(10));
   prefetcher.prefetch(step(20));
   prefetcher.prefetch(step(10));  // queued already: not again
+  // take() loads a step no thread has started on its own thread: wait until both have run.
+  for (int i = 0; i < 500 && (rec.times(10) == 0 || rec.times(20) == 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_EQ(first_of(prefetcher.take(step(10))), 10);
   EXPECT_EQ(first_of(prefetcher.take(step(20))), 20);
   EXPECT_EQ(rec.times(10), 1);

@@ -297,7 +297,8 @@ TEST(TrainerFlow, DataloaderPrefetchFactorWithoutWorkersIsAConfigError) {
     a.validate();
     FAIL() << "validate() accepted it";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("TrainingArguments.dataloader_prefetch_factor"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("TrainingArguments.dataloader_prefetch_factor"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -117,12 +117,11 @@ JobData load_folder_data(const JobOptions& o, const sdk::ViTImageProcessor& proc
 
 JobData load_image_data(const JobOptions& o, const sdk::ViTImageProcessor& processor) {
   if (o.choices.problem_type && *o.choices.problem_type != sdk::ProblemType::kSingleLabelClassification) {
-    throw ConfigError(
-        "model.problem_type: an image job is single_label_classification (one class per image), got " +
-        std::string(sdk::problem_type_name(*o.choices.problem_type)));
+    throw ConfigError("model.problem_type: an image job is single_label_classification (one class per image), got " +
+                      std::string(sdk::problem_type_name(*o.choices.problem_type)));
   }
-  JobData data = o.choices.image_source == ImageSource::kIdx ? load_idx_data(o, processor)
-                                                             : load_folder_data(o, processor);
+  JobData data =
+      o.choices.image_source == ImageSource::kIdx ? load_idx_data(o, processor) : load_folder_data(o, processor);
   data.collator = sdk::image_collator();
   if (o.data.augment) data.summary += " (training images augmented: random resized crop, flip)";
   return data;

@@ -81,7 +81,8 @@ void validate(JobOptions& o) {
               o.model.model_type == "vit",
           "model.model_type", "must be auto, bert, distilbert or vit, got '" + o.model.model_type + "'");
   require(o.data.train_file.empty() != o.data.train_dir.empty(), "data.train_file / data.train_dir",
-          "exactly one is required: train_file for text (.csv, .tsv, .jsonl, .parquet) or IDX images, train_dir for an image "
+          "exactly one is required: train_file for text (.csv, .tsv, .jsonl, .parquet) or IDX images, train_dir for an "
+          "image "
           "folder");
   const bool idx = o.data.format == "idx" || (o.data.format == "auto" && is_idx_name(o.data.train_file));
   const bool folder = !o.data.train_dir.empty();

@@ -156,7 +156,7 @@ enum class ImageSource { kFolder, kIdx };
 struct ParsedChoices {
   Modality modality = Modality::kText;
   ImageSource image_source = ImageSource::kFolder;  ///< image jobs only
-  std::optional<sdk::ProblemType> problem_type;  ///< nullopt: infer from the training labels
+  std::optional<sdk::ProblemType> problem_type;     ///< nullopt: infer from the training labels
   sdk::TextFileFormat format = sdk::TextFileFormat::kAuto;
   std::vector<Metric> metrics;          ///< empty: the task's default
   std::optional<sdk::Average> average;  ///< nullopt: by the task

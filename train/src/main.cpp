@@ -64,9 +64,8 @@ ModelDir require_model_dir(const JobOptions& o) {
   }
   const bool text_family = found.type == "bert" || found.type == "distilbert";
   if (text != text_family || (!text && found.type != "vit")) {
-    throw ConfigError(
-        (dir / "config.json").string() + " is a \"" + found.type + "\" model, and this job's data is " +
-        (text ? "text (data.train_file): use a bert or distilbert model" : "images: use a vit model"));
+    throw ConfigError((dir / "config.json").string() + " is a \"" + found.type + "\" model, and this job's data is " +
+                      (text ? "text (data.train_file): use a bert or distilbert model" : "images: use a vit model"));
   }
   return found;
 }

@@ -116,8 +116,7 @@ Image augment_or_resize(const Image& image, const ImageAugmentation& augmentatio
                         std::int64_t index, std::int64_t height, std::int64_t width) {
   if (augmentation.enabled) {
     auto rng = augmentation_rng(augmentation.seed, epoch, index);
-    const CropBox box =
-        random_resized_crop_box(image.height, image.width, augmentation.scale, augmentation.ratio, rng);
+    const CropBox box = random_resized_crop_box(image.height, image.width, augmentation.scale, augmentation.ratio, rng);
     Image out = resize_bilinear(crop(image, box), height, width);
     // The flip's draw follows the crop's, as torchvision's transforms run in that order.
     if (static_cast<double>(rng() >> 11) * 0x1.0p-53 < augmentation.flip_probability) out = horizontal_flip(out);

@@ -46,9 +46,9 @@ class FailureInjection final : public TrainerCallback {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
       }
-      logger("tenax.drill")->warn("failure injection: rank {} {} after step {}", rank_,
-                              signal_ == SIGSTOP ? "stops itself with SIGSTOP (hangs)" : "kills itself with SIGKILL",
-                              step_);
+      logger("tenax.drill")
+          ->warn("failure injection: rank {} {} after step {}", rank_,
+                 signal_ == SIGSTOP ? "stops itself with SIGSTOP (hangs)" : "kills itself with SIGKILL", step_);
       armed_ = false;
       std::raise(signal_);
     }
@@ -70,8 +70,8 @@ class FailureWhileHealing final : public TrainerCallback {
   FailureWhileHealing(bool replacement, std::int64_t restart_count) : armed_(replacement && restart_count == 1) {}
   void on_restart(const TrainingArguments&, TrainerState& state, TrainerControl&) override {
     if (!armed_) return;
-    logger("tenax.drill")->warn("failure injection: rank {} (a replacement) kills itself with SIGKILL while it heals",
-                            state.rank);
+    logger("tenax.drill")
+        ->warn("failure injection: rank {} (a replacement) kills itself with SIGKILL while it heals", state.rank);
     std::raise(SIGKILL);
   }
 
@@ -90,9 +90,9 @@ class PreemptionInjection final : public TrainerCallback {
     if (!sent_ && state.global_step == step_ && state.rank == 0) {
       const bool has_agent = std::getenv("TENAX_RUN_DIR") != nullptr;
       const pid_t target = has_agent ? ::getppid() : ::getpid();
-      logger("tenax.drill")->warn("preemption injection: sending {} to the {} (pid {}) after step {}",
-                              signal_ == SIGUSR1 ? "SIGUSR1" : "SIGTERM", has_agent ? "agent" : "worker itself", target,
-                              step_);
+      logger("tenax.drill")
+          ->warn("preemption injection: sending {} to the {} (pid {}) after step {}",
+                 signal_ == SIGUSR1 ? "SIGUSR1" : "SIGTERM", has_agent ? "agent" : "worker itself", target, step_);
       ::kill(target, signal_);
       sent_ = true;
     }
