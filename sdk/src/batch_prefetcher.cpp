@@ -15,7 +15,7 @@ BatchPrefetcher::~BatchPrefetcher() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
-    todo_.clear();
+    unstarted_.clear();
   }
   wake_.notify_all();
   for (auto& t : threads_) t.join();
@@ -26,10 +26,10 @@ void BatchPrefetcher::run_loop() {
     std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !todo_.empty(); });
+      wake_.wait(lock, [this] { return stopping_ || !unstarted_.empty(); });
       if (stopping_) return;
-      job = std::move(todo_.front());
-      todo_.pop_front();
+      job = std::move(unstarted_.front());
+      unstarted_.pop_front();
     }
     try {
       job->promise.set_value(load_(job->request));
@@ -50,7 +50,7 @@ void BatchPrefetcher::prefetch(const Request& request) {
   queued_.push_back(job);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    todo_.push_back(std::move(job));
+    unstarted_.push_back(std::move(job));
   }
   wake_.notify_one();
 }
@@ -68,9 +68,9 @@ std::vector<Batch> BatchPrefetcher::take(const Request& request) {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto last = hit == queued_.end() ? queued_.end() : std::next(hit);
     for (auto it = queued_.begin(); it != last; ++it) {
-      const auto at = std::find(todo_.begin(), todo_.end(), *it);
-      if (at != todo_.end()) {
-        todo_.erase(at);
+      const auto at = std::find(unstarted_.begin(), unstarted_.end(), *it);
+      if (at != unstarted_.end()) {
+        unstarted_.erase(at);
       } else if (*it == job) {
         started_by_thread = true;
       }

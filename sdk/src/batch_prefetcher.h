@@ -72,8 +72,8 @@ class BatchPrefetcher {
   std::deque<std::shared_ptr<Job>> queued_;  // the training thread's view, in request order
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::shared_ptr<Job>> todo_;  // not started yet; guarded by mutex_
-  bool stopping_ = false;                  // guarded by mutex_
+  std::deque<std::shared_ptr<Job>> unstarted_;  // not started yet; guarded by mutex_
+  bool stopping_ = false;                       // guarded by mutex_
   std::vector<std::thread> threads_;
   double waited_seconds_ = 0;
 };

@@ -264,9 +264,10 @@ TEST(TrainerFlow, BatchesLoadedAheadOnThreadsTrainBitIdenticallyToBatchesLoadedI
     torch::Tensor result;
     std::set<std::thread::id> training_threads;
     std::mutex mutex;
+    const std::filesystem::path dir = fresh_dir(name);  // once, not by each rank thread
     testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
       auto model = std::make_shared<Mlp>();
-      TrainingArguments a = quiet_args(fresh_dir(name));
+      TrainingArguments a = quiet_args(dir);
       a.per_device_train_batch_size = 4;
       a.gradient_accumulation_steps = 2;
       a.num_train_epochs = 2;
