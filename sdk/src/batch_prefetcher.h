@@ -55,6 +55,10 @@ class BatchPrefetcher {
   /// loading), or loaded now on this thread. Drops what was queued before it; a queue that
   /// does not hold it is dropped whole. Rethrows the load's exception.
   std::vector<Batch> take(const Request& request);
+  /// How many requests are queued after the last one taken: the loop asks only for the steps
+  /// beyond them. (A queued request that has gone stale costs nothing but a load: take()
+  /// compares whole requests.)
+  std::size_t queued() const { return queued_.size(); }
   /// The seconds take() has waited for batches in all: the data path's share of the loop.
   double waited_seconds() const { return waited_seconds_; }
 

@@ -265,4 +265,14 @@ double spearman(const std::vector<double>& x, const std::vector<double>& y) {
   return pearson_of(average_ranks(x), average_ranks(y));
 }
 
+double mean_squared_error(const std::vector<double>& y_true, const std::vector<double>& y_pred) {
+  check_sizes(y_true, y_pred, "mean_squared_error");
+  check_finite(y_true, "mean_squared_error");
+  check_finite(y_pred, "mean_squared_error");
+  if (y_true.empty()) throw Error("mean_squared_error: needs at least 1 value");
+  double sum = 0;
+  for (std::size_t i = 0; i < y_true.size(); ++i) sum += (y_true[i] - y_pred[i]) * (y_true[i] - y_pred[i]);
+  return sum / static_cast<double>(y_true.size());
+}
+
 }  // namespace tenax::sdk

@@ -249,7 +249,8 @@ TrainOutput Trainer::train() {
       notify([&](TrainerCallback& cb) { cb.on_epoch_begin(args_, state_, control_); });
     }
     const std::vector<Batch> micro_batches = prefetcher.take(request(data_step));
-    for (std::int64_t k = 1;
+    // Steps 1..queued() ahead are queued already: only the steps beyond them need indices.
+    for (std::int64_t k = static_cast<std::int64_t>(prefetcher.queued()) + 1;
          k <= ahead && data_step + k < r.plan.data_step_limit && state_.global_step + k < r.plan.max_steps; ++k) {
       prefetcher.prefetch(request(data_step + k));
     }

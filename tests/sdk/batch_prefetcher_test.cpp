@@ -144,5 +144,20 @@ TEST(SdkBatchPrefetcher, WaitedSecondsCountTheTimeTakeBlocked) {
   EXPECT_GE(prefetcher.waited_seconds(), 0.04);
 }
 
+// The training loop asks only for the steps beyond queued(): a hit leaves the steps after it
+// queued, a miss (a recovered rank asking for other indices) leaves nothing.
+TEST(SdkBatchPrefetcher, QueuedCountsTheStepsAfterTheLastTakenAndAMissEmptiesIt) {
+  Recorder rec;
+  BatchPrefetcher prefetcher(rec.load(), /*threads=*/1, /*depth=*/3);
+  EXPECT_EQ(prefetcher.queued(), 0u);
+  for (std::int64_t s : {10, 20, 30, 40}) prefetcher.prefetch(step(s));  // depth 3: 40 is not queued
+  EXPECT_EQ(prefetcher.queued(), 3u);
+  EXPECT_EQ(first_of(prefetcher.take(step(10))), 10);
+  EXPECT_EQ(prefetcher.queued(), 2u);
+  EXPECT_EQ(first_of(prefetcher.take(step(99))), 99);
+  EXPECT_EQ(prefetcher.queued(), 0u);
+  EXPECT_EQ(rec.times(40), 0);
+}
+
 }  // namespace
 }  // namespace tenax::sdk::detail

@@ -2,6 +2,7 @@
 // written by tools/goldens/metric_goldens.py), plus the refusals.
 #include "tenax/sdk/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <fstream>
@@ -81,7 +82,7 @@ TEST(TextMetrics, MultiLabelScoresEqualScikitLearnOnIndicatorRows) {
   }
 }
 
-TEST(TextMetrics, CorrelationEqualsSciPy) {
+TEST(TextMetrics, CorrelationAndMeanSquaredErrorEqualSciPyAndScikitLearn) {
   const auto g = goldens();
   ASSERT_GE(g.at("correlation").size(), 7u);
   for (const auto& c : g.at("correlation")) {
@@ -90,6 +91,9 @@ TEST(TextMetrics, CorrelationEqualsSciPy) {
     const std::string name = c.at("name");
     expect_value(pearson(x, y), c.at("pearson"), 1e-9, name + " pearson");
     expect_value(spearman(x, y), c.at("spearman"), 1e-9, name + " spearman");
+    // Relative: the errors of some cases are in the tens, summed in a different order than numpy's.
+    const double mse_tolerance = 1e-12 * std::max(1.0, std::abs(c.at("mse").get<double>()));
+    expect_value(mean_squared_error(x, y), c.at("mse"), mse_tolerance, name + " mse");
   }
 }
 
@@ -107,6 +111,9 @@ TEST(TextMetrics, BadInputsThrow) {
   EXPECT_THROW(precision_recall_f1({0, 1, 2}, {0, 1, 2}, Average::kBinary), Error);
   EXPECT_THROW(multilabel_precision_recall_f1({{1, 0}}, {{1, 0}}, Average::kBinary), Error);
   EXPECT_THROW(multilabel_accuracy({{1, 0}, {1}}, {{1, 0}, {1, 0}}), Error);  // ragged rows
+  EXPECT_THROW(mean_squared_error({}, {}), Error);
+  EXPECT_THROW(mean_squared_error({1.0, 2.0}, {1.0}), Error);
+  EXPECT_THROW(mean_squared_error({1.0}, {std::nan("")}), Error);
   EXPECT_THROW(parse_average("samples"), ConfigError);
   EXPECT_THROW(pearson({1.0}, {2.0}), Error);
   EXPECT_THROW(spearman({1.0, NAN}, {2.0, 3.0}), Error);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/text/goldens/metric_goldens.json: scikit-learn's and SciPy's values of
 accuracy, precision, recall and F1 (binary, micro, macro, weighted; single- and multi-label),
-Matthews correlation, Pearson and Spearman on fixed vectors, which
+Matthews correlation, Pearson, Spearman and the mean squared error on fixed vectors, which
 tests/text/metrics_test.cpp compares with tenax::sdk's metrics.
 
     .venv-goldens/bin/python tools/goldens/metric_goldens.py    (tools/goldens/requirements-text.txt)
@@ -15,7 +15,8 @@ import numpy as np
 import scipy
 import sklearn
 from scipy.stats import pearsonr, spearmanr
-from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef, precision_recall_fscore_support
+from sklearn.metrics import (accuracy_score, f1_score, matthews_corrcoef, mean_squared_error,
+                             precision_recall_fscore_support)
 
 OUT = os.path.join("tests", "text", "goldens", "metric_goldens.json")
 
@@ -101,7 +102,8 @@ def correlation_cases(rng):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out.append({"name": name, "x": a.tolist(), "y": b.tolist(),
-                        "pearson": num(pearsonr(a, b)[0]), "spearman": num(spearmanr(a, b)[0])})
+                        "pearson": num(pearsonr(a, b)[0]), "spearman": num(spearmanr(a, b)[0]),
+                        "mse": num(mean_squared_error(a, b))})
     return out
 
 

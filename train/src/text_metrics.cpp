@@ -28,12 +28,6 @@ std::vector<std::vector<std::int64_t>> indicator_rows(const torch::Tensor& t) {
   return out;
 }
 
-double mean_squared_error(const std::vector<double>& y, const std::vector<double>& p) {
-  double sum = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) sum += (y[i] - p[i]) * (y[i] - p[i]);
-  return y.empty() ? 0.0 : sum / static_cast<double>(y.size());
-}
-
 }  // namespace
 
 MetricPlan plan_metrics(const ParsedChoices& choices, std::int64_t pos_label, sdk::ProblemType problem_type,
@@ -79,7 +73,7 @@ sdk::ComputeMetrics compute_metrics(const MetricPlan& plan) {
       for (Metric m : plan.metrics) {
         out[metric_name(m)] = m == Metric::kPearson    ? sdk::pearson(x, y)
                               : m == Metric::kSpearman ? sdk::spearman(x, y)
-                                                       : mean_squared_error(y, x);
+                                                       : sdk::mean_squared_error(y, x);
       }
       return out;
     }

@@ -68,4 +68,8 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y);
 /// (scipy.stats.spearmanr).
 double spearman(const std::vector<double>& x, const std::vector<double>& y);
 
+/// Mean squared error, the mean of (y_true - y_pred)^2 (sklearn mean_squared_error): the
+/// regression metric `mse`, and the regression head's loss.
+double mean_squared_error(const std::vector<double>& y_true, const std::vector<double>& y_pred);
+
 }  // namespace tenax::sdk
