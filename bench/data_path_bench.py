@@ -3,7 +3,7 @@
 
 Each shipped job that `make demo` and `make demo-image` run (train/jobs/rotten_tomatoes.toml: text
 read, tokenised and collated; train/jobs/fashion_mnist.toml: IDX images decoded, normalised and
-collated) runs for --steps steps under `tenax run --nproc-per-node 2`, as the demos run it, once
+collated) runs for --steps steps (default: 20 and 200, about half a minute each) under `tenax run --nproc-per-node 2`, as the demos run it, once
 per setting of dataloader_num_workers (--workers, default 0 and 1). The rounds follow the rules of
 bench/bench_rules.py: the settings in an order shuffled per round from a printed seed, a run that
 starts with the load above the core count run again, ≥ 5 rounds for a result.
@@ -16,9 +16,9 @@ Reported for each job and setting, as the median with the range over rounds:
     threads to the setting without, taken within the round.
 No evaluation runs (eval_strategy=no, no validation or test file): the figures are the training loop's.
 
-Usage: bench/data_path_bench.py [--build build] [--rounds 5] [--steps 40] [--workers 0,1]
+Usage: bench/data_path_bench.py [--build build] [--rounds 5] [--steps N] [--workers 0,1]
                                 [--jobs rotten_tomatoes,fashion_mnist] [--seed S] [--results FILE]
-  smoke run: --rounds 1 --steps 10
+  smoke run: --rounds 1 --steps 5
 Needs: the build (make build) and the demos' data (make assets; Debian's dataset-fashion-mnist).
 """
 import argparse
@@ -35,6 +35,9 @@ import bench_rules  # noqa: E402
 
 JOBS = {"rotten_tomatoes": os.path.join(bench_rules.REPO, "train", "jobs", "rotten_tomatoes.toml"),
         "fashion_mnist": os.path.join(bench_rules.REPO, "train", "jobs", "fashion_mnist.toml")}
+# Steps per run: about half a minute of training on 2 cores for each job (a MiniLM step is ~100x
+# a small ViT step).
+STEPS = {"rotten_tomatoes": 20, "fashion_mnist": 200}
 WAITED = re.compile(r"data path: the training loop waited ([0-9.]+) s for batches, ([0-9.]+) % of ([0-9.]+) s "
                     r"\(dataloader_num_workers = (\d+)\)")
 
@@ -45,7 +48,7 @@ def run_job(a, job, workers, work):
     tenax = os.path.join(a.build, "launcher", "tenax")
     cmd = [tenax, "run", "--nproc-per-node", "2", "--max-restarts", "0", "--run-dir", os.path.join(work, "run"),
            "--", tenax, "train", JOBS[job], f"output_dir={os.path.join(work, 'train')}", "disable_tqdm=true",
-           f"max_steps={a.steps}", f"save_steps={a.steps}", "eval_strategy=no", "data.validation_file=",
+           f"max_steps={a.steps[job]}", f"save_steps={a.steps[job]}", "eval_strategy=no", "data.validation_file=",
            "data.test_file=", f"dataloader_num_workers={workers}"]
     # The shipped jobs name their data relative to the repository root, as the demos run them.
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=bench_rules.REPO, timeout=a.timeout,
@@ -72,7 +75,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build", default=os.path.join(bench_rules.REPO, "build"))
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--steps", type=int, default=None, help="steps of every job (default: "
+                   + ", ".join(f"{j} {n}" for j, n in STEPS.items()) + ")")
     p.add_argument("--workers", default="0,1", help="dataloader_num_workers settings, comma-separated; the first "
                                                    "is the baseline of the ratios")
     p.add_argument("--jobs", default=",".join(JOBS), help=f"comma-separated, of: {', '.join(JOBS)}")
@@ -83,6 +87,7 @@ def main():
                    help="results file (default bench/results/results-data-path-<UTC date>.txt)")
     a = p.parse_args()
     a.build = os.path.abspath(a.build)
+    a.steps = {j: a.steps or n for j, n in STEPS.items()}
     workers = [int(x) for x in a.workers.split(",") if x.strip()]
     jobs = [x.strip() for x in a.jobs.split(",") if x.strip()]
     for j in jobs:
@@ -97,7 +102,7 @@ def main():
     order = bench_rules.RoundOrder([f"{j}/w{w}" for j, w in systems], a.seed)
     say(bench_rules.header("data path bench", a.build))
     say(f"  jobs: {', '.join(os.path.relpath(JOBS[j], bench_rules.REPO) for j in jobs)}; 2 ranks x 1 thread "
-        f"(tenax run --nproc-per-node 2), {a.steps} steps, no evaluation; dataloader_num_workers "
+        f"(tenax run --nproc-per-node 2), {', '.join(f'{a.steps[j]} steps of {j}' for j in jobs)}, no evaluation; dataloader_num_workers "
         f"{', '.join(map(str, workers))}; {a.rounds} round(s)")
     say(f"  {order.describe()}")
     say()

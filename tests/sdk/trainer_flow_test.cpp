@@ -170,9 +170,10 @@ TEST(TrainerFlow, GradientAccumulationFourByEightEqualsOneByThirtyTwo) {
   auto train = [&](int world, std::int64_t per_device, std::int64_t accumulation, const std::string& name) {
     torch::Tensor result;
     int substeps = 0;
+    const std::filesystem::path dir = fresh_dir(name);  // once, not by each rank thread
     testing::run_contexts(world, [&](elastic::WorkerContext& ctx) {
       auto model = std::make_shared<Mlp>();
-      TrainingArguments a = quiet_args(fresh_dir(name));
+      TrainingArguments a = quiet_args(dir);
       a.per_device_train_batch_size = per_device;
       a.gradient_accumulation_steps = accumulation;
       a.max_steps = 6;
@@ -207,9 +208,10 @@ TEST(TrainerFlow, KeptLastBatchOnTwoRanksEqualsOneRankAndTokensAreCountedOverThe
   auto train = [&](int world, std::int64_t per_device, const std::string& name) {
     torch::Tensor result;
     TrainerState state;
+    const std::filesystem::path dir = fresh_dir(name);  // once, not by each rank thread
     testing::run_contexts(world, [&](elastic::WorkerContext& ctx) {
       auto model = std::make_shared<Mlp>();
-      TrainingArguments a = quiet_args(fresh_dir(name));
+      TrainingArguments a = quiet_args(dir);
       a.per_device_train_batch_size = per_device;
       a.gradient_accumulation_steps = 2;
       a.num_train_epochs = 1;
@@ -312,9 +314,10 @@ TEST(TrainerFlow, GradientCheckpointingOnTwoRanksGivesTheSameParameters) {
   auto train = [&](bool checkpointing, const std::string& name) {
     torch::Tensor result;
     int calls = 0;
+    const std::filesystem::path dir = fresh_dir(name);  // once, not by each rank thread
     testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
       auto model = std::make_shared<RecomputableMlp>();
-      TrainingArguments a = quiet_args(fresh_dir(name));
+      TrainingArguments a = quiet_args(dir);
       a.per_device_train_batch_size = 4;
       a.gradient_accumulation_steps = 2;
       a.max_steps = 6;
@@ -808,9 +811,10 @@ TEST(TrainerFlow, LabelSmoothingTrainsAndEvaluatesOnTheSmoothedLoss) {
   auto train = [&](double factor, double own, const std::string& name) {
     torch::Tensor params;
     double eval_loss = 0;
+    const std::filesystem::path dir = fresh_dir(name);  // once, not by each rank thread
     testing::run_contexts(2, [&](elastic::WorkerContext& ctx) {
       auto model = std::make_shared<Mlp>(own);
-      TrainingArguments a = quiet_args(fresh_dir(name));
+      TrainingArguments a = quiet_args(dir);
       a.per_device_train_batch_size = 4;
       a.per_device_eval_batch_size = 24;  // one batch per rank: the mean of means is the mean
       a.max_steps = 5;
