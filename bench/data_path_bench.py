@@ -6,8 +6,8 @@ read, tokenised and collated; train/jobs/fashion_mnist.toml: IDX images decoded,
 collated) runs for --steps steps (default: 20 and 200, about half a minute each) under `tenax run --nproc-per-node 2`, as the demos run it, once
 per setting of dataloader_num_workers (--workers, default 0 and 1). The rounds follow the rules of
 bench/bench_rules.py: the settings in an order shuffled per round from a printed seed, a run that
-starts with the load above the core count, or ends with it above the cores + 0.5 (other work ran
-beside it), run again; ≥ 5 rounds for a result.
+starts with the load above the core count, or beside which other work took more than a tenth of a
+core (the machine's busy CPU time less the job's own), run again; ≥ 5 rounds for a result.
 
 Reported for each job and setting, as the median with the range over rounds:
   - the share of the training loop spent waiting for batches, from the line the Trainer logs at
@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,12 @@ WAITED = re.compile(r"data path: the training loop waited ([0-9.]+) s for batche
                     r"\(dataloader_num_workers = (\d+)\)")
 
 
+def children_cpu_seconds():
+    """CPU seconds of this process's finished children and their descendants (the job's ranks)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_job(a, job, workers, work):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -51,9 +58,12 @@ def run_job(a, job, workers, work):
            "--", tenax, "train", JOBS[job], f"output_dir={os.path.join(work, 'train')}", "disable_tqdm=true",
            f"max_steps={a.steps[job]}", f"save_steps={a.steps[job]}", "eval_strategy=no", "data.validation_file=",
            "data.test_file=", f"dataloader_num_workers={workers}"]
+    busy0, own0, t0 = bench_rules.cpu_busy_seconds(), children_cpu_seconds(), time.time()
     # The shipped jobs name their data relative to the repository root, as the demos run them.
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=bench_rules.REPO, timeout=a.timeout,
                        env=dict(os.environ, OMP_NUM_THREADS="1"))
+    others = (bench_rules.cpu_busy_seconds() - busy0) - (children_cpu_seconds() - own0)
+    others_cores = max(others, 0.0) / max(time.time() - t0, 1e-9)
     log = p.stdout + p.stderr
     with open(os.path.join(work, "log.txt"), "w") as f:
         f.write(log)
@@ -69,7 +79,8 @@ def run_job(a, job, workers, work):
         raise SystemExit(f"data_path_bench: {job} ran with dataloader_num_workers = {waited.group(4)}, not {workers}")
     shutil.rmtree(os.path.join(work, "train"), ignore_errors=True)
     return {"waited_s": float(waited.group(1)), "share": float(waited.group(2)), "loop_s": float(waited.group(3)),
-            "samples_per_s": results["train_samples_per_second"], "load_end": os.getloadavg()[0]}
+            "samples_per_s": results["train_samples_per_second"], "load_end": os.getloadavg()[0],
+            "others_cores": others_cores}
 
 
 def main():
@@ -98,7 +109,6 @@ def main():
         if not os.access(f, os.X_OK):
             sys.exit(f"data_path_bench: {f} is missing; run 'make build'")
     systems = [(j, w) for j in jobs for w in workers]
-    cores = os.cpu_count()
     report = bench_rules.Report("data-path", a.results, a.rounds)
     say = report.say
     order = bench_rules.RoundOrder([f"{j}/w{w}" for j, w in systems], a.seed)
@@ -113,16 +123,18 @@ def main():
         for name in order.next_round():
             job, w = name.split("/w")
             t0 = time.time()
-            # The job keeps the 2 cores busy; a 1-minute load well above them at its end means
-            # other work ran beside it, and the run is not kept.
+            # A run beside which other work took more than a tenth of a core is not kept (its own
+            # loading threads raise the load average, so the CPU time of others is the measure).
             r = bench_rules.run_on_quiet_machine(
                 lambda: run_job(a, job, int(w), os.path.join(a.work_dir, name.replace("/", "-"))), say,
                 f"round {rnd} {name}",
-                disturbed=lambda r: f"load {r['load_end']:.2f} at its end" if r["load_end"] > cores + 0.5 else None)
+                disturbed=lambda r: f"{r['others_cores']:.2f} cores busy with other work" if r["others_cores"] > 0.1
+                else None)
             runs[(rnd, job, int(w))] = r
             say(f"  round {rnd} {job:<16} workers {w}  waited {r['waited_s']:6.2f} s = {r['share']:5.1f} % of "
                 f"{r['loop_s']:6.1f} s  {r['samples_per_s']:7.1f} samples/s  wall {time.time() - t0:5.1f} s  "
-                f"load {r['load0']:.2f}->{r['load_end']:.2f}" + ("  (LOADED)" if r.get("loaded") else ""))
+                f"load {r['load0']:.2f}->{r['load_end']:.2f}, others {r['others_cores']:.2f} cores"
+                + ("  (LOADED)" if r.get("loaded") else ""))
 
     rounds = range(1, a.rounds + 1)
     mr = bench_rules.median_range
