@@ -53,7 +53,8 @@ ModelDir require_model_dir(const JobOptions& o) {
     if (file != nullptr && !fs::is_regular_file(dir / file)) {
       throw ConfigError("model.model_name_or_path: " + (dir / file).string() +
                         " is missing; give a Hugging Face model directory (save_pretrained's layout" +
-                        (text ? std::string(", with a WordPiece vocab.txt)") : std::string(")")));
+                        (text ? std::string(", with a WordPiece vocab.txt)") : std::string(")")) +
+                        tenax::train::fetch_assets_hint(dir.string()));
     }
   }
   ModelDir found{tenax::sdk::AutoModelForClassification::model_type(dir.string()),
