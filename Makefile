@@ -73,8 +73,8 @@ test-cuda: build-cuda
 test-netns: build
 	ctest --test-dir $(BUILD) -L netns --output-on-failure --timeout 900
 
-# The demo builds only what it runs (the tenax CLI and the two example programs); `make test`
-# builds the rest.
+# The demo builds only what it runs (the tenax CLI, tenax-train and the synthetic_regression
+# example); `make test` builds the rest.
 demo: configure demo-assets
 	cmake --build $(BUILD) -j $(JOBS) --target demo_programs
 	@bash tools/demo.sh $(BUILD)

@@ -3,7 +3,9 @@
 # runs the same job — all-MiniLM-L6-v2 -> BertForSequenceClassification on the Rotten Tomatoes
 # train split, same batch, max_length, steps, learning rate, schedule, seed, threads, and the
 # same checkpoint cadence (only the final save, inside the timed loop on both sides) — with:
-#   Tenax       examples/finetune_text under `tenax run` (1 rank, or --ranks N)
+#   Tenax       `tenax train` on train/jobs/rotten_tomatoes.toml under `tenax run` (1 rank, or
+#               --ranks N), the job's settings replaced by the ones below; its figures read from
+#               the files it writes (bench/train_job.py)
 #   HF-Debian   bench/hf_trainer_finetune.py in .venv-hf-debian: transformers 4.44.2 on Debian's
 #               python3-torch 1.13 — the same libtorch build Tenax links (the like-for-like peer)
 #   HF-PyPI     the same script in .venv-hf-pypi: current PyPI torch + transformers
@@ -47,8 +49,8 @@ work=${WORK:-$build/bench-finetune}
 
 die() { echo "finetune_bench: $*" >&2; exit 2; }
 for b in "$build" $also; do
-  for f in "$b/launcher/tenax" "$b/examples/finetune_text/finetune_text"; do
-    [ -x "$f" ] || die "$f is missing; run 'make build' first (build-cuda: make build-cuda CUDA_TARGETS=\"tenax finetune_text\")"
+  for f in "$b/launcher/tenax" "$b/train/tenax-train"; do
+    [ -x "$f" ] || die "$f is missing; run 'make build' first (build-cuda: make build-cuda CUDA_TARGETS=\"tenax tenax_train\")"
   done
 done
 for f in all-minilm-l6-v2/model.safetensors data/rotten_tomatoes/train.csv data/rotten_tomatoes/test.csv; do
@@ -64,12 +66,24 @@ per_device=$((batch / ranks))
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 
-# Identical settings for every system. Only the final checkpoint is saved (save_steps 0; the
-# Tenax Trainer always saves the last step, and hf_trainer_finetune.py does the same).
-if [ "$steps" -gt 0 ]; then length=(--max-steps "$steps"); what="$steps steps"; else length=(--epochs "$epochs"); what="$epochs epoch(s)"; fi
+# Identical settings for every system: hf_trainer_finetune.py's flags, and the same as `tenax train`
+# keys. Only the final checkpoint is saved (save_steps 0; the Tenax Trainer always saves the last
+# step, and hf_trainer_finetune.py does the same). EVAL_LIMIT cuts the test split (and Tenax's
+# validation split, evaluated after training, outside the timed loop).
+if [ "$steps" -gt 0 ]; then
+  length=(--max-steps "$steps") tenax_length=(max_steps="$steps") what="$steps steps"
+else
+  length=(--epochs "$epochs") tenax_length=(num_train_epochs="$epochs") what="$epochs epoch(s)"
+fi
 common=(--model-dir "$assets/all-minilm-l6-v2" --data-dir "$assets/data/rotten_tomatoes" "${length[@]}"
         --max-length "$max_length" --learning-rate "$lr" --save-steps 0 --logging-steps 50
         --per-device-eval-batch-size 64 --eval-limit "$eval_limit")
+tenax_common=(model.model_name_or_path="$assets/all-minilm-l6-v2"
+              data.train_file="$assets/data/rotten_tomatoes/train.csv"
+              data.validation_file="$assets/data/rotten_tomatoes/validation.csv"
+              data.test_file="$assets/data/rotten_tomatoes/test.csv" "${tenax_length[@]}"
+              data.max_seq_length="$max_length" learning_rate="$lr" save_steps=0 logging_steps=50
+              per_device_eval_batch_size=64 data.max_eval_samples="$eval_limit" data.max_predict_samples="$eval_limit")
 export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONWARNINGS=ignore
 
 # The results file gets everything printed below, after bench_rules' header: the scripts' commit,
@@ -98,8 +112,9 @@ echo "finetune bench: $what, global batch $batch, max_length $max_length, lr $lr
      "$rounds round(s); $(nproc) cores, load now $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # run_system NAME ROUND -> writes $work/NAME-ROUND.log, prints the result JSON with "load" added
+# (Tenax: bench/train_job.py's figures from its output_dir; HF: its HF_RESULT line)
 run_system() {
-  local name=$1 round=$2 log="$work/$1-$2.log" out="$work/$1-$2" load0 rc=0
+  local name=$1 round=$2 log="$work/$1-$2.log" out="$work/$1-$2" load0 rc=0 line=
   rm -rf "$out"
   # Wait (at most LOAD_WAIT seconds) for other work to end: a run that starts above the core
   # count is not kept (the round runs again).
@@ -116,15 +131,16 @@ run_system() {
       local b=$build
       [ "$name" = tenax-also ] && b=$also
       OMP_NUM_THREADS=$rank_threads "$b/launcher/tenax" run --nproc-per-node "$ranks" --max-restarts 0 --run-dir "$out/run" -- \
-        "$b/examples/finetune_text/finetune_text" --output-dir "$out/train" "${common[@]}" --seed "$job_seed" --per-device-train-batch-size "$per_device" \
-        --threads "$rank_threads" --save-total-limit 1 >"$log" 2>&1 || rc=$? ;;
+        "$b/launcher/tenax" train "$repo/train/jobs/rotten_tomatoes.toml" output_dir="$out/train" "${tenax_common[@]}" \
+        seed="$job_seed" per_device_train_batch_size="$per_device" run.threads="$rank_threads" save_total_limit=1 \
+        >"$log" 2>&1 || rc=$?
+      [ "$rc" -ne 0 ] || line=$(python3 "$repo/bench/train_job.py" results "$out/train" 2>>"$log") || rc=$? ;;
     hf-*)
       OMP_NUM_THREADS=$threads "$repo/.venv-$name/bin/python" "$repo/bench/hf_trainer_finetune.py" \
         --output-dir "$out" "${common[@]}" --seed "$job_seed" --per-device-train-batch-size "$batch" --threads "$threads" \
-        >"$log" 2>&1 || rc=$? ;;
+        >"$log" 2>&1 || rc=$?
+      line=$(grep -m1 -E '^HF_RESULT ' "$log" | sed -E 's/^HF_RESULT //' || true) ;;
   esac
-  local line
-  line=$(grep -m1 -E '^(TENAX|HF)_RESULT ' "$log" | sed -E 's/^(TENAX|HF)_RESULT //' || true)
   if [ "$rc" -ne 0 ] || [ -z "$line" ]; then
     tail -20 "$log" >&2
     die "$name (round $round) failed (exit $rc, log $log)"

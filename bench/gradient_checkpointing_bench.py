@@ -2,10 +2,11 @@
 """What gradient_checkpointing saves and costs on the demo's model (all-MiniLM-L6-v2, 6 layers):
 the peak resident memory of a fine-tuning process and its seconds per step, with and without it,
 in one invocation. Each round runs both (order shuffled from a printed seed) as
-`finetune_text --max_steps N` on one rank; the figures are ratios within a round (with/without),
-median and range over the rounds. Peak memory is the process's ru_maxrss (the kernel's high-water
-mark: weights, data and activations); seconds per step are the Trainer's training seconds over its
-steps (its 'training finished' line).
+`tenax train train/jobs/rotten_tomatoes.toml max_steps=N` on one rank (`tenax` execs tenax-train:
+one process); the figures are ratios within a round (with/without), median and range over the
+rounds. Peak memory is the process's ru_maxrss (the kernel's high-water mark: weights, data and
+activations); seconds per step are the Trainer's training seconds over its steps (its 'training
+finished' line).
 
     python3 bench/gradient_checkpointing_bench.py [--build build] [--rounds 5] [--seed S]
 """
@@ -20,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_rules  # noqa: E402
+import train_job  # noqa: E402
 
 SYSTEMS = ["without", "gradient_checkpointing"]
 
@@ -32,12 +34,12 @@ PEAK_OF_ONE = ("import json,resource,subprocess,sys;"
                "'out':p.stdout[-4000:]+p.stderr[-4000:]}))")
 
 
-def command(binary, system, args, output_dir):
-    return [binary, "--config", os.path.join(bench_rules.REPO, "examples", "finetune_text", "finetune.toml"),
-            "--output_dir", output_dir, "--max_steps", str(args.steps), "--per_device_train_batch_size",
-            str(args.batch), "--max_length", str(args.max_length), "--threads", str(os.cpu_count()),
-            "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true",
-            "--gradient_checkpointing", "true" if system == "gradient_checkpointing" else "false"]
+def command(build, system, args, output_dir):
+    return train_job.command(build, [
+        f"output_dir={output_dir}", f"max_steps={args.steps}", f"per_device_train_batch_size={args.batch}",
+        f"data.max_seq_length={args.max_length}", f"run.threads={os.cpu_count()}", "save_strategy=no",
+        "report_to=none", "disable_tqdm=true",
+        f"gradient_checkpointing={'true' if system == 'gradient_checkpointing' else 'false'}"])
 
 
 def main():
@@ -50,19 +52,19 @@ def main():
     p.add_argument("--max-length", type=int, default=128)
     p.add_argument("--out")
     args = p.parse_args()
-    binary = os.path.join(os.path.abspath(args.build), "examples", "finetune_text", "finetune_text")
+    build = os.path.abspath(args.build)
     report = bench_rules.Report("gradient-checkpointing", args.out, args.rounds)
     report.say(bench_rules.header("gradient-checkpointing bench", args.build))
     order = bench_rules.RoundOrder(SYSTEMS, args.seed)
     report.say(f"  {order.describe()}")
-    report.say(f"  job: finetune_text (all-MiniLM-L6-v2) on 1 rank, {args.steps} steps of {args.batch} texts x "
-               f"{args.max_length} tokens, {os.cpu_count()} threads, no saves")
+    report.say(f"  job: tenax train train/jobs/rotten_tomatoes.toml (all-MiniLM-L6-v2) on 1 rank, {args.steps} steps "
+               f"of {args.batch} texts x {args.max_length} tokens, {os.cpu_count()} threads, no saves")
     ratios_rss, ratios_step, rss = [], [], {s: [] for s in SYSTEMS}
     with tempfile.TemporaryDirectory(prefix="tenax-gc-bench-") as workdir:
         for r in range(args.rounds):
             got = {}
             for system in order.next_round():
-                cmd = command(binary, system, args, os.path.join(workdir, f"{system}-{r}"))
+                cmd = command(build, system, args, os.path.join(workdir, f"{system}-{r}"))
 
                 def run(cmd=cmd, system=system):
                     start = time.monotonic()

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The Hugging Face side of bench/finetune_bench.sh: the fine-tuning job of
-examples/finetune_text, done with transformers.Trainer.
+"""The Hugging Face side of bench/finetune_bench.sh: the fine-tuning job that Tenax runs as
+`tenax train train/jobs/rotten_tomatoes.toml` (with the bench's settings), done with
+transformers.Trainer.
 
 BertForSequenceClassification from a local all-MiniLM-L6-v2 is fine-tuned on train.csv and
-evaluated on test.csv (columns text,label), with the Tenax example's flags and Tenax's
-TrainingArguments defaults (sdk/include/tenax/sdk/training_arguments.h), which are HF's
+evaluated on test.csv (columns text,label), with the settings the benches give both sides (as
+flags here, as keys to `tenax train`) and Tenax's TrainingArguments defaults (sdk/include/tenax/sdk/training_arguments.h), which are HF's
 names: AdamW (betas 0.9/0.999, eps 1e-8), weight_decay 0, linear schedule, no warmup,
 max_grad_norm 1.0, learning_rate 5e-5 unless given.
 
@@ -158,7 +159,7 @@ def main():
 
     class ProfileSteps(TrainerCallback):
         """bench/profile_finetune.sh: torch.profiler over steps FIRST..LAST, the window that
-        examples/common/profile_steps.h profiles on the Tenax side (same env variables)."""
+        train/src/profile_steps.h profiles on the Tenax side (same env variables)."""
         def __init__(self, trace, steps):
             self.trace, (self.first, self.last) = trace, map(int, steps.split(":"))
             self.prof = None

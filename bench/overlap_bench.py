@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """DDP overlap: allreducing gradient buckets during backward vs after it (2 Gloo ranks, MiniLM).
 
-The same fine-tuning job (examples/finetune_text: all-MiniLM-L6-v2 -> BertForSequenceClassification
-on Rotten Tomatoes, 2 ranks x 1 thread under `tenax run`, global batch 16, max_length 64) with
-  overlap          --ddp_overlap_backward true (the default): a bucket (25 MiB) is allreduced on
+The same fine-tuning job (`tenax train` on train/jobs/rotten_tomatoes.toml: all-MiniLM-L6-v2 ->
+BertForSequenceClassification on Rotten Tomatoes, 2 ranks x 1 thread under `tenax run`, global
+batch 16, max_seq_length 64) with
+  overlap          ddp_overlap_backward=true (the default): a bucket (25 MiB) is allreduced on
                    GradSync's thread as soon as backward has finished its gradients
-  after-backward   --ddp_overlap_backward false: every bucket after backward, as before
+  after-backward   ddp_overlap_backward=false: every bucket after backward, as before
 in a per-round order shuffled from a printed seed (bench/bench_rules.py). Reported: samples/s of
-the training loop (TENAX_RESULT's train_samples_per_second), the ratio overlap / after-backward
+the training loop (train_samples_per_second of train_results.json), the ratio overlap / after-backward
 within each round (median and range), and whether the two runs of a round ended with the same
 fine-tuned weights (sha256 of model.safetensors): the overlap changes when the sums run, not
 what they compute.
@@ -16,7 +17,6 @@ Usage: bench/overlap_bench.py [--build build] [--rounds 5] [--max-steps 80] [--s
 """
 import argparse
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_rules  # noqa: E402
+import train_job  # noqa: E402
 
 SYSTEMS = {"overlap": "true", "after-backward": "false"}
 
@@ -32,17 +33,14 @@ SYSTEMS = {"overlap": "true", "after-backward": "false"}
 def run_job(a, system, work):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    assets = os.environ.get("TENAX_ASSETS", os.path.join(bench_rules.REPO, ".assets"))
+    out = os.path.join(work, "train")
     cmd = [os.path.join(a.build, "launcher", "tenax"), "run", "--nproc-per-node", "2", "--max-restarts", "0",
            "--run-dir", os.path.join(work, "run"), "--",
-           os.path.join(a.build, "examples", "finetune_text", "finetune_text"),
-           "--output-dir", os.path.join(work, "train"),
-           "--model-dir", os.path.join(assets, "all-minilm-l6-v2"),
-           "--data-dir", os.path.join(assets, "data", "rotten_tomatoes"),
-           "--max-steps", str(a.max_steps), "--per-device-train-batch-size", "8", "--max-length", "64",
-           "--learning-rate", "5e-5", "--seed", "42", "--save-steps", "0", "--logging-steps", "20",
-           "--eval-limit", "64", "--per-device-eval-batch-size", "64", "--threads", "1",
-           "--disable-tqdm", "--ddp-overlap-backward", SYSTEMS[system]]
+           *train_job.command(a.build, [
+               f"output_dir={out}", f"max_steps={a.max_steps}", "per_device_train_batch_size=8",
+               "data.max_seq_length=64", "learning_rate=5e-5", "seed=42", "save_steps=0", "logging_steps=20",
+               "data.max_eval_samples=64", "data.max_predict_samples=64", "per_device_eval_batch_size=64",
+               "run.threads=1", "disable_tqdm=true", f"ddp_overlap_backward={SYSTEMS[system]}"])]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     t0 = time.time()
     busy0 = bench_rules.cpu_busy_seconds()
@@ -54,17 +52,20 @@ def run_job(a, system, work):
     other_cores = max(0.0, (bench_rules.cpu_busy_seconds() - busy0) - job_cpu) / wall
     with open(os.path.join(work, "log.txt"), "w") as f:
         f.write(p.stdout + p.stderr)
-    line = next((l for l in p.stdout.splitlines() if l.startswith("TENAX_RESULT ")), None)
-    if p.returncode != 0 or line is None:
+    try:
+        r = train_job.results(out) if p.returncode == 0 else None
+    except (OSError, KeyError, ValueError) as e:
+        r = None
+        p.stderr += f"\noverlap_bench: no results in {out}: {e}"
+    if r is None:
         raise SystemExit(f"overlap_bench: {system} failed (exit {p.returncode}); log {work}/log.txt:\n"
                          + (p.stdout + p.stderr)[-3000:])
-    r = json.loads(line[len("TENAX_RESULT "):])
-    with open(os.path.join(work, "train", "model", "model.safetensors"), "rb") as f:
+    with open(os.path.join(out, "model", "model.safetensors"), "rb") as f:
         r["weights_sha256"] = hashlib.sha256(f.read()).hexdigest()
     r["wall_s"] = wall
     r["other_cores"] = other_cores
     r["load_end"] = os.getloadavg()[0]
-    shutil.rmtree(os.path.join(work, "train"), ignore_errors=True)  # ~270 MB of checkpoint
+    shutil.rmtree(out, ignore_errors=True)  # ~270 MB of checkpoint
     return r
 
 
@@ -85,7 +86,8 @@ def main():
 
     order = bench_rules.RoundOrder(SYSTEMS, a.seed)
     say(bench_rules.header("overlap bench", a.build))
-    say(f"  job: finetune_text, all-MiniLM-L6-v2, 2 ranks x 1 thread (Gloo), global batch 16, max_length 64, "
+    say(f"  job: tenax train train/jobs/rotten_tomatoes.toml, all-MiniLM-L6-v2, 2 ranks x 1 thread (Gloo), "
+        f"global batch 16, max_seq_length 64, "
         f"{a.max_steps} steps, {a.rounds} round(s)")
     say(f"  {order.describe()}")
     say()

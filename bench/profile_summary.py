@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Splits a Chrome trace of training steps (bench/profile_finetune.sh) by phase and by op.
 
-Reads the traces that examples/common/profile_steps.h (libtorch's legacy profiler: a JSON
+Reads the traces that train/src/profile_steps.h (libtorch's legacy profiler: a JSON
 array of "X" events) and bench/hf_trainer_finetune.py (torch.profiler: {"traceEvents": ...})
 write, each with its TRACE.meta.json (the window's wall time and step range), and prints for
 each, per training step:

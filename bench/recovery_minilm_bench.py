@@ -2,10 +2,10 @@
 """Recovery of the MiniLM fine-tune from a worker SIGKILL: Tenax in-process vs Tenax restart.
 
 Issue 13's second recovery target is "<= 1 s for the MiniLM fine-tune". This bench measures it on
-the `make demo` job (examples/finetune_text: all-MiniLM-L6-v2, 22.7 M parameters, Rotten Tomatoes,
-AdamW; 2 ranks, one thread each, over Gloo), under the rules of bench/bench_rules.py (an order
-shuffled per round from a printed seed, at least 5 rounds, a run that starts on a busy machine run
-again):
+the `make demo` job (`tenax train` on train/jobs/rotten_tomatoes.toml: all-MiniLM-L6-v2, 22.7 M
+parameters, Rotten Tomatoes, AdamW; 2 ranks, one thread each, over Gloo), under the rules of
+bench/bench_rules.py (an order shuffled per round from a printed seed, at least 5 rounds, a run
+that starts on a busy machine run again):
   tenax-in-process  tenax run --recovery in-process --spares 1: the survivor keeps its process, a
                     warm spare (model and data already loaded) takes rank 1's place and heals from
                     the survivor's memory: parameters, AdamW moments, schedule, step, RNG
@@ -38,6 +38,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_rules  # noqa: E402
+import train_job  # noqa: E402
 from recovery_bench import Job, first_after, fmt, median  # noqa: E402
 from recovery_efficiency import tenax_worker_pid  # noqa: E402
 
@@ -45,7 +46,7 @@ REPO = bench_rules.REPO
 SYSTEMS = ["tenax-in-process", "tenax"]
 LABEL = {"tenax-in-process": "Tenax in-process (survivor kept, warm spare)",
          "tenax": "Tenax restart (every worker, from disk)"}
-# rank 0's log line per step (--logging_steps 1, --disable_tqdm true)
+# rank 0's log line per step (logging_steps=1, disable_tqdm=true)
 STEP = re.compile(r"^.*?\[worker r0 g\d+\] \[tenax\.trainer\] info: step (\d+)/(\d+) \|")
 READY = {"tenax-in-process": r"\[worker r0 g1\] .*healed from rank \d+ in \d+ ms: .* at step (\d+)",
          "tenax": r"\[worker r0 g1\] .*resumed from .* at step (\d+)"}
@@ -56,12 +57,12 @@ def command(system, a, run_dir):
     recovery = ["--recovery", "in-process", "--spares", "1"] if system == "tenax-in-process" else []
     return [os.path.join(a.build, "launcher", "tenax"), "run", "--nproc-per-node", "2", "--max-restarts", "3",
             *recovery, "--run-dir", run_dir, "--",
-            os.path.join(a.build, "examples", "finetune_text", "finetune_text"),
-            "--config", os.path.join(REPO, "examples", "finetune_text", "finetune.toml"),
-            "--output_dir", os.path.join(run_dir, "train"), "--max_steps", str(a.max_steps),
-            "--save_steps", str(a.save_steps), "--logging_steps", "1", "--report_to", "jsonl",
-            "--per_device_train_batch_size", str(a.batch), "--disable_tqdm", "true",
-            "--eval_limit", "64"]  # the final evaluation is not timed: kept short
+            *train_job.command(a.build, [
+                f"output_dir={os.path.join(run_dir, 'train')}", f"max_steps={a.max_steps}",
+                f"save_steps={a.save_steps}", "logging_steps=1", "report_to=jsonl",
+                f"per_device_train_batch_size={a.batch}", "disable_tqdm=true",
+                # the final evaluation is not timed: kept short
+                "data.max_eval_samples=64", "data.max_predict_samples=64"], assets=os.path.join(REPO, ".assets"))]
 
 
 def step_lines(lines, until=None):
@@ -71,8 +72,7 @@ def step_lines(lines, until=None):
 def run_one(system, a, run_dir, rng):
     os.makedirs(run_dir, exist_ok=True)
     ckpt = (a.kill_after_step // a.save_steps) * a.save_steps
-    env = dict(os.environ, TENAX_ASSETS=os.path.join(REPO, ".assets"))
-    job = Job(system, command(system, a, run_dir), env, os.path.join(run_dir, "output.log"), STEP)
+    job = Job(system, command(system, a, run_dir), dict(os.environ), os.path.join(run_dir, "output.log"), STEP)
     r = {"system": system, "run_dir": run_dir}
     committed = lambda: any("committed checkpoint" in x and f"step-{ckpt:09d}" in x for _, x in job.lines)
     if not job.wait_for(lambda: job.last_step >= a.kill_after_step and committed(), a.timeout):
@@ -139,7 +139,7 @@ def main():
     rng = random.Random(order.seed)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     report.say(bench_rules.header("recovery MiniLM bench", a.build))
-    report.say(f"  job: finetune_text (examples/finetune_text/finetune.toml), 2 ranks x {a.batch}, {a.max_steps} steps, "
+    report.say(f"  job: tenax train train/jobs/rotten_tomatoes.toml, 2 ranks x {a.batch}, {a.max_steps} steps, "
                f"a checkpoint every {a.save_steps}; rank 1 SIGKILLed by pid a random part of one step after step "
                f"{a.kill_after_step}")
     report.say(f"  {a.rounds} round(s); {order.describe()}")

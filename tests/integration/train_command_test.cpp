@@ -11,7 +11,8 @@
 //    with augmentation, trained from a bare config.json, preempted and resumed exactly;
 //  - the Fashion-MNIST job on IDX files, augmented, preempted and resumed exactly with batches
 //    loaded ahead on threads (dataloader_num_workers);
-//  - every bad input exits 2 before training, naming the key, file or row, and loses nothing.
+//  - every bad input exits 2 before training, naming the key, file or row, and loses nothing; the
+//    shipped job without the assets of tools/fetch_assets.sh says how to fetch them.
 // The tiny DistilBERT of the goldens trains in milliseconds; the kill test uses the demo's
 // all-MiniLM-L6-v2 (tools/fetch_assets.sh; fails, never skips, without it), whose steps are
 // long enough to be hit.
@@ -669,6 +670,14 @@ TEST(TenaxTrain, BadInputExitsTwoBeforeTrainingNamingWhatToFixAndLosesNothing) {
        {train_key, "model.model_name_or_path=" + (dir / "no-model").string()},
        {"model.model_name_or_path", "config.json"}},
       {"unknown problem type", {train_key, "model.problem_type=ranking"}, {"model.problem_type", "ranking"}},
+      {"value that is not a number",
+       {train_key, "data.max_seq_length=abc"},
+       {"data.max_seq_length 'abc' is not an integer"}},
+      {"value out of range", {train_key, "data.max_seq_length=1000"}, {"data.max_seq_length", "[3, 512]"}},
+      {"unknown model family", {train_key, "model.model_type=gpt2"}, {"model.model_type", "'gpt2'"}},
+      {"model family that config.json does not name",
+       {train_key, "model.model_type=bert"},
+       {"model.model_type", "is a \"distilbert\" model"}},
   };
   // An output directory with a finished run's results in it: a refused job must not touch it.
   const fs::path out = dir / "out";
@@ -688,6 +697,51 @@ TEST(TenaxTrain, BadInputExitsTwoBeforeTrainingNamingWhatToFixAndLosesNothing) {
   for (const auto& e : fs::directory_iterator(out)) entries.push_back(e.path().filename().string());
   std::sort(entries.begin(), entries.end());
   EXPECT_EQ(entries, (std::vector<std::string>{"all_results.json", "model"})) << "the refused jobs wrote to " << out;
+}
+
+// A job file's own mistakes are said with the file and line, or the key, before anything is read.
+TEST(TenaxTrain, AJobFileWithABadKeyOrValueExitsTwoNamingIt) {
+  const fs::path dir = work_dir() / "bad-job-file";
+  write(dir / "typo.toml", "output_dir = \"" + (dir / "out").string() + "\"\nlearnin_rate = 1e-4\n");
+  auto r = tenax::testing::run_job(std::string(TENAX_BINARY) + " train " + (dir / "typo.toml").string(), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_NE(r.log.find("typo.toml:2: unknown key 'learnin_rate' (did you mean 'learning_rate'?)"), std::string::npos)
+      << r.log;
+  write(dir / "range.toml", "output_dir = \"" + (dir / "out").string() + "\"\n[data]\nmax_seq_length = 1000\n");
+  r = tenax::testing::run_job(std::string(TENAX_BINARY) + " train " + (dir / "range.toml").string() +
+                                  " model.model_name_or_path=" + kTinyModel.string() +
+                                  " data.train_file=" + (dir / "none.csv").string(),
+                              dir);
+  EXPECT_EQ(r.exit_code, 2) << r.log;
+  EXPECT_NE(r.log.find("data.max_seq_length: must be in [3, 512]"), std::string::npos) << r.log;
+  EXPECT_FALSE(fs::exists(dir / "out")) << "a refused job wrote to its output_dir";
+}
+
+// The shipped jobs read the model and data of tools/fetch_assets.sh from .assets/ under the
+// working directory. Run where there are none, the Rotten Tomatoes job exits 2 naming the key,
+// the missing path and how to fetch them; a missing file of the user's own gets no such advice.
+TEST(TenaxTrain, TheShippedJobWithoutItsAssetsExitsTwoSayingHowToFetchThem) {
+  const fs::path dir = work_dir() / "no-assets";
+  fs::create_directories(dir);
+  const std::string job = "cd " + dir.string() + " && " + TENAX_BINARY + " train " + TENAX_SOURCE_DIR +
+                          "/train/jobs/rotten_tomatoes.toml output_dir=" + (dir / "out").string();
+  const auto no_model = tenax::testing::run_job(job, dir);
+  EXPECT_EQ(no_model.exit_code, 2) << no_model.log;
+  for (const char* says :
+       {"model.model_name_or_path", ".assets/all-minilm-l6-v2/config.json is missing", "bash tools/fetch_assets.sh"}) {
+    EXPECT_NE(no_model.log.find(says), std::string::npos) << "'" << says << "' not said:\n" << no_model.log;
+  }
+  const std::string tiny = " model.model_name_or_path=" + kTinyModel.string() + " model.ignore_mismatched_sizes=true";
+  const auto no_data = tenax::testing::run_job(job + tiny, dir);
+  EXPECT_EQ(no_data.exit_code, 2) << no_data.log;
+  for (const char* says : {"data.train_file", ".assets/data/rotten_tomatoes/train.csv", "bash tools/fetch_assets.sh"}) {
+    EXPECT_NE(no_data.log.find(says), std::string::npos) << "'" << says << "' not said:\n" << no_data.log;
+  }
+  const auto own = tenax::testing::run_job(job + tiny + " data.train_file=" + (dir / "mine.csv").string(), dir);
+  EXPECT_EQ(own.exit_code, 2) << own.log;
+  EXPECT_NE(own.log.find("mine.csv"), std::string::npos) << own.log;
+  EXPECT_EQ(own.log.find("fetch_assets"), std::string::npos) << own.log;
+  EXPECT_FALSE(fs::exists(dir / "out")) << "a refused job wrote to its output_dir";
 }
 
 TEST(TenaxTrain, PrintConfigShowsTheShippedJobWithTheCommandLineOverridesApplied) {

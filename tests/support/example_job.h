@@ -1,6 +1,5 @@
-// Running an example job (finetune_text) under `tenax run` from an integration
-// test: a scratch directory per test binary, the job's exit status, output and run summary, and
-// the TENAX_RESULT line that rank 0 prints.
+// Running a job (`tenax train`, an example program) under `tenax run` from an integration test:
+// a scratch directory per test binary, and the job's exit status, output and run summary.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -41,7 +40,7 @@ inline std::filesystem::path fresh_work_dir(const std::string& prefix) {
 struct JobRun {
   int exit_code = -1;       // -1: killed by a signal
   std::string log;          // stdout and stderr together
-  std::string stdout_text;  // stdout alone (where TENAX_RESULT is)
+  std::string stdout_text;  // stdout alone
   nlohmann::json agent;     // DIR/run/agent.json, the agent's run summary (null if absent)
 };
 
@@ -64,22 +63,6 @@ inline JobRun run_job(const std::string& command, const std::filesystem::path& d
   std::ifstream agent(dir / "run" / "agent.json");
   if (agent) r.agent = nlohmann::json::parse(agent, nullptr, false);
   return r;
-}
-
-/// The JSON of the one TENAX_RESULT line in `stdout_text` (a failed expectation if there is not
-/// exactly one: only rank 0 prints it).
-inline nlohmann::json result_line(const std::string& stdout_text) {
-  std::istringstream lines(stdout_text);
-  std::string line;
-  int found = 0;
-  nlohmann::json result;
-  while (std::getline(lines, line)) {
-    if (line.rfind("TENAX_RESULT ", 0) != 0) continue;
-    ++found;
-    result = nlohmann::json::parse(line.substr(13), nullptr, false);
-  }
-  EXPECT_EQ(found, 1) << "exactly one TENAX_RESULT line (from rank 0)\n" << stdout_text;
-  return result;
 }
 
 }  // namespace tenax::testing

@@ -13,7 +13,8 @@ It writes into tests/sdk/models/goldens/:
   distilbert_tiny/            the model directory transformers saved (config.json,
                               model.safetensors) plus vocab.txt (the first VOCAB_SIZE entries of
                               all-minilm-l6-v2's uncased BERT vocabulary, so the model reads real
-                              text: examples/finetune_text --model-type distilbert uses it) and
+                              text: tests/integration/train_rotten_tomatoes_test.cpp fine-tunes
+                              it with `tenax train` on Rotten Tomatoes) and
                               tokenizer_config.json
   distilbert_parity.safetensors
                               fixed inputs (one row padded), every hidden state, logits and loss

@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <utility>
 
@@ -152,6 +153,16 @@ const char* metric_name(Metric metric) {
     case Metric::kMse: return "mse";
   }
   return "?";
+}
+
+std::string fetch_assets_hint(const std::string& path) {
+  for (const auto& part : std::filesystem::path(path)) {
+    if (part == ".assets") {
+      return " (the shipped jobs' model and data: fetch them with `bash tools/fetch_assets.sh`, or `make "
+             "demo-assets`, in the repository root)";
+    }
+  }
+  return "";
 }
 
 JobOptions parse_job_options(int argc, char** argv) {

@@ -174,6 +174,11 @@ struct JobOptions {
   std::string job_file;  ///< the TOML file it came from ("" when none)
 };
 
+/// What to do about a path of the job that is missing, when it lies in a `.assets` directory:
+/// the shipped jobs (train/jobs/) read their model and data from the repository's .assets/,
+/// which tools/fetch_assets.sh fills; "" for any other path. Appended to the error that names it.
+std::string fetch_assets_hint(const std::string& path);
+
 /// argv of `tenax train`: `[JOB.toml] [key=value | table.key=value | --key value]... [--print-config]`.
 /// --help prints the usage and the keys, --print-config the resolved TOML (both exit 0); a bad
 /// file, key or value prints "tenax train: configuration error: ..." and exits 2.

@@ -11,10 +11,14 @@
 // id2label/label2id and problem_type, model.safetensors, tokenizer or image processor files), which transformers
 // loads.
 //
+// TENAX_PROFILE_TRACE (and TENAX_PROFILE_STEPS) profile a window of steps: profile_steps.h,
+// for bench/profile_finetune.sh.
+//
 // Exit codes: 0 done, 2 configuration or data error (before any rank trains), 3 preempted, 1 failure.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -31,6 +35,7 @@
 #include "tenax/sdk/vision/vit_image_processor.h"
 #include "tenax/sdk/trainer.h"
 #include "image_data.h"
+#include "profile_steps.h"
 #include "text_data.h"
 #include "text_metrics.h"
 
@@ -53,7 +58,8 @@ ModelDir require_model_dir(const JobOptions& o) {
     if (file != nullptr && !fs::is_regular_file(dir / file)) {
       throw ConfigError("model.model_name_or_path: " + (dir / file).string() +
                         " is missing; give a Hugging Face model directory (save_pretrained's layout" +
-                        (text ? std::string(", with a WordPiece vocab.txt)") : std::string(")")));
+                        (text ? std::string(", with a WordPiece vocab.txt)") : std::string(")")) +
+                        tenax::train::fetch_assets_hint(dir.string()));
     }
   }
   ModelDir found{tenax::sdk::AutoModelForClassification::model_type(dir.string()),
@@ -95,6 +101,9 @@ void check_evaluation(const JobOptions& o, const tenax::train::JobData& data, co
 
 int run(const JobOptions& o) {
   torch::set_num_threads(static_cast<int>(o.run.threads));
+  // Bench tooling (bench/profile_finetune.sh), off unless TENAX_PROFILE_TRACE is set; read first
+  // so that a bad TENAX_PROFILE_STEPS stops the job before anything is loaded.
+  const std::shared_ptr<tenax::train::ProfileSteps> profile = tenax::train::ProfileSteps::from_env();
   const ModelDir model_dir = require_model_dir(o);
   std::optional<tenax::sdk::ViTImageProcessor> processor;
   tenax::train::JobData data;
@@ -153,6 +162,7 @@ int run(const JobOptions& o) {
     trainer.add_callback(
         std::make_shared<tenax::sdk::PreemptionInjection>(o.run.preempt_at_step, o.choices.preempt_signal));
   }
+  if (profile) trainer.add_callback(profile);
   const tenax::sdk::TrainOutput trained = trainer.train();
   if (trained.preempted) {
     context.finalize();

@@ -12,7 +12,8 @@ namespace {
 
 sdk::TextRecords read_split(const std::string& path, const std::string& key, const JobOptions& o, std::int64_t limit) {
   if (!std::filesystem::is_regular_file(path)) {
-    throw ConfigError("data." + key + ": " + path + " is not a file (missing, or a directory); fix the path");
+    throw ConfigError("data." + key + ": " + path + " is not a file (missing, or a directory); fix the path" +
+                      fetch_assets_hint(path));
   }
   auto options = sdk::TextFileOptions()
                      .text_column(o.data.text_column_names.at(0))

@@ -1,8 +1,8 @@
 // Op-level profile of a window of training steps, for bench/profile_finetune.sh: libtorch's
 // autograd profiler runs from the start of step FIRST to the end of step LAST and writes a
 // Chrome trace that bench/profile_summary.py splits by op and by phase. It is bench tooling,
-// not a Trainer feature: off unless TENAX_PROFILE_TRACE names the trace file, so it costs the
-// examples nothing otherwise. The legacy profiler (RecordProfile) because it is the one API
+// not a Trainer feature: off unless TENAX_PROFILE_TRACE names the trace file, so it costs
+// `tenax train` nothing otherwise. The legacy profiler (RecordProfile) because it is the one API
 // that both libtorch 1.13 and 2.x have; it records the ops of the thread that enabled it, which
 // is where the Trainer runs forward, backward (CPU autograd runs on the calling thread) and the
 // optimizer.
@@ -22,7 +22,7 @@
 #include "tenax/core/logging.h"
 #include "tenax/sdk/trainer_callback.h"
 
-namespace tenax::examples {
+namespace tenax::train {
 
 class ProfileSteps final : public sdk::TrainerCallback {
  public:
@@ -65,7 +65,7 @@ class ProfileSteps final : public sdk::TrainerCallback {
     recording_.reset();  // writes the trace
     std::ofstream(trace_ + ".meta.json") << "{\"system\":\"tenax\",\"first_step\":" << first_
                                          << ",\"last_step\":" << last_ << ",\"wall_s\":" << wall_s << "}\n";
-    logger("example")->info("profile of steps {}..{} ({:.3f} s) written to {}", first_, last_, wall_s, trace_);
+    logger("tenax.train")->info("profile of steps {}..{} ({:.3f} s) written to {}", first_, last_, wall_s, trace_);
   }
 
  private:
@@ -75,4 +75,4 @@ class ProfileSteps final : public sdk::TrainerCallback {
   std::unique_ptr<torch::autograd::profiler::RecordProfile> recording_;
 };
 
-}  // namespace tenax::examples
+}  // namespace tenax::train
