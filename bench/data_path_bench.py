@@ -140,14 +140,14 @@ def main():
     mr = bench_rules.median_range
     say()
     say(f"over {a.rounds} round(s): median (range)")
+    # One figure per line, its whole name before it (bench/make_results_table.py reads them so).
     for job in jobs:
         for w in workers:
-            line = (f"  {job:<16} workers {w}  data path share {mr([runs[(i, job, w)]['share'] for i in rounds], 1)} %"
-                    f"  samples/s {mr([runs[(i, job, w)]['samples_per_s'] for i in rounds], 1)}")
+            say(f"  {job} workers {w}: data path share {mr([runs[(i, job, w)]['share'] for i in rounds], 1)} %")
+            say(f"  {job} workers {w}: samples/s {mr([runs[(i, job, w)]['samples_per_s'] for i in rounds], 1)}")
             if w != workers[0]:
                 q = [runs[(i, job, w)]["samples_per_s"] / runs[(i, job, workers[0])]["samples_per_s"] for i in rounds]
-                line += f"  samples/s vs workers {workers[0]}: {mr(q)}"
-            say(line)
+                say(f"  {job} workers {w}: samples/s / workers {workers[0]}'s {mr(q)}")
     report.save()
 
 

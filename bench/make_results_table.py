@@ -22,7 +22,7 @@ import sys
 NUM = r"[+-]?\d[\d,]*(?:\.\d+)?"
 # A median with its range, as bench_rules.median_range() and the older scripts print it:
 # "0.070 (0.053..0.085)", "93.7% (91.3..101.5)", "2.310 (2.085-2.436)", "1.48 (1.34..2.26)x".
-FIGURE = re.compile(rf"(?<![\w.])(?P<v>{NUM})(?P<u1> ?%)? \((?P<lo>{NUM})(?:\.\.|-)(?P<hi>{NUM})\)(?P<u2>x|%| ?(?:ms|s)\b)?")
+FIGURE = re.compile(rf"(?<![\w.])(?P<v>{NUM})(?P<u1> ?%)? \((?P<lo>{NUM})(?:\.\.|-)(?P<hi>{NUM})\)(?P<u2>x| ?%| ?(?:ms|s)\b)?")
 # A whole table cell that is one figure: "0.029", "6678", "1.000 (0.995-1.007)", "+0.62", "93.7% (91.3..101.5)".
 CELL = re.compile(rf"^(?P<v>{NUM})(?P<u1> ?%|x| ?ms| ?s)?(?: \((?P<lo>{NUM})(?:\.\.|-)(?P<hi>{NUM})\)(?P<u2>x|%)?)?(?P<u3> ?ms| ?s)?$")
 RANGE_CELL = re.compile(rf"^{NUM}(?:\.\. *|-){NUM}(?: ?ms| ?s)?$")
