@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -29,9 +28,9 @@
 #include "support/eventually.h"
 #include "support/example_job.h"
 #include "support/model_checkpoints.h"
+#include "support/module_checkpoint.h"
 #include "tenax/sdk/models/vit.h"
 #include "tenax/sdk/vision/vit_image_processor.h"
-#include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
 
 namespace fs = std::filesystem;
@@ -203,17 +202,7 @@ TEST_F(IntegrationTrainFashionMnist, KilledRankResumesFromTheShardedCheckpointBi
   const auto processor = tenax::sdk::ViTImageProcessor::from_pretrained(model_dir);
   EXPECT_FALSE(processor.do_resize);
   EXPECT_EQ(processor.height, 28);
-  auto reader = tenax::storage::CheckpointReader::open(final_checkpoint("kill"));
-  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
-  int compared = 0;
-  for (const auto& item : model->named_parameters()) {
-    auto saved = reader.value().read("model/" + item.key());
-    ASSERT_TRUE(saved.is_ok()) << item.key() << ": " << saved.status().to_string();
-    const torch::Tensor p = item.value().contiguous();
-    ASSERT_EQ(saved.value().bytes.size(), static_cast<std::size_t>(p.nbytes())) << item.key();
-    EXPECT_EQ(std::memcmp(saved.value().bytes.data(), p.data_ptr(), p.nbytes()), 0) << item.key() << " differs";
-    ++compared;
-  }
+  const int compared = tenax::testing::expect_parameters_equal_checkpoint(*model, final_checkpoint("kill"));
   EXPECT_EQ(compared, kModelTensors);
 }
 

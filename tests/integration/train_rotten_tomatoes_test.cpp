@@ -11,7 +11,6 @@
 //    whose head was made for 3 labels: model.ignore_mismatched_sizes makes it one for the data's 2.
 // Needs the assets of tools/fetch_assets.sh (fails, never skips, without them).
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -20,9 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "support/example_job.h"
+#include "support/module_checkpoint.h"
 #include "tenax/sdk/models/bert.h"
 #include "tenax/sdk/models/distilbert.h"
-#include "tenax/storage/checkpoint_reader.h"
 #include "tenax/storage/layout.h"
 
 namespace fs = std::filesystem;
@@ -109,17 +108,7 @@ void expect_saved_model_is_final_checkpoint(const tenax::sdk::PretrainedModel& m
   EXPECT_EQ(id2label.at(0), "fresh");
   EXPECT_EQ(id2label.at(1), "rotten");
   EXPECT_TRUE(fs::exists(dir / "train" / "model" / "vocab.txt"));
-  auto reader = tenax::storage::CheckpointReader::open(final_checkpoint(dir));
-  ASSERT_TRUE(reader.is_ok()) << reader.status().to_string();
-  int compared = 0;
-  for (const auto& item : model.named_parameters()) {
-    auto saved = reader.value().read("model/" + item.key());
-    ASSERT_TRUE(saved.is_ok()) << item.key() << ": " << saved.status().to_string();
-    const torch::Tensor p = item.value().contiguous();
-    ASSERT_EQ(saved.value().bytes.size(), static_cast<std::size_t>(p.nbytes())) << item.key();
-    EXPECT_EQ(std::memcmp(saved.value().bytes.data(), p.data_ptr(), p.nbytes()), 0) << item.key() << " differs";
-    ++compared;
-  }
+  const int compared = tenax::testing::expect_parameters_equal_checkpoint(model, final_checkpoint(dir));
   EXPECT_GT(compared, 0);
   EXPECT_EQ(compared, static_cast<int>(model.parameters().size()));
 }
